@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Create or reuse ./.venv and install spectra with the extras named in $1 (default: test).
+# Sourced by scripts/test and scripts/bench; nothing here relies on packages installed by hand.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+extras="${1:-test}"
+venv="${SPECTRA_VENV:-$root/.venv}"
+py="${PYTHON:-python3}"
+if [ ! -x "$venv/bin/python" ]; then
+  "$py" -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --upgrade pip
+fi
+stamp="$venv/.spectra-$extras-$(cat "$root/pyproject.toml" "$root/scripts/venv.sh" | sha1sum | cut -c1-12)"
+if [ ! -f "$stamp" ]; then
+  # torch first, pinned: a CPU build lies on local disk on our machines; an unpinned
+  # requirement would pull a multi-GB CUDA build. Any torch >= 2.12 already present is kept.
+  if ! "$venv/bin/python" -c "import torch, sys; v=tuple(int(x) for x in torch.__version__.split('+')[0].split('.')[:2]); sys.exit(v < (2, 12))" 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet "torch==${SPECTRA_TORCH_VERSION:-2.13.0}"
+  fi
+  "$venv/bin/python" -m pip install --quiet -e "$root[$extras]"
+  touch "$stamp"
+fi
+export PATH="$venv/bin:$PATH"

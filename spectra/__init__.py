@@ -1,0 +1,37 @@
+"""spectra: many symmetric/Hermitian eigendecompositions at once, through one batched core.
+
+>>> import torch, spectra
+>>> a = torch.randn(1000, 16, 16, dtype=torch.float64); a = a + a.mT
+>>> w, v = spectra.eigh(a)
+>>> w.shape, v.shape
+(torch.Size([1000, 16]), torch.Size([1000, 16, 16]))
+"""
+
+from .core import (
+    EighResult,
+    LinAlgError,
+    Plan,
+    Validation,
+    eigh,
+    eigvalsh,
+    fix_gauge,
+    plan,
+    validate,
+)
+from .core import reference_eigh as reference
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EighResult",
+    "LinAlgError",
+    "Plan",
+    "Validation",
+    "__version__",
+    "eigh",
+    "eigvalsh",
+    "fix_gauge",
+    "plan",
+    "reference",
+    "validate",
+]

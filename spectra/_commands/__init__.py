@@ -1,0 +1,1 @@
+"""Sub-commands of the ``spectra`` CLI (each module has ``register(subparsers)``)."""

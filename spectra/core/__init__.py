@@ -1,0 +1,38 @@
+"""The one batched eigh engine of spectra: plan, execute, check against SciPy."""
+
+from ._arrays import as_tensor, default_tolerance, restore
+from ._autograd import eigh_backward
+from ._eigh import EighResult, eigh, eigvalsh
+from ._errors import LinAlgError
+from ._execute import execute, orthonormality_error
+from ._gauge import fix_gauge
+from ._plan import Plan, plan, torch_version
+from ._strategies import STRATEGIES, Strategy, register
+from ._threads import cpu_count, fan_out
+from ._validate import Validation, validate
+from .reference import reference_eigh
+
+__all__ = [
+    "STRATEGIES",
+    "EighResult",
+    "LinAlgError",
+    "Plan",
+    "Strategy",
+    "Validation",
+    "as_tensor",
+    "cpu_count",
+    "default_tolerance",
+    "eigh",
+    "eigh_backward",
+    "eigvalsh",
+    "execute",
+    "fan_out",
+    "fix_gauge",
+    "orthonormality_error",
+    "plan",
+    "reference_eigh",
+    "register",
+    "restore",
+    "torch_version",
+    "validate",
+]

@@ -1,0 +1,70 @@
+"""Array in, same array out: NumPy/torch conversion at the core's boundary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+SUPPORTED = (torch.float32, torch.float64, torch.complex64, torch.complex128)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an input came from, so results go back in the same form."""
+
+    kind: str  # "torch" or "numpy"
+    device: torch.device
+    dtype: torch.dtype
+
+
+def as_tensor(x: Any, name: str = "a") -> tuple[torch.Tensor, Origin]:
+    """Convert ``x`` to a torch tensor of a supported dtype (no copy where possible).
+
+    Integers and bools become float64 (as ``numpy.linalg.eigh`` does), float16/bfloat16
+    become float32; anything else that is not float32/64 or complex64/128 is rejected.
+    """
+    if isinstance(x, torch.Tensor):
+        t, kind = x, "torch"
+    elif isinstance(x, np.ndarray) or np.isscalar(x) or isinstance(x, (list, tuple)):
+        arr = np.asarray(x)
+        if arr.dtype == object:
+            raise TypeError(f"{name}: cannot convert an object array to a matrix batch")
+        t, kind = torch.from_numpy(np.ascontiguousarray(arr)), "numpy"
+    elif hasattr(x, "__dlpack__") and hasattr(x, "__cuda_array_interface__"):
+        t, kind = torch.from_dlpack(x), "torch"  # e.g. CuPy arrays
+    else:
+        raise TypeError(f"{name}: expected a torch.Tensor or numpy.ndarray, got {type(x).__name__}")
+    origin_dtype = t.dtype
+    if not (t.is_floating_point() or t.is_complex()):
+        t = t.to(torch.float64)
+    elif t.dtype in (torch.float16, torch.bfloat16):
+        t = t.to(torch.float32)
+    elif t.dtype == torch.complex32:
+        t = t.to(torch.complex64)
+    if t.dtype not in SUPPORTED:
+        raise TypeError(f"{name}: unsupported dtype {origin_dtype}")
+    return t, Origin(kind, t.device, t.dtype)
+
+
+def restore(t: torch.Tensor | None, origin: Origin) -> Any:
+    """Return ``t`` in the caller's form (NumPy array, or tensor on the original device)."""
+    if t is None:
+        return None
+    if origin.kind == "numpy":
+        return t.detach().cpu().numpy()
+    if t.device != origin.device:
+        t = t.to(origin.device)
+    return t
+
+
+def real_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The real dtype matching ``dtype`` (eigenvalues of Hermitian matrices are real)."""
+    return {torch.complex64: torch.float32, torch.complex128: torch.float64}.get(dtype, dtype)
+
+
+def default_tolerance(dtype: torch.dtype) -> float:
+    """Relative tolerance for checks and comparisons at the precision of ``dtype``."""
+    return 1e-4 if real_dtype(dtype) == torch.float32 else 1e-10

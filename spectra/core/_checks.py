@@ -1,0 +1,92 @@
+"""Input checks: shapes, finiteness, symmetry and positive definiteness, naming batch indices."""
+
+from __future__ import annotations
+
+import torch
+
+from ._arrays import real_dtype
+from ._errors import LinAlgError, format_indices
+
+
+def _bad_indices(mask: torch.Tensor) -> list[tuple[int, ...]]:
+    return [tuple(int(i) for i in row) for row in torch.nonzero(mask.cpu()).tolist()]
+
+
+def check_square(a: torch.Tensor, name: str = "a") -> None:
+    """Raise ``ValueError`` unless ``a`` has shape ``(..., n, n)``."""
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(
+            f"{name} must have shape (..., n, n) (a batch of square matrices), got {tuple(a.shape)}"
+        )
+
+
+def check_pair(a: torch.Tensor, b: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless ``b`` matches ``a``'s matrix size and broadcasts to its batch."""
+    check_square(b, "b")
+    if b.shape[-1] != a.shape[-1]:
+        raise ValueError(
+            f"a and b must have the same matrix size, got a {tuple(a.shape)} and b {tuple(b.shape)}"
+        )
+    try:
+        torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except RuntimeError as exc:
+        raise ValueError(
+            f"the batch shapes of a {tuple(a.shape[:-2])} and b {tuple(b.shape[:-2])} "
+            "do not broadcast"
+        ) from exc
+    if b.device != a.device:
+        raise ValueError(f"a is on {a.device} but b is on {b.device}")
+
+
+def check_finite(a: torch.Tensor, name: str = "a") -> None:
+    """Raise ``ValueError`` naming the batch indices of matrices with NaN or Inf entries."""
+    if a.numel() == 0:
+        return
+    bad = ~torch.isfinite(a).flatten(-2).all(-1)
+    if bool(bad.any()):
+        idx = _bad_indices(bad) if bad.ndim else [()]
+        raise ValueError(f"{name} contains NaN or Inf in the matrices at batch indices "
+                         f"{format_indices(idx)}")
+
+
+def hermitian_error(a: torch.Tensor) -> torch.Tensor:
+    """Per-matrix ``max|A - A^H| / max|A|`` (0 for the zero matrix)."""
+    diff = (a - a.mH).abs().flatten(-2).amax(-1)
+    scale = a.abs().flatten(-2).amax(-1)
+    return diff / torch.where(scale > 0, scale, torch.ones_like(scale))
+
+
+def symmetry_tolerance(dtype: torch.dtype) -> float:
+    """Default relative asymmetry accepted before ``eigh`` refuses a matrix."""
+    return 1e-3 if real_dtype(dtype) == torch.float32 else 1e-8
+
+
+def check_hermitian(a: torch.Tensor, tol: float | None = None, name: str = "a") -> None:
+    """Raise ``ValueError`` naming the matrices whose relative asymmetry exceeds ``tol``."""
+    if a.numel() == 0:
+        return
+    tol = symmetry_tolerance(a.dtype) if tol is None else tol
+    err = hermitian_error(a)
+    bad = err > tol
+    if bool(bad.any()):
+        idx = _bad_indices(bad) if bad.ndim else [()]
+        kind = "Hermitian" if a.is_complex() else "symmetric"
+        raise ValueError(
+            f"{name} is not {kind}: max|A - A^H|/max|A| = {float(err.max()):.3g} > {tol:.1e} "
+            f"at batch indices {format_indices(idx)} (symmetrize with (A + A^H)/2 if this is "
+            "round-off, or pass check=False)"
+        )
+
+
+def cholesky_checked(b: torch.Tensor) -> torch.Tensor:
+    """Batched Cholesky factor of ``b``; ``LinAlgError`` names the non-positive-definite ones."""
+    factor, info = torch.linalg.cholesky_ex(b)
+    bad = info != 0
+    if bool(bad.any()):
+        idx = _bad_indices(bad) if bad.ndim else [()]
+        raise LinAlgError(
+            f"b is not positive definite at batch indices {format_indices(idx)} "
+            "(pass lindep=1e-6 to drop its near-null space by canonical orthogonalization)",
+            idx,
+        )
+    return factor

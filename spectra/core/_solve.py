@@ -1,0 +1,116 @@
+"""Standard and generalized solves on tensors that have passed the checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ._autograd import eigh_with_grad
+from ._checks import cholesky_checked
+from ._execute import execute
+from ._plan import plan
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """Execution options forwarded from ``spectra.eigh`` to the planner and backward."""
+
+    strategy: str | None = None
+    chunk_size: int | None = None
+    max_memory: int | None = None
+    workers: int | None = None
+    verify: bool | None = None
+    degenerate_tol: float | None = None
+    broadening: float = 0.0
+
+
+def spectral_bounds(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-matrix Gershgorin interval ``(lower, upper)`` containing every eigenvalue."""
+    diag = torch.diagonal(a, dim1=-2, dim2=-1).real
+    radius = a.abs().sum(-1) - diag.abs()
+    return (diag - radius).amin(-1), (diag + radius).amax(-1)
+
+
+def push_to_top(a: torch.Tensor, inactive: torch.Tensor) -> torch.Tensor:
+    """Put ``c`` on the diagonal of the ``inactive`` rows/columns (zero in ``a``), above the
+    spectrum of the rest, so their eigenpairs are exactly the top ones and separate cleanly.
+    """
+    with torch.no_grad():
+        low, high = spectral_bounds(a)
+        width = torch.maximum(torch.maximum(high - low, high.abs()), low.abs())
+        width = torch.where(width > 0, width, torch.ones_like(width))
+        shift = (high + width).unsqueeze(-1) * inactive.to(high.dtype)
+    return a + torch.diag_embed(shift.to(a.dtype))
+
+
+def solve_standard(
+    a: torch.Tensor,
+    vectors: bool,
+    opts: SolverOptions,
+    inactive: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Eigenpairs of the Hermitian batch ``a`` (``(..., n, n)``) through the planned core.
+
+    ``inactive`` (bool ``(..., n)``) marks zero rows/columns (padding, dropped overlap
+    directions); their eigenpairs come out as the top ones of each matrix.
+    """
+    if inactive is not None:
+        a = push_to_top(a, inactive)
+    n = a.shape[-1]
+    batch_shape = a.shape[:-2]
+    flat = a.reshape(-1, n, n)
+    real = a.real.dtype if a.is_complex() else a.dtype
+    if flat.shape[0] == 0 or n == 0:
+        w = torch.zeros((*batch_shape, n), dtype=real, device=a.device)
+        return w, (torch.zeros_like(a) if vectors else None)
+    needs_grad = torch.is_grad_enabled() and a.requires_grad
+    p = plan(n, flat.shape[0], a.dtype, a.device, vectors=vectors or needs_grad,
+             strategy=opts.strategy, chunk_size=opts.chunk_size, max_memory=opts.max_memory,
+             workers=opts.workers, verify=opts.verify)
+    if needs_grad:
+        w, v = eigh_with_grad(flat, lambda x: execute(p, x), opts.degenerate_tol, opts.broadening)
+    else:
+        w, v = execute(p, flat.contiguous())
+    w = w.reshape(*batch_shape, n)
+    return w, (v.reshape(*batch_shape, n, n) if vectors and v is not None else None)
+
+
+def solve_cholesky(
+    a: torch.Tensor, b: torch.Tensor, vectors: bool, opts: SolverOptions
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``A v = w B v`` by Cholesky reduction ``C = L^-1 A L^-H``; ``V^H B V = I``."""
+    factor = cholesky_checked(b)
+    half = torch.linalg.solve_triangular(factor, a, upper=False)
+    c = torch.linalg.solve_triangular(factor, half.mH, upper=False)
+    c = 0.5 * (c + c.mH)
+    w, u = solve_standard(c, vectors, opts)
+    if u is None:
+        return w, None
+    return w, torch.linalg.solve_triangular(factor.mH, u, upper=True)
+
+
+def solve_canonical(
+    a: torch.Tensor, b: torch.Tensor, vectors: bool, opts: SolverOptions,
+    lindep: float, fill: float,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``A v = w B v`` with ``B``'s eigen-directions below ``lindep`` dropped (as PySCF).
+
+    ``X = U_kept s_kept^-1/2`` spans the kept space; ``X^H A X`` is solved; the ``m``
+    dropped directions of each matrix come last, with eigenvalue ``fill`` and zero vectors.
+    """
+    s, u = solve_standard(b, True, opts)
+    assert u is not None
+    keep = s > lindep
+    scale = torch.where(keep, s.clamp_min(lindep if lindep > 0 else torch.finfo(s.dtype).tiny),
+                        torch.ones_like(s)).rsqrt() * keep
+    x = u * scale.unsqueeze(-2).to(u.dtype)
+    reduced = x.mH @ a @ x
+    reduced = 0.5 * (reduced + reduced.mH)
+    w, c = solve_standard(reduced, vectors, opts, inactive=~keep)
+    n = a.shape[-1]
+    active = torch.arange(n, device=a.device) < keep.sum(-1, keepdim=True)
+    w = torch.where(active, w, torch.full_like(w, fill))
+    if c is None:
+        return w, None
+    return w, (x @ c) * active.unsqueeze(-2).to(c.dtype)

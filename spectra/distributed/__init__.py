@@ -1,0 +1,1 @@
+"""spectra.distributed (under construction)."""

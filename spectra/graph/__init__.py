@@ -1,0 +1,1 @@
+"""spectra.graph (under construction)."""

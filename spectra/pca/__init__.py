@@ -1,0 +1,1 @@
+"""spectra.pca (under construction)."""

@@ -1,0 +1,1 @@
+"""spectra.stiefel (under construction)."""

@@ -1,0 +1,1 @@
+"""spectra.tightbinding (under construction)."""
