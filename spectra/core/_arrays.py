@@ -30,8 +30,9 @@ def as_tensor(x: Any, name: str = "a") -> tuple[torch.Tensor, Origin]:
         t, kind = x, "torch"
     elif isinstance(x, np.ndarray) or np.isscalar(x) or isinstance(x, (list, tuple)):
         arr = np.asarray(x)
-        if arr.dtype == object:
-            raise TypeError(f"{name}: cannot convert an object array to a matrix batch")
+        if arr.dtype.kind not in "biufc":
+            raise TypeError(f"{name}: expected a torch.Tensor or numpy.ndarray of numbers, "
+                            f"got {type(x).__name__} of dtype {arr.dtype}")
         t, kind = torch.from_numpy(np.ascontiguousarray(arr)), "numpy"
     elif hasattr(x, "__dlpack__") and hasattr(x, "__cuda_array_interface__"):
         t, kind = torch.from_dlpack(x), "torch"  # e.g. CuPy arrays

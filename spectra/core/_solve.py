@@ -59,11 +59,11 @@ def solve_standard(
         a = push_to_top(a, inactive)
     n = a.shape[-1]
     batch_shape = a.shape[:-2]
-    flat = a.reshape(-1, n, n)
     real = a.real.dtype if a.is_complex() else a.dtype
-    if flat.shape[0] == 0 or n == 0:
+    if a.numel() == 0:
         w = torch.zeros((*batch_shape, n), dtype=real, device=a.device)
         return w, (torch.zeros_like(a) if vectors else None)
+    flat = a.reshape(-1, n, n)
     needs_grad = torch.is_grad_enabled() and a.requires_grad
     p = plan(n, flat.shape[0], a.dtype, a.device, vectors=vectors or needs_grad,
              strategy=opts.strategy, chunk_size=opts.chunk_size, max_memory=opts.max_memory,

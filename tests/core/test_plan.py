@@ -1,0 +1,99 @@
+"""Plan, then execute: the planner's choices, chunking, threads and the explain text."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import spectra
+from spectra.core import plan
+
+from .helpers import random_hermitian
+
+
+def test_cpu_plan_fans_out_and_is_cached():
+    p = plan(64, 1024, torch.float64, "cpu", workers=2)
+    assert p.strategy == "torch-threads" and p.workers == 2 and p.n_chunks == 1
+    assert plan(64, 1024, torch.float64, "cpu", workers=2) is p
+    assert plan(64, 1, torch.float64, "cpu", workers=2).strategy == "torch"
+    assert plan(64, 1024, torch.float64, "cpu", workers=1).strategy == "torch"
+    assert "torch-threads" in str(p) and "1024 matrices of 64x64 float64" in str(p)
+
+
+def test_memory_budget_cuts_chunks():
+    p = plan(32, 1000, torch.float64, "cpu", max_memory=64 * 32 * 32 * 8 * 4)
+    assert p.chunk_size <= 64 and p.n_chunks >= 16
+    assert sum(stop - start for start, stop in p.chunks()) == 1000
+    assert plan(32, 1000, torch.float64, "cpu", chunk_size=7).n_chunks == 143
+    with pytest.raises(ValueError, match="chunk_size"):
+        plan(32, 10, torch.float64, "cpu", chunk_size=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex128])
+def test_chunked_equals_unchunked_exactly(dtype):
+    a = random_hermitian((37,), 12, dtype, seed=1)
+    w0, v0 = spectra.eigh(a)
+    for kwargs in ({"chunk_size": 5}, {"max_memory": 3 * 4 * 12 * 12 * 16}, {"chunk_size": 1}):
+        w, v = spectra.eigh(a, **kwargs)
+        assert torch.equal(w, w0) and torch.equal(v, v0)
+
+
+def test_thread_settings_are_restored():
+    before = torch.get_num_threads()
+    spectra.eigh(random_hermitian((64,), 8, torch.float64), workers=2)
+    assert torch.get_num_threads() == before
+
+
+def test_worker_errors_reach_the_caller(monkeypatch):
+    from spectra.core import _strategies
+
+    def boom(a):
+        raise RuntimeError("worker failed")
+
+    monkeypatch.setattr(_strategies.torch.linalg, "eigh", boom)
+    with pytest.raises(RuntimeError, match="worker failed"):
+        spectra.eigh(random_hermitian((8,), 4, torch.float64), strategy="torch-threads",
+                     workers=2)
+
+
+def test_gradients_flow_through_the_threaded_path():
+    a = random_hermitian((16,), 5, torch.float64, seed=2).requires_grad_()
+    w, _ = spectra.eigh(0.5 * (a + a.mT), workers=2)
+    (g,) = torch.autograd.grad(w.sum(), a)
+    torch.testing.assert_close(g, torch.eye(5, dtype=torch.float64).expand(16, 5, 5))
+
+
+def test_verification_recomputes_broken_eigenvectors(monkeypatch):
+    from spectra.core import _strategies
+
+    real = _strategies._torch_solve
+
+    def broken(a, vectors):
+        w, v = real(a, vectors)
+        if v is not None:
+            v = v.clone()
+            v[1] = 1.0  # simulate cuSOLVER returning garbage vectors for one matrix
+        return w, v
+
+    monkeypatch.setattr(_strategies, "_torch_solve", broken)
+    a = random_hermitian((3,), 6, torch.complex64, seed=3)
+    w, v = spectra.eigh(a, strategy="torch", verify=True)
+    assert spectra.validate(a, w, v).ok(1e-4)
+    w, v = spectra.eigh(a, strategy="torch", verify=False)
+    assert not spectra.validate(a, w, v).ok(1e-4)
+
+
+def test_numpy_input_can_be_solved_on_another_device_argument():
+    a = np.stack([np.diag([3.0, 1.0, 2.0])] * 2)
+    w, v = spectra.eigh(a, device="cpu")
+    assert isinstance(w, np.ndarray)
+    np.testing.assert_allclose(w, [[1, 2, 3]] * 2)
+
+
+@pytest.mark.cuda
+def test_numpy_input_on_cuda_comes_back_as_numpy():
+    a = random_hermitian((100,), 40, torch.float64, seed=4).numpy()
+    w, v = spectra.eigh(a, device="cuda")
+    assert isinstance(w, np.ndarray)
+    np.testing.assert_allclose(w, spectra.reference(a).eigenvalues, atol=1e-10 * 40)
