@@ -1,0 +1,110 @@
+"""Per-dataset sufficient statistics for PCA: counts, means and scatter matrices.
+
+These are what a distributed fit needs: compute :func:`moments` on each chunk of samples,
+merge the partial results with :func:`combine_moments`, then hand the totals to
+:meth:`spectra.pca.BatchPCA.fit_from_moments`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import torch
+
+from ..core import restore
+from ._inputs import as_batch, check_finite, zero_padding
+
+
+class Moments(NamedTuple):
+    """``(count, mean, scatter)``: ``(B,)``, ``(B, D)`` and ``(B, D, D)``.
+
+    ``scatter`` is the centered sum of outer products ``sum_n (x_n - mean)(x_n - mean)^T``
+    (the covariance times ``count - 1``).
+    """
+
+    count: Any
+    mean: Any
+    scatter: Any
+
+
+def centered(data: torch.Tensor, mask: torch.Tensor | None, counts: torch.Tensor,
+             center: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(mean (B, D), X - mean)`` with padded rows exactly 0 (two-pass, no NaN leaks)."""
+    x = zero_padding(data, mask)
+    if not center:
+        return torch.zeros_like(x[:, 0, :]), x
+    denom = counts.clamp(min=1).to(x.dtype)[:, None]
+    mean = x.sum(-2) / denom
+    return mean, zero_padding(x - mean[:, None, :], mask)
+
+
+def scatter_of(xc: torch.Tensor) -> torch.Tensor:
+    """``X_c^T X_c`` per dataset, exactly symmetric."""
+    s = xc.mT @ xc
+    return (s + s.mT) / 2
+
+
+def moments(X: Any, *, lengths: Any = None, mask: Any = None, center: bool = True,
+            dtype: torch.dtype | None = None) -> Moments:
+    """Counts, means and centered scatter matrices of a batch of datasets, in one pass.
+
+    Parameters
+    ----------
+    X : ``(B, N, D)`` array (torch or NumPy) or a list of ``(N_i, D)`` arrays.
+    lengths, mask : the real samples of a padded ``(B, N, D)`` array (see ``BatchPCA.fit``).
+    center : subtract the means (False: ``mean`` is 0 and ``scatter`` is ``X^T X``).
+    dtype : accumulate in this dtype (e.g. ``torch.float64`` for float32 data).
+
+    Returns
+    -------
+    Moments
+        ``(count, mean, scatter)`` in the input's array kind.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectra.pca import moments
+    >>> m = moments(np.array([[[0.0, 1.0], [2.0, 3.0]]]))
+    >>> m.count, m.mean, m.scatter
+    (array([2]), array([[1., 2.]]), array([[[2., 2.],
+            [2., 2.]]]))
+    """
+    batch = as_batch(X, lengths=lengths, mask=mask)
+    check_finite(batch)
+    data = batch.data if dtype is None else batch.data.to(dtype)
+    mean, xc = centered(data, batch.mask, batch.counts, center)
+    origin = batch.origin
+    return Moments(restore(batch.counts, origin), restore(mean, origin),
+                   restore(scatter_of(xc), origin))
+
+
+def combine_moments(a: Moments | tuple[Any, Any, Any],
+                    b: Moments | tuple[Any, Any, Any]) -> Moments:
+    """Merge the moments of two disjoint sample sets of the same datasets (Chan et al.).
+
+    ``count = n_a + n_b``, ``mean = (n_a m_a + n_b m_b) / count`` and
+    ``scatter = S_a + S_b + n_a n_b / count (m_a - m_b)(m_a - m_b)^T``, batched over datasets;
+    a dataset with no samples on one side takes the other side's moments.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectra.pca import combine_moments, moments
+    >>> x = np.random.default_rng(0).normal(size=(3, 10, 4))
+    >>> m = combine_moments(moments(x[:, :4]), moments(x[:, 4:]))
+    >>> bool(np.allclose(m.scatter, moments(x).scatter))
+    True
+    """
+    na, ma, sa = (torch.as_tensor(t) for t in a)
+    nb, mb, sb = (torch.as_tensor(t) for t in b)
+    numpy_out = not isinstance(a[1], torch.Tensor)
+    n = na + nb
+    safe = n.clamp(min=1).to(ma.dtype)
+    wa, wb = na.to(ma.dtype) / safe, nb.to(ma.dtype) / safe
+    mean = wa[:, None] * ma + wb[:, None] * mb
+    d = ma - mb
+    scatter = sa + sb + (na.to(ma.dtype) * wb)[:, None, None] * (d[:, :, None] * d[:, None, :])
+    out = (n, mean, scatter)
+    if numpy_out:
+        out = tuple(t.numpy() for t in out)
+    return Moments(*out)

@@ -1,0 +1,205 @@
+"""The PCA math: one batched eigh of scatter (or Gram) matrices, then sklearn's conventions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Any
+
+import torch
+
+from .. import core
+from ._inputs import format_list
+
+
+@dataclass
+class PCAFit:
+    """A fitted batch of PCAs, as torch tensors (padded to ``kmax`` components).
+
+    Shapes: ``mean`` (B, D), ``components`` (B, K, D), ``explained_variance``,
+    ``explained_variance_ratio``, ``singular_values`` (B, K), ``noise_variance`` (B,),
+    ``n_components`` and ``n_samples`` (B,) int64, ``mask`` (B, K) bool.
+    """
+
+    mean: torch.Tensor
+    components: torch.Tensor
+    explained_variance: torch.Tensor
+    explained_variance_ratio: torch.Tensor
+    singular_values: torch.Tensor
+    noise_variance: torch.Tensor
+    n_components: torch.Tensor
+    n_samples: torch.Tensor
+    mask: torch.Tensor
+
+    def to(self, dtype: torch.dtype) -> PCAFit:
+        """Cast the floating-point fields to ``dtype``."""
+        fields = {k: (v.to(dtype) if v.is_floating_point() else v)
+                  for k, v in self.__dict__.items()}
+        return PCAFit(**fields)
+
+
+def check_n_components(spec: Any) -> None:
+    """Validate ``n_components``: None, an int >= 0, or a float in (0, 1)."""
+    if spec is None:
+        return
+    if isinstance(spec, bool):
+        raise TypeError("n_components must be None, an int or a float in (0, 1), got a bool")
+    if isinstance(spec, Integral):
+        if int(spec) < 0:
+            raise ValueError(f"n_components must be >= 0, got {spec}")
+        return
+    if isinstance(spec, Real):
+        if not 0.0 < float(spec) < 1.0:
+            raise ValueError("a float n_components is the fraction of variance to keep and "
+                             f"must lie strictly between 0 and 1, got {spec}")
+        return
+    raise TypeError(f"n_components must be None, an int or a float in (0, 1), got {spec!r}")
+
+
+def svd_flip_rows(components: torch.Tensor) -> torch.Tensor:
+    """sklearn's ``svd_flip(u_based_decision=False)``: the largest-|entry| of each row > 0.
+
+    Ties go to the first maximal entry (``argmax``), exactly as sklearn; zero rows stay zero.
+    """
+    if components.numel() == 0:
+        return components
+    idx = components.abs().argmax(-1, keepdim=True)
+    pivot = components.gather(-1, idx)
+    return components * torch.where(pivot < 0, -1.0, 1.0).to(components.dtype)
+
+
+def choose_k(ratio: torch.Tensor, rank: torch.Tensor, spec: Any) -> torch.Tensor:
+    """Per-dataset number of components (B,) for ``n_components`` ``spec``.
+
+    ``ratio`` (B, R) are the explained-variance ratios in descending order and ``rank``
+    (B,) the number of meaningful ones, ``min(n_samples, n_features)``.
+    """
+    if spec is None:
+        return rank.clone()
+    if isinstance(spec, Integral):
+        k = int(spec)
+        bad = torch.nonzero(rank < k).flatten().tolist()
+        if bad:
+            lows = sorted({int(rank[i]) for i in bad})
+            raise ValueError(f"n_components={k} must be <= min(n_samples, n_features) for every "
+                             f"dataset; datasets {format_list(bad)} allow only {lows}")
+        return torch.full_like(rank, k)
+    cum = torch.cumsum(ratio.nan_to_num(0.0), -1)
+    cols = torch.arange(ratio.shape[-1], device=ratio.device)
+    cum = torch.where(cols < rank[:, None], cum, torch.inf).contiguous()
+    target = torch.full((ratio.shape[0], 1), float(spec), dtype=cum.dtype, device=cum.device)
+    k = torch.searchsorted(cum, target, right=True).squeeze(-1) + 1
+    return torch.minimum(k, rank)
+
+
+def finish(count: torch.Tensor, mean: torch.Tensor, lam: torch.Tensor, total: torch.Tensor,
+           rank: torch.Tensor, spec: Any,
+           vectors: Callable[[int], torch.Tensor]) -> PCAFit:
+    """sklearn's attributes from the descending eigenvalues of the scatter matrices.
+
+    ``lam`` (B, R): eigenvalues of ``X_c^T X_c`` (= squared singular values), descending;
+    ``total`` (B,): its trace; ``rank`` (B,): ``min(n_samples, n_features)``;
+    ``vectors(kmax)`` returns the matching leading component columns ``(B, D, kmax)``.
+    """
+    dof = (count - 1).to(lam.dtype)[:, None]
+    lam = lam.clamp(min=0)
+    ev_all = lam / dof
+    total_var = total.clamp(min=0) / dof[:, 0]
+    ratio_all = ev_all / total_var[:, None]
+    k = choose_k(ratio_all, rank, spec)
+    kmax = int(k.max()) if k.numel() else 0
+    cols = torch.arange(lam.shape[-1], device=lam.device)
+    tail = (cols >= k[:, None]) & (cols < rank[:, None])
+    left = (rank - k).to(lam.dtype)
+    noise = torch.where(left > 0, (ev_all * tail).sum(-1) / left.clamp(min=1),
+                        torch.zeros_like(left))
+    mask = cols[:kmax] < k[:, None]
+    comps = svd_flip_rows(vectors(kmax).mT) * mask[..., None]
+    zero = torch.zeros((), dtype=lam.dtype, device=lam.device)
+    return PCAFit(
+        mean=mean,
+        components=comps,
+        explained_variance=torch.where(mask, ev_all[:, :kmax], zero),
+        explained_variance_ratio=torch.where(mask, ratio_all[:, :kmax], zero),
+        singular_values=torch.where(mask, lam[:, :kmax].sqrt(), zero),
+        noise_variance=noise,
+        n_components=k,
+        n_samples=count.to(torch.int64),
+        mask=mask,
+    )
+
+
+def drop_roundoff(lam: torch.Tensor, n_features: int) -> torch.Tensor:
+    """Descending eigenvalues ``lam`` (B, R) with the round-off-level ones set to exactly 0.
+
+    Below ``10 max(R, D) eps lam_max`` an eigenvalue of a scatter or Gram matrix carries no
+    information (an SVD would give a singular value at round-off too); zeroing it keeps
+    ``singular_values_`` and the Gram route's null directions well defined.
+    """
+    if lam.numel() == 0:
+        return lam
+    eps = torch.finfo(lam.dtype).eps
+    floor = 10 * max(lam.shape[-1], n_features) * eps * lam[:, :1].clamp(min=0)
+    return torch.where(lam > floor, lam, torch.zeros_like(lam))
+
+
+def check_counts(count: torch.Tensor) -> None:
+    """PCA needs two samples per dataset (the variance divides by ``n_samples - 1``)."""
+    bad = torch.nonzero(count < 2).flatten().tolist()
+    if bad:
+        have = sorted({int(count[i]) for i in bad})
+        raise ValueError(f"PCA needs at least 2 samples per dataset; datasets "
+                         f"{format_list(bad)} have {have}")
+
+
+def from_scatter(count: torch.Tensor, mean: torch.Tensor, scatter: torch.Tensor, spec: Any,
+                 eigh_kw: dict[str, Any]) -> PCAFit:
+    """Covariance route: one batched eigh of the ``(B, D, D)`` scatter matrices."""
+    check_counts(count)
+    d = scatter.shape[-1]
+    w, v = core.eigh(scatter, **eigh_kw)
+    lam, vecs = drop_roundoff(w.flip(-1), d), v.flip(-1)
+    rank = count.clamp(max=d)
+    total = scatter.diagonal(dim1=-2, dim2=-1).sum(-1)
+    return finish(count, mean, lam, total, rank, spec, lambda kmax: vecs[..., :kmax])
+
+
+def _complete(vecs: torch.Tensor, good: torch.Tensor) -> torch.Tensor:
+    """Replace the columns outside ``good`` by an orthonormal complement of the good ones.
+
+    Good columns come first in each dataset (descending variance), so the Householder QR
+    of the matrix with the bad columns zeroed continues the basis with unit vectors
+    orthogonal to the good columns, deterministically.
+    """
+    if bool(good.all()):
+        return vecs
+    q, _ = torch.linalg.qr(vecs * good[:, None, :], mode="complete")
+    return torch.where(good[:, None, :], vecs, q[..., : vecs.shape[-1]])
+
+
+def from_gram(count: torch.Tensor, mean: torch.Tensor, xc: torch.Tensor, spec: Any,
+              eigh_kw: dict[str, Any]) -> PCAFit:
+    """Gram route for ``N < D``: eigh of ``X_c X_c^T`` (B, N, N); ``V = X_c^T U / sqrt(w)``.
+
+    Directions whose Gram eigenvalue is at round-off level (centering leaves rank ``N - 1``)
+    carry no variance; when they are asked for they are filled with an orthonormal
+    complement of the others, as an SVD would.
+    """
+    check_counts(count)
+    d = xc.shape[-1]
+    gram = xc @ xc.mT
+    gram = (gram + gram.mT) / 2
+    w, u = core.eigh(gram, **eigh_kw)
+    lam, u = drop_roundoff(w.flip(-1), d), u.flip(-1)
+    rank = count.clamp(max=d)
+    total = gram.diagonal(dim1=-2, dim2=-1).sum(-1)
+
+    def vectors(kmax: int) -> torch.Tensor:
+        lk = lam[:, :kmax]
+        good = lk > 0
+        scale = torch.where(good, lk, 1.0).sqrt()
+        vecs = (xc.mT @ u[..., :kmax]) / scale[:, None, :]
+        return _complete(vecs * good[:, None, :], good)
+
+    return finish(count, mean, lam, total, rank, spec, vectors)
