@@ -1,0 +1,113 @@
+"""Riemannian Adam (Becigneul & Ganea, ICLR 2019) for Stiefel and ordinary parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from ._batched import Job, manifold_of, run_jobs
+from ._sgd import _check_retraction
+
+
+class RiemannianAdam(torch.optim.Optimizer):
+    """Adam on the Stiefel manifold, a drop-in ``torch.optim.Adam`` for mixed models.
+
+    For a :class:`StiefelParameter` ``X``: ``g = proj_X(G + weight_decay X)``, first moment
+    ``m = beta1 m + (1 - beta1) g`` (a tangent vector, transported by projection after each
+    step), second moment ``v = beta2 v + (1 - beta2) <g, g>`` - one scalar per matrix, so
+    the direction ``m_hat / (sqrt(v_hat) + eps)`` stays tangent - and ``X <- R_X(-lr dir)``.
+    This is geoopt's ``RiemannianAdam`` on ``EuclideanStiefel``. Ordinary parameters get
+    ``torch.optim.Adam``'s elementwise update (L2 ``weight_decay``, optional ``amsgrad``).
+    Stiefel parameters of one shape/dtype/retraction are retracted in one call.
+
+    Parameters
+    ----------
+    params : parameters or parameter groups.
+    lr, betas, eps, weight_decay, amsgrad, maximize : as ``torch.optim.Adam``.
+    retraction : ``"polar"``, ``"qr"`` or ``"cayley"``; default ``None`` uses each
+        parameter's ``manifold.retraction``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from spectra.stiefel import RiemannianAdam, StiefelParameter
+    >>> w = StiefelParameter(torch.randn(8, 3), project=True)
+    >>> b = torch.nn.Parameter(torch.zeros(3))
+    >>> opt = RiemannianAdam([w, b], lr=1e-2)
+    >>> loss = ((torch.randn(5, 8) @ w + b) ** 2).sum()
+    >>> loss.backward(); opt.step()
+    >>> bool(w.manifold.check(w))
+    True
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
+                 retraction: str | None = None) -> None:
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
+            raise ValueError(f"Invalid betas: {betas}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_retraction(retraction)
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps,
+                    "weight_decay": weight_decay, "amsgrad": amsgrad, "maximize": maximize,
+                    "retraction": retraction}
+        super().__init__(params, defaults)
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:  # type: ignore[override]
+        """Perform one optimization step (``closure`` re-evaluates the loss, as in torch)."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        jobs: list[Job] = []
+        for group in self.param_groups:
+            _check_retraction(group["retraction"])
+            beta1, beta2 = group["betas"]
+            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if p.grad.is_sparse:
+                    raise RuntimeError("RiemannianAdam does not support sparse gradients")
+                manifold = manifold_of(p)
+                g = -p.grad if group["maximize"] else p.grad
+                if wd != 0:
+                    g = g.add(p, alpha=wd)
+                if manifold is not None:
+                    g = manifold.proj(p, g)
+                    sq = manifold.inner(p, g, keepdim=True)
+                else:
+                    sq = g * g.conj() if g.is_complex() else g * g
+                    sq = sq.real if sq.is_complex() else sq
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    state["exp_avg_sq"] = torch.zeros_like(sq)
+                    if group["amsgrad"]:
+                        state["max_exp_avg_sq"] = torch.zeros_like(sq)
+                state["step"] += 1
+                m, v = state["exp_avg"], state["exp_avg_sq"]
+                m.mul_(beta1).add_(g, alpha=1 - beta1)
+                v.mul_(beta2).add_(sq, alpha=1 - beta2)
+                if group["amsgrad"]:
+                    torch.maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
+                    v = state["max_exp_avg_sq"]
+                bc1 = 1 - beta1 ** state["step"]
+                bc2 = 1 - beta2 ** state["step"]
+                direction = (m / bc1) / ((v / bc2).sqrt() + eps)
+                if manifold is None:
+                    p.add_(direction, alpha=-lr)
+                else:
+                    method = group["retraction"] or manifold.retraction
+                    jobs.append(Job(p, manifold, direction.mul(-lr), method, [m]))
+        run_jobs(jobs)
+        return loss

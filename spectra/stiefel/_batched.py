@@ -1,0 +1,61 @@
+"""Optimizer plumbing: find the Stiefel parameters and retract them in as few calls as possible.
+
+Every parameter's whole batch ``(..., n, p)`` goes through one retraction, and parameters
+that share ``(n, p)``, dtype, device and retraction are concatenated into one batch first, so
+a model with many same-shape orthogonal weights costs one core eigh call per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ._manifold import Stiefel
+
+
+def manifold_of(p: torch.Tensor) -> Stiefel | None:
+    """The parameter's Stiefel manifold, ``None`` for an ordinary (Euclidean) parameter."""
+    m = getattr(p, "manifold", None)
+    if m is None:
+        return None
+    if not isinstance(m, Stiefel):
+        raise TypeError(f"parameter of shape {tuple(p.shape)} carries a manifold "
+                        f"{type(m).__name__}; spectra's optimizers handle Stiefel manifolds "
+                        f"and ordinary parameters only")
+    return m
+
+
+@dataclass
+class Job:
+    """One pending Stiefel update: retract ``param`` along ``step``, transport ``vectors``."""
+
+    param: torch.Tensor
+    manifold: Stiefel
+    step: torch.Tensor
+    method: str
+    vectors: list[torch.Tensor] = field(default_factory=list)
+
+
+def run_jobs(jobs: list[Job]) -> None:
+    """Retract every job's parameter in place (grouped), then transport its vectors."""
+    buckets: dict[tuple, list[Job]] = {}
+    for job in jobs:
+        p = job.param
+        if p.numel() == 0:
+            continue
+        key = (tuple(p.shape[-2:]), p.dtype, p.device, job.method)
+        buckets.setdefault(key, []).append(job)
+    for (shape, _, _, method), members in buckets.items():
+        manifold = members[0].manifold
+        x = torch.cat([j.param.detach().reshape(-1, *shape) for j in members])
+        xi = torch.cat([j.step.reshape(-1, *shape) for j in members])
+        y = manifold.retract(x, xi, method)
+        start = 0
+        for j in members:
+            count = j.param.numel() // (shape[0] * shape[1])
+            new = y[start:start + count].reshape(j.param.shape)
+            start += count
+            j.param.copy_(new)
+            for v in j.vectors:
+                v.copy_(manifold.transport(new, new, v))

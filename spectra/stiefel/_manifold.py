@@ -1,0 +1,251 @@
+"""The Stiefel manifold ``St(n, p) = {X : X^H X = I}`` with the Euclidean metric."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import torch
+
+from ..core import as_tensor, default_tolerance, eigvalsh, restore
+from ._polar import _batch_indices, herm, polar
+from ._retractions import RETRACTIONS
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _array_io(fn: F) -> F:
+    """NumPy in, NumPy out: convert array arguments to tensors and the result back."""
+
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        if not any(hasattr(a, "__array__") and not isinstance(a, torch.Tensor) for a in args):
+            return fn(self, *args, **kwargs)
+        converted, origin = [], None
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor) or hasattr(a, "__array__"):
+                t, o = as_tensor(a, f"argument {i}")
+                origin = origin or o
+                converted.append(t)
+            else:
+                converted.append(a)
+        out = fn(self, *converted, **kwargs)
+        if isinstance(out, tuple):
+            return tuple(restore(t, origin) for t in out)  # type: ignore[arg-type]
+        return restore(out, origin)  # type: ignore[arg-type]
+
+    return wrapper  # type: ignore[return-value]
+
+
+def check_frames(x: torch.Tensor, name: str = "X") -> None:
+    """Raise ``ValueError`` unless ``x`` is a floating/complex batch ``(..., n, p)``, p <= n."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(x).__name__}")
+    if x.ndim < 2:
+        raise ValueError(f"{name}: expected frames of shape (..., n, p), got {tuple(x.shape)}")
+    if x.shape[-1] > x.shape[-2]:
+        raise ValueError(f"{name}: Stiefel frames need p <= n, got (n, p) = "
+                         f"{tuple(x.shape[-2:])}")
+    if not (x.is_floating_point() or x.is_complex()):
+        raise TypeError(f"{name}: expected a floating point or complex dtype, got {x.dtype}")
+
+
+def _check_finite(t: torch.Tensor, name: str) -> None:
+    bad = ~torch.isfinite(t).flatten(-2).all(-1)
+    if bool(bad.any()):
+        raise ValueError(f"{name} contains NaN or Inf at batch indices "
+                         f"{_batch_indices(bad)[:20] if bad.ndim else '()'}")
+
+
+class Stiefel:
+    """Batches of ``n x p`` matrices with orthonormal columns, ``X^H X = I`` (Euclidean metric).
+
+    Works on ``(..., n, p)`` tensors, real (orthonormal frames) or complex (unitary frames);
+    every method handles the whole batch at once. The polar retraction, ``projx``,
+    ``random`` and ``dist`` make ONE :func:`spectra.eigh` (or ``eigvalsh``) call on the
+    ``p x p`` Gram matrices of the batch. NumPy arrays in give NumPy arrays out.
+
+    Parameters
+    ----------
+    retraction : ``"polar"`` (default, through the core), ``"qr"`` or ``"cayley"``: the
+        retraction used by :meth:`retract` and by the optimizers when none is named.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from spectra.stiefel import Stiefel
+    >>> st = Stiefel()
+    >>> x = st.random(1000, 16, 4, dtype=torch.float64)
+    >>> g = torch.randn_like(x)
+    >>> xi = st.proj(x, g)                       # Riemannian gradient of <g, X>
+    >>> y = st.retract(x, -0.1 * xi)             # one eigh call for the 1000 Gram matrices
+    >>> bool(st.orthogonality_error(y).max() < 1e-12)
+    True
+    """
+
+    ndim = 2
+
+    def __init__(self, retraction: str = "polar") -> None:
+        if retraction not in RETRACTIONS:
+            raise ValueError(f"unknown retraction {retraction!r}; choose one of "
+                             f"{sorted(RETRACTIONS)}")
+        self.retraction = retraction
+
+    def __repr__(self) -> str:
+        return f"Stiefel(retraction={self.retraction!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.retraction == self.retraction  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.retraction))
+
+    # tangent spaces -------------------------------------------------------------------
+    @_array_io
+    def proj(self, x: Any, u: Any) -> Any:
+        """Orthogonal projection of ``u`` onto the tangent space at ``x``: ``u - x herm(x^H u)``.
+
+        Also the Riemannian gradient of a function with Euclidean gradient ``u``
+        (:meth:`egrad2rgrad`).
+        """
+        check_frames(x)
+        return u - x @ herm(x.mH @ u)
+
+    egrad2rgrad = proj
+    proju = proj
+
+    @_array_io
+    def transport(self, x: Any, y: Any, v: Any) -> Any:
+        """Vector transport of ``v`` (tangent at ``x``) to ``y`` by projection."""
+        check_frames(y, "Y")
+        return v - y @ herm(y.mH @ v)
+
+    transp = transport
+
+    @_array_io
+    def inner(self, x: Any, u: Any, v: Any = None, *, keepdim: bool = False) -> Any:
+        """Euclidean inner product ``Re tr(u^H v)`` of tangent vectors, per matrix."""
+        v = u if v is None else v
+        out = (u.conj() * v).real if u.is_complex() or v.is_complex() else u * v
+        return out.sum((-2, -1), keepdim=keepdim)
+
+    def norm(self, x: Any, u: Any, *, keepdim: bool = False) -> Any:
+        """Norm of the tangent vector ``u`` at ``x``, per matrix."""
+        return self.inner(x, u, keepdim=keepdim) ** 0.5
+
+    # points -------------------------------------------------------------------------
+    @_array_io
+    def retract(self, x: Any, xi: Any, method: str | None = None) -> Any:
+        """Move from ``x`` along the tangent step ``xi`` and land on the manifold.
+
+        Parameters
+        ----------
+        x : ``(..., n, p)`` points on the manifold.
+        xi : tangent steps at ``x``, same shape (batch dimensions broadcast).
+        method : ``"polar"`` (one core eigh call for the whole batch), ``"qr"`` or
+            ``"cayley"``; default: the manifold's ``retraction``.
+
+        Gradients flow through all three; the polar backward stays finite for tiny steps
+        (divided differences of ``l^(-1/2)``).
+        """
+        method = self.retraction if method is None else method
+        if method not in RETRACTIONS:
+            raise ValueError(f"unknown retraction {method!r}; choose one of {sorted(RETRACTIONS)}")
+        check_frames(x)
+        if xi.shape[-2:] != x.shape[-2:]:
+            raise ValueError(f"xi has shape {tuple(xi.shape)}, expected (..., "
+                             f"{x.shape[-2]}, {x.shape[-1]}) like X")
+        _check_finite(x.detach(), "X")
+        _check_finite(xi.detach(), "xi")
+        return RETRACTIONS[method](x, xi)
+
+    retr = retract
+
+    def retract_transport(self, x: Any, xi: Any, v: Any,
+                          method: str | None = None) -> tuple[Any, Any]:
+        """Retract ``x`` along ``xi`` and transport ``v`` to the new point."""
+        y = self.retract(x, xi, method)
+        return y, self.transport(x, y, v)
+
+    @_array_io
+    def projx(self, x: Any) -> Any:
+        """The nearest point on the manifold (Frobenius norm): the polar factor of ``x``."""
+        check_frames(x)
+        _check_finite(x.detach(), "X")
+        return polar(x, where="projx")
+
+    def random(self, *shape: int, dtype: torch.dtype | None = None,
+               device: Any = None, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Haar-distributed random points: the polar factors of Gaussian matrices.
+
+        ``random(batch..., n, p)``; complex dtypes give unitary frames.
+        """
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
+            shape = tuple(shape[0])
+        if len(shape) < 2 or shape[-1] > shape[-2]:
+            raise ValueError(f"random: expected a shape (..., n, p) with p <= n, got {shape}")
+        g = torch.randn(*shape, dtype=dtype, device=device, generator=generator)
+        return polar(g, where="random")
+
+    # distance to the manifold -------------------------------------------------------
+    @_array_io
+    def orthogonality_error(self, x: Any) -> Any:
+        """``max |X^H X - I|`` per matrix (shape: the batch shape)."""
+        check_frames(x)
+        p = x.shape[-1]
+        eye = torch.eye(p, dtype=x.dtype, device=x.device)
+        err = (x.mH @ x - eye).abs()
+        return err.amax((-2, -1)) if p > 0 else err.sum((-2, -1))
+
+    @_array_io
+    def dist(self, x: Any) -> Any:
+        """Frobenius distance from ``x`` to the manifold, ``sqrt(sum_i (s_i - 1)^2)``.
+
+        ``s_i`` are the singular values of ``x``, from one core ``eigvalsh`` call on the
+        Gram matrices ``x^H x``.
+        """
+        check_frames(x)
+        if x.shape[-1] == 0:
+            return x.real.sum((-2, -1)) * 0
+        w = eigvalsh(herm(x.mH @ x).detach(), check=False).clamp_min(0)
+        return ((w.sqrt() - 1) ** 2).sum(-1).sqrt()
+
+    def check(self, x: Any, *, atol: float | None = None, raise_error: bool = False) -> bool:
+        """Whether every matrix of ``x`` satisfies ``max |X^H X - I| <= atol``.
+
+        ``atol`` defaults to 1e-4 in single and 1e-10 in double precision. With
+        ``raise_error=True`` a failure raises ``ValueError`` naming the batch indices.
+        """
+        t, _ = as_tensor(x, "X")
+        check_frames(t)
+        atol = default_tolerance(t.dtype) if atol is None else atol
+        err = self.orthogonality_error(t.detach())
+        bad = ~(err <= atol)
+        if bool(bad.any()):
+            if raise_error:
+                where = _batch_indices(bad)[:20] if bad.ndim else "()"
+                raise ValueError(f"X is not on the Stiefel manifold (max |X^H X - I| = "
+                                 f"{float(err.max()):.3g} > atol={atol:g}) at batch indices "
+                                 f"{where}")
+            return False
+        return True
+
+    def check_tangent(self, x: Any, u: Any, *, atol: float | None = None,
+                      raise_error: bool = False) -> bool:
+        """Whether ``u`` is tangent at ``x``: ``max |x^H u + u^H x| <= atol`` for every matrix."""
+        xt, _ = as_tensor(x, "X")
+        ut, _ = as_tensor(u, "u")
+        check_frames(xt)
+        atol = default_tolerance(xt.dtype) if atol is None else atol
+        s = xt.mH @ ut
+        err = (s + s.mH).abs().flatten(-2).amax(-1) if xt.shape[-1] else s.real.sum((-2, -1))
+        bad = ~(err <= atol)
+        if bool(bad.any()):
+            if raise_error:
+                where = _batch_indices(bad)[:20] if bad.ndim else "()"
+                raise ValueError(f"u is not tangent at X (max |X^H u + u^H X| = "
+                                 f"{float(err.max()):.3g} > atol={atol:g}) at batch indices "
+                                 f"{where}")
+            return False
+        return True

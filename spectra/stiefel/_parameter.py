@@ -1,0 +1,75 @@
+"""``StiefelParameter``: a ``torch.nn.Parameter`` tagged with its Stiefel manifold."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ._manifold import Stiefel, check_frames
+
+
+def _rebuild(data: torch.Tensor, requires_grad: bool, manifold: Stiefel) -> StiefelParameter:
+    return StiefelParameter(data, manifold=manifold, requires_grad=requires_grad, check=False)
+
+
+class StiefelParameter(torch.nn.Parameter):
+    """A parameter whose matrices ``(..., n, p)`` live on the Stiefel manifold.
+
+    :class:`~spectra.stiefel.RiemannianSGD` and :class:`~spectra.stiefel.RiemannianAdam`
+    read ``.manifold`` and keep the parameter on it; ordinary parameters in the same
+    optimizer get the usual Euclidean update.
+
+    Parameters
+    ----------
+    data : the initial frames; must satisfy ``X^H X = I`` unless ``project=True``.
+    manifold : a :class:`Stiefel` (default ``Stiefel()``, polar retraction).
+    requires_grad : as for ``torch.nn.Parameter``.
+    project : replace ``data`` by its nearest point on the manifold (polar factor).
+    check : verify that ``data`` is on the manifold (raises ``ValueError`` naming the batch
+        indices that are not).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from spectra.stiefel import StiefelParameter
+    >>> w = StiefelParameter(torch.randn(4, 10, 3), project=True)
+    >>> w.manifold, w.shape
+    (Stiefel(retraction='polar'), torch.Size([4, 10, 3]))
+    """
+
+    manifold: Stiefel
+
+    def __new__(cls, data: torch.Tensor | None = None, manifold: Stiefel | None = None,
+                requires_grad: bool = True, *, project: bool = False,
+                check: bool = True) -> StiefelParameter:
+        if data is None:
+            raise ValueError("StiefelParameter needs data of shape (..., n, p)")
+        manifold = Stiefel() if manifold is None else manifold
+        if not isinstance(manifold, Stiefel):
+            raise TypeError(f"manifold must be a spectra.stiefel.Stiefel, got "
+                            f"{type(manifold).__name__}")
+        data = data.detach()
+        check_frames(data, "StiefelParameter data")
+        if project:
+            data = manifold.projx(data)
+        elif check:
+            manifold.check(data, raise_error=True)
+        inst = torch.Tensor._make_subclass(cls, data, requires_grad)
+        inst.manifold = manifold
+        return inst
+
+    def __repr__(self) -> str:
+        return f"StiefelParameter on {self.manifold!r} containing:\n{self.data!r}"
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> StiefelParameter:
+        if id(self) in memo:
+            return memo[id(self)]
+        out = StiefelParameter(self.data.clone(memory_format=torch.preserve_format),
+                               manifold=self.manifold, requires_grad=self.requires_grad,
+                               check=False)
+        memo[id(self)] = out
+        return out
+
+    def __reduce_ex__(self, proto: Any) -> Any:
+        return _rebuild, (self.data, self.requires_grad, self.manifold)

@@ -1,0 +1,64 @@
+"""Retractions on the Stiefel manifold: polar (through the core), QR and Cayley.
+
+Each maps a batch of points ``X`` ``(..., n, p)`` and steps ``xi`` (tangent at ``X``) to new
+points with orthonormal columns; all agree to first order: ``R_X(t xi) = X + t xi + O(t^2)``.
+
+- ``polar``: ``Y (Y^H Y)^(-1/2)`` with ``Y = X + xi``, one :func:`spectra.eigh` of the
+  ``p x p`` Gram matrices for the whole batch; the nearest point to ``Y``, second order, and
+  self-correcting (a point that drifted off the manifold is pulled back).
+- ``qr``: the ``Q`` factor of ``Y = QR`` with ``diag(R) > 0`` (real positive on the complex
+  side); the retraction geoopt's ``EuclideanStiefel`` uses. Self-correcting as well.
+- ``cayley``: ``(I - A/2)^(-1) (I + A/2) X`` with the skew matrix ``A = P xi X^H - X xi^H P``,
+  ``P = I - X X^H / 2`` (Wen & Yin, 2013), evaluated with a ``2p x 2p`` solve
+  (Sherman-Morrison-Woodbury) rather than an ``n x n`` one. Multiplies ``X`` by a unitary
+  matrix, so it does not pull a drifted point back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import MappingProxyType
+
+import torch
+
+from ._polar import polar
+
+Retraction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def retract_polar(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
+    """Polar retraction ``(X + xi) ((X + xi)^H (X + xi))^(-1/2)`` (one core eigh call)."""
+    return polar(x + xi, where="retract(method='polar')")
+
+
+def retract_qr(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
+    """QR retraction: the ``Q`` of ``X + xi = QR`` with a positive (real) diagonal of ``R``."""
+    q, r = torch.linalg.qr(x + xi)
+    d = torch.diagonal(r, dim1=-2, dim2=-1)
+    if d.is_complex():
+        mag = d.abs()
+        phase = torch.where(mag > 0, d / mag.clamp_min(torch.finfo(mag.dtype).tiny),
+                            torch.ones_like(d))
+    else:
+        phase = torch.where(d < 0, -torch.ones_like(d), torch.ones_like(d))
+    return q * phase.unsqueeze(-2)
+
+
+def retract_cayley(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
+    """Cayley retraction through a ``2p x 2p`` solve (Wen & Yin's low-rank form)."""
+    p = x.shape[-1]
+    pxi = xi - 0.5 * (x @ (x.mH @ xi))
+    u = torch.cat([pxi, x], dim=-1)
+    v = torch.cat([x, -pxi], dim=-1)
+    eye = torch.eye(2 * p, dtype=x.dtype, device=x.device)
+    lhs = eye - 0.5 * (v.mH @ u)
+    rhs = v.mH @ x
+    return x + u @ torch.linalg.solve(lhs, rhs)
+
+
+RETRACTIONS: MappingProxyType[str, Retraction] = MappingProxyType({
+    "polar": retract_polar,
+    "qr": retract_qr,
+    "cayley": retract_cayley,
+})
+"""The registered retractions by name (read-only)."""
