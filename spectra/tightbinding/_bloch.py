@@ -1,0 +1,160 @@
+"""Bloch sums and band solves as pure functions of one chunk of k-points.
+
+Everything here takes the model's arrays explicitly (a :class:`BlochData`), so the same
+functions can be mapped over blocks of a k-point array (threads, Dask) without a model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+import spectra
+from spectra.core import as_tensor, restore
+
+CONVENTIONS = ("lattice", "orbital")
+
+#: Default memory budget (bytes) for the k-point chunking of ``bands``/``eigh``.
+DEFAULT_MAX_MEMORY = 512 * 2**20
+
+
+@dataclass(frozen=True)
+class BlochData:
+    """The arrays that define ``H(k)`` (and ``S(k)``) of a tight-binding model.
+
+    ``rvecs``: ``(nR, d)`` integer lattice vectors in the periodic directions;
+    ``hr``: ``(nR, n, n)`` complex ``H(R)`` with ``H(-R) = H(R)^H``; ``sr``: optional overlap
+    ``S(R)`` of the same shape; ``positions``: ``(n, d)`` reduced positions of the states
+    (periodic components), used by the orbital-position phase convention.
+    """
+
+    rvecs: np.ndarray
+    hr: np.ndarray
+    positions: np.ndarray
+    sr: np.ndarray | None = None
+
+    @property
+    def dim(self) -> int:
+        return int(self.rvecs.shape[1])
+
+    @property
+    def nstates(self) -> int:
+        return int(self.hr.shape[-1])
+
+
+def _check_convention(convention: str) -> str:
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+    return convention
+
+
+def as_kpoints(k: Any, dim: int) -> tuple[torch.Tensor, Any, tuple[int, ...]]:
+    """``k`` as a real ``(nk, dim)`` tensor, its origin (for :func:`restore`), batch shape."""
+    kt, origin = as_tensor(k, "k")
+    if kt.is_complex():
+        raise TypeError(f"k must be real reduced coordinates, got dtype {kt.dtype}")
+    if dim == 0:
+        kt = kt.reshape(*kt.shape, 0) if kt.ndim == 0 else kt
+    if kt.ndim == 1 and dim == 1 and kt.shape[0] != 1:
+        kt = kt[:, None]  # a 1D model: a flat list of k
+    if kt.ndim == 1:
+        kt = kt[None, :]
+    if kt.shape[-1] != dim:
+        raise ValueError(f"k must have shape (nk, {dim}) (reduced coordinates of the "
+                         f"{dim} periodic directions), got {tuple(kt.shape)}")
+    if not bool(torch.isfinite(kt).all()):
+        bad = torch.nonzero(~torch.isfinite(kt).all(-1)).flatten()[:10].tolist()
+        raise ValueError(f"k contains NaN/Inf at k-point indices {bad}")
+    batch = tuple(kt.shape[:-1])
+    return kt.reshape(-1, dim), origin, batch
+
+
+def _complex_of(dtype: torch.dtype) -> torch.dtype:
+    return torch.complex64 if dtype == torch.float32 else torch.complex128
+
+
+def bloch_sum(k: torch.Tensor, rvecs: np.ndarray, blocks: np.ndarray,
+              positions: np.ndarray | None = None, convention: str = "lattice") -> torch.Tensor:
+    """``M(k) = sum_R exp(2 pi i k.R) M(R)`` for all ``k`` at once (one einsum).
+
+    ``k``: real ``(nk, d)`` tensor; ``blocks``: ``(nR, n, n)``. With
+    ``convention="orbital"`` the result is multiplied by ``exp(2 pi i k.(tau_j - tau_i))``
+    (PythTB's convention). Result: complex ``(nk, n, n)`` on ``k``'s device.
+    """
+    _check_convention(convention)
+    ctype = _complex_of(k.dtype)
+    rt = torch.as_tensor(rvecs, dtype=k.dtype, device=k.device)
+    mt = torch.as_tensor(blocks, device=k.device).to(ctype)
+    phase = torch.polar(torch.ones((), dtype=k.dtype, device=k.device),
+                        (2 * math.pi) * (k @ rt.T))  # (nk, nR)
+    out = torch.einsum("kr,rij->kij", phase, mt)
+    if convention == "orbital" and positions is not None and positions.size:
+        tau = torch.as_tensor(positions, dtype=k.dtype, device=k.device)
+        d = torch.polar(torch.ones((), dtype=k.dtype, device=k.device),
+                        (2 * math.pi) * (k @ tau.T))  # (nk, n)
+        out = d.conj().unsqueeze(-1) * out * d.unsqueeze(-2)
+    return out
+
+
+def hamiltonian_chunk(k: torch.Tensor, data: BlochData,
+                      convention: str = "lattice") -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(H(k), S(k))`` for one chunk of k-points (``S`` is None for orthogonal models)."""
+    h = bloch_sum(k, data.rvecs, data.hr, data.positions, convention)
+    h = 0.5 * (h + h.mH)
+    s = None
+    if data.sr is not None:
+        s = bloch_sum(k, data.rvecs, data.sr, data.positions, convention)
+        s = 0.5 * (s + s.mH)
+    return h, s
+
+
+def solve_chunk(k: torch.Tensor, data: BlochData, convention: str = "lattice",
+                vectors: bool = True, **eigh_kw: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Bands (and states) for one chunk of k-points: build ``H(k)``, one core call.
+
+    A pure function of the chunk and the model's arrays, to be mapped over blocks.
+    """
+    h, s = hamiltonian_chunk(k, data, convention)
+    if vectors:
+        w, v = spectra.eigh(h, s, **eigh_kw)
+        return w, v
+    return spectra.eigvalsh(h, s, **eigh_kw), None
+
+
+def chunk_length(nk: int, nstates: int, nr: int, vectors: bool, overlap: bool,
+                 itemsize: int, max_memory: int | None) -> int:
+    """k-points per chunk so the Bloch sums, the solve and its work fit ``max_memory``."""
+    budget = DEFAULT_MAX_MEMORY if max_memory is None else int(max_memory)
+    if budget <= 0:
+        raise ValueError(f"max_memory must be positive, got {max_memory}")
+    per_k = itemsize * (nr + nstates + nstates * nstates * (4 + 2 * overlap + 2 * vectors))
+    return int(max(1, min(max(nk, 1), budget // max(per_k, 1))))
+
+
+def solve(k: Any, data: BlochData, convention: str = "lattice", vectors: bool = True,
+          max_memory: int | None = None, **eigh_kw: Any) -> tuple[Any, Any]:
+    """Bands (and states) for all ``k``, cut in memory-bounded chunks of one core call each."""
+    kt, origin, batch = as_kpoints(k, data.dim)
+    n = data.nstates
+    nk = kt.shape[0]
+    rtype = kt.dtype
+    itemsize = 2 * torch.finfo(rtype).bits // 8
+    step = chunk_length(nk, n, data.rvecs.shape[0], vectors, data.sr is not None, itemsize,
+                        max_memory)
+    ws: list[torch.Tensor] = []
+    vs: list[torch.Tensor] = []
+    for start in range(0, max(nk, 1), step):
+        w, v = solve_chunk(kt[start:start + step], data, convention, vectors, **eigh_kw)
+        ws.append(w)
+        if v is not None:
+            vs.append(v)
+    w = torch.cat(ws).reshape(*batch, n) if len(ws) > 1 else ws[0].reshape(*batch, n)
+    w = restore(w, origin)
+    if not vectors:
+        return w, None
+    v = torch.cat(vs) if len(vs) > 1 else vs[0]
+    return w, restore(v.reshape(*batch, n, n), origin)
