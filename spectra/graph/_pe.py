@@ -1,0 +1,173 @@
+"""Laplacian eigenvector positional encodings for many graphs at once."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import torch
+
+from ._layout import Layout, as_torch, dense_adjacency, make_layout
+from ._spectrum import LaplacianSpectrum, padded_laplacian_eigh
+
+
+class LaplacianPEResult(NamedTuple):
+    """Positional encodings of many graphs.
+
+    ``pe`` ``(N, k)`` per node; ``mask`` ``(G, k)`` True where column ``j`` of graph ``g``
+    is a real eigenvector (False: zero padding, the graph has fewer than ``k`` non-trivial
+    eigenvectors); ``eigenvalues`` ``(G, k)`` (0 where masked); ``groups`` ``(G, k)``
+    multiplicity group of each column (0, 1, ... in order; equal ids share an eigenvalue
+    within the tolerance; -1 where masked); ``num_components`` ``(G,)``.
+    """
+
+    pe: torch.Tensor
+    mask: torch.Tensor
+    eigenvalues: torch.Tensor
+    groups: torch.Tensor
+    num_components: torch.Tensor
+
+
+def multiplicity_groups(eigenvalues: torch.Tensor, mask: torch.Tensor,
+                        tol: float) -> torch.Tensor:
+    """Group ids of ascending ``(G, k)`` eigenvalues: a new group starts at a gap > ``tol``.
+
+    >>> import torch
+    >>> w = torch.tensor([[0.5, 1.0, 1.0, 1.5]])
+    >>> multiplicity_groups(w, torch.tensor([[True, True, True, False]]), 1e-6)
+    tensor([[ 0,  1,  1, -1]])
+    """
+    if eigenvalues.shape[-1] == 0:
+        return torch.zeros(eigenvalues.shape, dtype=torch.long, device=eigenvalues.device)
+    gap = eigenvalues[..., 1:] - eigenvalues[..., :-1]
+    scale = eigenvalues.abs().amax(-1, keepdim=True).clamp_min(1.0)
+    starts = torch.cat([torch.zeros_like(gap[..., :1], dtype=torch.long),
+                        (gap > tol * scale).long()], dim=-1)
+    groups = torch.cumsum(starts, -1)
+    return torch.where(mask, groups, torch.full_like(groups, -1))
+
+
+def select_pe(spec: LaplacianSpectrum, layout: Layout, k: int, drop_trivial: bool,
+              multiplicity_tol: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                                torch.Tensor]:
+    """Columns ``c_g .. c_g + k - 1`` of each graph's eigenvectors (``c_g`` = components).
+
+    Returns ``(pe (N, k), mask (G, k), eigenvalues (G, k), groups (G, k))`` in the
+    spectrum's dtype, on its device.
+    """
+    w, v = spec.eigenvalues, spec.eigenvectors
+    device = w.device
+    g, n = w.shape
+    first = spec.num_components.to(device) if drop_trivial else torch.zeros_like(
+        spec.num_nodes, device=device)
+    idx = first.unsqueeze(-1) + torch.arange(k, device=device)  # (G, k)
+    mask = idx < spec.num_nodes.to(device).unsqueeze(-1)
+    safe = torch.where(mask, idx, torch.zeros_like(idx)).clamp_max(max(n - 1, 0))
+    if n == 0:
+        pe_pad = v.new_zeros((g, 0, k))
+        vals = w.new_zeros((g, k))
+    else:
+        vals = w.gather(-1, safe) * mask
+        pe_pad = v.gather(-1, safe.unsqueeze(-2).expand(g, n, k)) * mask.unsqueeze(-2)
+    groups = multiplicity_groups(vals, mask, multiplicity_tol)
+    batch, local = layout.batch.to(device), layout.local.to(device)
+    pe = pe_pad[batch, local] if layout.num_nodes else pe_pad.new_zeros((0, k))
+    return pe, mask, vals, groups
+
+
+def random_signs(g: int, k: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    """``(G, k)`` random +-1 (float64, CPU), one per graph and column."""
+    bits = torch.randint(0, 2, (g, k), generator=generator)
+    return (2 * bits - 1).to(torch.float64)
+
+
+def laplacian_pe(
+    edge_index: Any,
+    num_nodes: int | None = None,
+    k: int = 8,
+    *,
+    edge_weight: Any = None,
+    batch: Any = None,
+    num_graphs: int | None = None,
+    normalization: str | None = "sym",
+    drop_trivial: bool = True,
+    random_sign: bool = False,
+    generator: torch.Generator | None = None,
+    multiplicity_tol: float = 1e-6,
+    dtype: torch.dtype = torch.float32,
+    device: Any = "cpu",
+) -> LaplacianPEResult:
+    """Laplacian eigenvector positional encodings of one or many graphs, one core call.
+
+    For each graph: the eigenvectors of its Laplacian after the trivial ones, in ascending
+    order of eigenvalue, the ``k`` first of them (as PyG's ``AddLaplacianEigenvectorPE``
+    on a connected graph).
+
+    **Trivial eigenvectors**: the Laplacian of a graph with ``c`` connected components
+    (isolated nodes count as components, see :func:`laplacian`) has the eigenvalue 0
+    ``c`` times; with ``drop_trivial`` all ``c`` are dropped (PyG drops only the first, so
+    it keeps null vectors of disconnected graphs). **Small graphs**: when fewer than ``k``
+    eigenvectors remain, the missing columns are zeros and ``mask`` is False there (PyG
+    crashes on ``N <= k``). **Sign**: the spectra gauge (largest-|entry| positive) makes
+    the result deterministic; ``random_sign`` flips each column of each graph at random
+    (training augmentation, as PyG). Within a repeated eigenvalue (see ``groups``) the basis
+    is one valid orthonormal basis of the eigenspace, not a canonical one.
+
+    Parameters
+    ----------
+    edge_index, num_nodes, edge_weight, batch, num_graphs, normalization :
+        as :func:`spectra.graph.laplacian`; graphs must be undirected. ``"rw"`` gives
+        ``D``-orthonormal eigenvectors of ``I - D^{-1} A``.
+    k : number of eigenvectors per graph.
+    drop_trivial : drop the ``c`` null eigenvectors (default) or keep them.
+    random_sign, generator : random column signs, drawn from ``generator``.
+    multiplicity_tol : eigenvalues closer than this (relative to ``max(1, |w|)``) share a
+        multiplicity group.
+    dtype : output dtype (default float32); the solve always runs in float64.
+    device : where to solve (default ``"cpu"``; ``None``: where the input lives). Results
+        come back on ``edge_index``'s device.
+
+    Returns
+    -------
+    LaplacianPEResult
+        ``(pe, mask, eigenvalues, groups, num_components)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from spectra.graph import laplacian_pe
+    >>> ring = torch.tensor([[0, 1, 2, 3, 1, 2, 3, 0], [1, 2, 3, 0, 0, 1, 2, 3]])
+    >>> out = laplacian_pe(ring, 4, k=4)
+    >>> out.mask
+    tensor([[ True,  True,  True, False]])
+    >>> out.eigenvalues
+    tensor([[1., 1., 2., 0.]])
+    >>> out.groups
+    tensor([[ 0,  0,  1, -1]])
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"dtype must be float32 or float64, got {dtype}")
+    ei, _ = as_torch(edge_index, "edge_index")
+    assert ei is not None
+    ew, _ = as_torch(edge_weight, "edge_weight")
+    bt, _ = as_torch(batch, "batch")
+    out_device = ei.device
+    solve_device = ei.device if device is None else torch.device(device)
+    ei = ei.to(solve_device)
+    ew = ew.to(solve_device) if ew is not None else None
+    bt = bt.to(solve_device) if bt is not None else None
+    layout = make_layout(ei, num_nodes, bt, num_graphs)
+    adj = dense_adjacency(ei, ew, layout, torch.float64)
+    spec = padded_laplacian_eigh(adj, layout, normalization)
+    pe, mask, vals, groups = select_pe(spec, layout, k, drop_trivial, multiplicity_tol)
+    if random_sign:
+        signs = random_signs(layout.num_graphs, k, generator).to(solve_device)
+        pe = pe * signs[layout.batch]
+    return LaplacianPEResult(
+        pe.to(device=out_device, dtype=dtype),
+        mask.to(out_device),
+        vals.to(device=out_device, dtype=dtype),
+        groups.to(out_device),
+        spec.num_components.to(out_device),
+    )
