@@ -1,0 +1,145 @@
+"""Polar factor and inverse square root: values against SVD, gradients against finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg
+import torch
+from torch.autograd import gradcheck, gradgradcheck
+
+import spectra
+from spectra.stiefel import Stiefel, inv_sqrtm, polar
+
+from .helpers import DTYPES, haar, svd_polar, tangent, tol
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(50, 9, 4), (3, 2, 5, 1), (7, 7), (4, 1, 1), (6, 30, 30)])
+def test_polar_equals_svd_polar_factor(dtype, shape):
+    g = torch.Generator().manual_seed(1)
+    y = torch.randn(*shape, dtype=dtype, generator=g)
+    q = polar(y)
+    ref = svd_polar(y.to(torch.complex128 if y.is_complex() else torch.float64))
+    scale = 10 if shape[-1] == 30 else 1  # Gram route: error grows with cond(Y)^2
+    assert q.dtype == dtype and q.shape == y.shape
+    assert torch.allclose(q.to(ref.dtype), ref, atol=scale * 5 * tol(dtype), rtol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_inv_sqrtm_matches_scipy(dtype):
+    g = torch.Generator().manual_seed(2)
+    a = torch.randn(20, 5, 5, dtype=dtype, generator=g)
+    gram = a @ a.mH + 0.5 * torch.eye(5, dtype=dtype)
+    out = inv_sqrtm(gram).numpy()
+    for i in (0, 7, 19):
+        ref = scipy.linalg.inv(scipy.linalg.sqrtm(gram[i].numpy().astype(np.complex128)))
+        assert np.allclose(out[i], ref, atol=50 * tol(dtype))
+
+
+def test_inv_sqrtm_degenerate_and_identity():
+    eye = torch.eye(4, dtype=torch.float64).expand(3, 4, 4)
+    assert torch.equal(inv_sqrtm(eye), eye)
+    d = torch.diag(torch.tensor([4.0, 4.0, 9.0], dtype=torch.float64))
+    assert torch.allclose(inv_sqrtm(d), torch.diag(torch.tensor([0.5, 0.5, 1 / 3],
+                                                              dtype=torch.float64)))
+
+
+def test_singular_gram_raises_with_index():
+    y = torch.randn(5, 6, 3, dtype=torch.float64)
+    y[3, :, 2] = y[3, :, 0]  # rank deficient
+    with pytest.raises(spectra.LinAlgError, match=r"\[3\]"):
+        polar(y)
+
+
+def test_bad_shapes():
+    with pytest.raises(ValueError, match="square"):
+        inv_sqrtm(torch.randn(3, 4))
+    with pytest.raises(ValueError, match="frames"):
+        polar(torch.randn(3))
+
+
+def test_empty_inputs():
+    assert polar(torch.randn(0, 5, 3)).shape == (0, 5, 3)
+    assert polar(torch.randn(4, 5, 0)).shape == (4, 5, 0)
+
+
+def _sym(a):
+    return (a + a.mH) / 2
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.parametrize("case", ["random", "identity", "degenerate"])
+def test_inv_sqrtm_gradcheck_and_gradgradcheck(dtype, case):
+    g = torch.Generator().manual_seed(3)
+    if case == "random":
+        a = torch.randn(2, 4, 4, dtype=dtype, generator=g)
+        base = a @ a.mH + torch.eye(4, dtype=dtype)
+    elif case == "identity":
+        base = torch.eye(4, dtype=dtype).repeat(2, 1, 1)
+    else:
+        q = haar(2, 4, 4, dtype=dtype, generator=g)
+        base = q @ torch.diag(torch.tensor([1.0, 1.0, 1.0, 3.0], dtype=dtype)) @ q.mH
+    x = base.clone().requires_grad_()
+    assert gradcheck(lambda t: inv_sqrtm(_sym(t)), (x,))
+    assert gradgradcheck(lambda t: inv_sqrtm(_sym(t)), (x,))
+
+
+@pytest.mark.parametrize("method", ["polar", "qr", "cayley"])
+@pytest.mark.parametrize("scale", [1e-8, 1e-6, 1e-4, 1e-2, 1.0])
+def test_gradcheck_through_retract(method, scale):
+    g = torch.Generator().manual_seed(4)
+    x = haar(2, 5, 3, generator=g).requires_grad_()
+    xi = (scale * tangent(x.detach(), generator=g)).requires_grad_()
+    st = Stiefel()
+    # finite-difference step well below the step size so the test resolves small scales
+    eps = 1e-6 * min(1.0, max(scale, 1e-3))
+    assert gradcheck(lambda a, b: st.retract(a, b, method), (x, xi), eps=eps, atol=1e-5,
+                     rtol=1e-4)
+
+
+@pytest.mark.parametrize("scale", [1e-8, 1e-3, 1.0])
+def test_gradgradcheck_through_polar_retract(scale):
+    g = torch.Generator().manual_seed(5)
+    x = haar(1, 4, 2, generator=g).requires_grad_()
+    xi = (scale * tangent(x.detach(), generator=g)).requires_grad_()
+    st = Stiefel()
+    assert gradgradcheck(lambda a, b: st.retract(a, b), (x, xi), atol=1e-5, rtol=1e-4)
+
+
+def test_complex_retract_gradcheck():
+    g = torch.Generator().manual_seed(6)
+    x = haar(2, 4, 2, dtype=torch.complex128, generator=g).requires_grad_()
+    xi = (1e-6 * tangent(x.detach(), generator=g)).requires_grad_()
+    assert gradcheck(lambda a, b: Stiefel().retract(a, b), (x, xi), eps=1e-9, atol=1e-5)
+
+
+@pytest.mark.parametrize("scale", [0.0, 1e-8, 1e-4])
+def test_float32_gradient_tiny_steps_finite_and_accurate(scale):
+    """At G ~ I the eigh backward would divide by ~0; the divided differences do not."""
+    g = torch.Generator().manual_seed(7)
+    x64 = haar(64, 12, 4, generator=g)
+    xi64 = scale * tangent(x64, generator=g)
+    c = torch.randn(64, 12, 4, dtype=torch.float64, generator=g)
+    grads = {}
+    for dtype in (torch.float32, torch.float64):
+        x = x64.to(dtype).requires_grad_()
+        xi = xi64.to(dtype).requires_grad_()
+        loss = (Stiefel().retract(x, xi) * c.to(dtype)).sum()
+        grads[dtype] = torch.autograd.grad(loss, (x, xi))
+    for g32, g64 in zip(grads[torch.float32], grads[torch.float64], strict=True):
+        assert torch.isfinite(g32).all()
+        assert torch.allclose(g32.double(), g64, atol=1e-4)
+
+
+def test_gradient_at_zero_step_matches_svd_finite_difference():
+    """d/dX <C, polar(X)> at a point of the manifold (G = I exactly) against SVD-based FD."""
+    g = torch.Generator().manual_seed(8)
+    x = haar(3, 7, 3, generator=g)
+    c = torch.randn(3, 7, 3, dtype=torch.float64, generator=g)
+    d = torch.randn(3, 7, 3, dtype=torch.float64, generator=g)
+    h = 1e-6
+    num = ((svd_polar(x + h * d) - svd_polar(x - h * d)) * c).sum() / (2 * h)
+    xr = x.clone().requires_grad_()
+    (gx,) = torch.autograd.grad((Stiefel().retract(xr, torch.zeros_like(x)) * c).sum(), xr)
+    assert abs(float((gx * d).sum()) - float(num)) < 1e-7
