@@ -312,7 +312,8 @@ class BatchPCA:
         """Each dataset's model covariance ``C^T diag(ev - sigma2)_+ C + sigma2 I`` (B, D, D).
 
         As sklearn's ``PCA.get_covariance`` (``C`` the components, ``ev`` the explained
-        variances, ``sigma2`` the noise variance).
+        variances, ``sigma2`` the noise variance), including its behaviour with
+        ``whiten=True``, where ``C`` is first scaled by ``sqrt(ev)``.
 
         Examples
         --------
@@ -326,7 +327,10 @@ class BatchPCA:
         fit = self._fitted()
         noise = fit.noise_variance[:, None]
         diff = (fit.explained_variance - noise).clamp(min=0) * fit.mask
-        cov = (fit.components.mT * diff[:, None, :]) @ fit.components
+        comps = fit.components
+        if self.whiten:
+            comps = fit.explained_variance.sqrt()[..., None] * comps
+        cov = (comps.mT * diff[:, None, :]) @ comps
         eye = torch.eye(cov.shape[-1], dtype=cov.dtype, device=cov.device)
         return restore(cov + noise[..., None] * eye, self._origin)
 
