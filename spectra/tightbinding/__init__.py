@@ -11,15 +11,43 @@ array([[-3.,  3.]])
 
 from ._bloch import BlochData, bloch_sum, hamiltonian_chunk, solve_chunk
 from ._builders import cut, supercell
+from ._dos import dos, fermi_level
+from ._kpoints import KPath, kpath, monkhorst_pack, special_points
 from ._model import CONVENTIONS, Model
+from ._models import chain, cubic, graphene, haldane, ssh
+from ._plot import plot_bands
+from ._pyscf import Bands, fock_overlap, pyscf_bands
+from ._topology import berry_flux, berry_phase, chern_number, wilson_loop
+from ._wannier90 import read_wannier90, write_wannier90
 
 __all__ = [
     "CONVENTIONS",
+    "Bands",
     "BlochData",
+    "KPath",
     "Model",
+    "berry_flux",
+    "berry_phase",
     "bloch_sum",
+    "chain",
+    "chern_number",
+    "cubic",
     "cut",
+    "dos",
+    "fermi_level",
+    "fock_overlap",
+    "graphene",
+    "haldane",
     "hamiltonian_chunk",
+    "kpath",
+    "monkhorst_pack",
+    "plot_bands",
+    "pyscf_bands",
+    "read_wannier90",
     "solve_chunk",
+    "special_points",
+    "ssh",
     "supercell",
+    "wilson_loop",
+    "write_wannier90",
 ]

@@ -57,8 +57,6 @@ def as_kpoints(k: Any, dim: int) -> tuple[torch.Tensor, Any, tuple[int, ...]]:
     kt, origin = as_tensor(k, "k")
     if kt.is_complex():
         raise TypeError(f"k must be real reduced coordinates, got dtype {kt.dtype}")
-    if dim == 0:
-        kt = kt.reshape(*kt.shape, 0) if kt.ndim == 0 else kt
     if kt.ndim == 1 and dim == 1 and kt.shape[0] != 1:
         kt = kt[:, None]  # a 1D model: a flat list of k
     if kt.ndim == 1:
@@ -70,7 +68,7 @@ def as_kpoints(k: Any, dim: int) -> tuple[torch.Tensor, Any, tuple[int, ...]]:
         bad = torch.nonzero(~torch.isfinite(kt).all(-1)).flatten()[:10].tolist()
         raise ValueError(f"k contains NaN/Inf at k-point indices {bad}")
     batch = tuple(kt.shape[:-1])
-    return kt.reshape(-1, dim), origin, batch
+    return kt.reshape(math.prod(batch), dim), origin, batch
 
 
 def _complex_of(dtype: torch.dtype) -> torch.dtype:

@@ -186,7 +186,7 @@ def kpath(lattice: Any, path: str | Sequence[Any] | None = None, npoints: int = 
     segments = _parse_path(path, named, dim)
     recip = 2 * np.pi * np.linalg.inv(lat).T
     lengths = [np.linalg.norm((b - a) @ recip) for seg in segments for (_, a), (_, b)
-               in zip(seg[:-1], seg[1:], strict=True)]
+               in itertools.pairwise(seg)]
     nnodes = sum(len(seg) for seg in segments)
     if npoints < nnodes:
         raise ValueError(f"npoints={npoints} is less than the {nnodes} named points of the path")

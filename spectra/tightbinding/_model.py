@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from spectra.core import restore
+
 from ._bloch import (
     CONVENTIONS,
     BlochData,
@@ -15,7 +17,6 @@ from ._bloch import (
     hamiltonian_chunk,
     solve,
 )
-from spectra.core import restore
 
 Key = tuple[int, int, tuple[int, ...]]
 
@@ -141,9 +142,9 @@ class Model:
             arr = full
         if arr.shape != (self.dim,):
             raise ValueError(f"R must have {self.dim} integer components, got {r!r}")
-        if arr.dtype.kind not in "iu":
-            if arr.dtype.kind != "f" or not np.all(arr == np.round(arr)):
-                raise ValueError(f"R must be integer lattice vectors, got {r!r}")
+        if arr.dtype.kind not in "iu" and (
+                arr.dtype.kind != "f" or not np.all(arr == np.round(arr))):
+            raise ValueError(f"R must be integer lattice vectors, got {r!r}")
         vec = tuple(int(x) for x in np.round(arr).astype(int))
         for d in range(self.dim):
             if d not in self.periodic and vec[d] != 0:
@@ -186,7 +187,8 @@ class Model:
         i = self._orbital_index(i, "i")
         amp = self._amplitude(value, f"onsite energy of orbital {i}")
         if not np.allclose(amp, amp.conj().T, atol=1e-12, rtol=0):
-            raise ValueError(f"onsite energy of orbital {i} must be real (Hermitian), got {value!r}")
+            raise ValueError(f"onsite energy of orbital {i} must be real (Hermitian), "
+                             f"got {value!r}")
         if not np.all(np.isfinite(amp)):
             raise ValueError(f"onsite energy of orbital {i} is NaN/Inf")
         zero = (0,) * self.dim

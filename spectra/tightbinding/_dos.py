@@ -1,0 +1,230 @@
+"""Density of states (Gaussian or linear tetrahedron) and the Fermi level."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy.special import erfc, expit
+
+# corners of the unit cube (bit i of the index = offset along axis i) and their simplices
+_TETRA = ((0, 1, 3, 7), (0, 1, 5, 7), (0, 2, 3, 7), (0, 2, 6, 7), (0, 4, 5, 7), (0, 4, 6, 7))
+_TRIANGLES = ((0, 1, 3), (0, 2, 3))
+
+
+def _to_numpy(x: Any, name: str) -> np.ndarray:
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
+    arr = np.asarray(x, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN/Inf")
+    return arr
+
+
+def _weights(weights: Any, nk: int) -> np.ndarray:
+    if weights is None:
+        return np.full(nk, 1.0 / max(nk, 1))
+    w = _to_numpy(weights, "weights").reshape(-1)
+    if w.shape != (nk,):
+        raise ValueError(f"weights must have one value per k-point ({nk}), got {w.shape}")
+    if np.any(w < 0):
+        raise ValueError("weights must be non-negative")
+    return w
+
+
+def dos(energies: Any, grid: Any, *, sigma: float | None = None, weights: Any = None,
+        method: str = "gaussian", kgrid: Sequence[int] | None = None,
+        chunk: int = 2**22) -> np.ndarray:
+    """Density of states per cell on the energy ``grid`` (integrates to the band count).
+
+    Parameters
+    ----------
+    energies : band energies ``(nk, nbands)`` (NumPy or torch).
+    grid : energies ``(nE,)`` at which to evaluate the DOS.
+    sigma : Gaussian width (``method="gaussian"``; default: 2 grid spacings).
+    weights : k-point weights ``(nk,)`` summing to 1 (default uniform).
+    method : ``"gaussian"`` or ``"tetrahedron"`` (linear tetrahedra in 3D, triangles in
+        2D, segments in 1D), which needs ``energies`` on a full periodic grid in C order
+        (as :func:`monkhorst_pack` makes) and its shape ``kgrid``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectra.tightbinding import dos
+    >>> e = np.array([[0.0], [0.0]])
+    >>> g = dos(e, np.linspace(-1, 1, 201), sigma=0.1)
+    >>> round(float(np.trapezoid(g, np.linspace(-1, 1, 201))), 6)
+    1.0
+    """
+    e = _to_numpy(energies, "energies")
+    if e.ndim == 1:
+        e = e[:, None]
+    if e.ndim != 2:
+        raise ValueError(f"energies must be (nk, nbands), got shape {e.shape}")
+    x = _to_numpy(grid, "grid").reshape(-1)
+    if method == "gaussian":
+        return _gaussian(e, x, sigma, _weights(weights, e.shape[0]), chunk)
+    if method == "tetrahedron":
+        if weights is not None:
+            raise ValueError("the tetrahedron method uses the grid's own (uniform) weights")
+        if kgrid is None:
+            raise ValueError("method='tetrahedron' needs kgrid, the shape of the k grid")
+        return _tetrahedron(e, x, tuple(int(q) for q in kgrid), chunk)
+    raise ValueError(f"method must be 'gaussian' or 'tetrahedron', got {method!r}")
+
+
+def _gaussian(e: np.ndarray, x: np.ndarray, sigma: float | None, w: np.ndarray,
+              chunk: int) -> np.ndarray:
+    if sigma is None:
+        if x.size < 2:
+            raise ValueError("give sigma for a grid of fewer than two energies")
+        sigma = 2.0 * float(np.abs(np.diff(x)).mean())
+    if not sigma > 0:
+        raise ValueError(f"sigma must be positive, got {sigma}")
+    flat = e.reshape(-1)
+    wf = np.repeat(w, e.shape[1])
+    out = np.zeros_like(x)
+    step = max(1, chunk // max(x.size, 1))
+    norm = 1.0 / (sigma * math.sqrt(2 * math.pi))
+    for s in range(0, flat.size, step):
+        z = (x[:, None] - flat[None, s:s + step]) / sigma
+        out += (np.exp(-0.5 * z * z) * wf[None, s:s + step]).sum(1) * norm
+    return out
+
+
+def _simplices(e: np.ndarray, kgrid: tuple[int, ...]) -> np.ndarray:
+    """Corner energies of every simplex of the periodic grid: ``(nsimplex * nb, d + 1)``."""
+    dim = len(kgrid)
+    nb = e.shape[1]
+    cube = e.reshape(*kgrid, nb)
+    corners = []
+    for idx in range(2**dim):
+        shifted = cube
+        for axis in range(dim):
+            if idx >> (dim - 1 - axis) & 1:
+                shifted = np.roll(shifted, -1, axis=axis)
+        corners.append(shifted.reshape(-1, nb))
+    if dim == 1:
+        sets: Sequence[Sequence[int]] = ((0, 1),)
+    elif dim == 2:
+        sets = _TRIANGLES
+    else:
+        sets = _TETRA
+    simp = np.stack([np.stack([corners[c] for c in s], -1) for s in sets])  # (ns, ncell, nb, d+1)
+    return np.sort(simp.reshape(-1, dim + 1), axis=-1)
+
+
+def _tetrahedron(e: np.ndarray, x: np.ndarray, kgrid: tuple[int, ...], chunk: int) -> np.ndarray:
+    dim = len(kgrid)
+    if not 1 <= dim <= 3:
+        raise ValueError(f"tetrahedron DOS needs a 1D, 2D or 3D grid, got kgrid={kgrid}")
+    if int(np.prod(kgrid)) != e.shape[0]:
+        raise ValueError(f"kgrid {kgrid} has {int(np.prod(kgrid))} points but energies has "
+                         f"{e.shape[0]} k-points")
+    simp = _simplices(e, kgrid)
+    nsimp_per_band = simp.shape[0] / e.shape[1]
+    tiny = 1e-300
+    out = np.zeros_like(x)
+    step = max(1, chunk // max(x.size, 1))
+    for s in range(0, simp.shape[0], step):
+        c = simp[s:s + step]
+        ee = x[:, None]
+        if dim == 1:
+            e1, e2 = c[:, 0], c[:, 1]
+            inside = (ee >= e1) & (ee < e2)
+            g = inside / np.maximum(e2 - e1, tiny)
+        elif dim == 2:
+            e1, e2, e3 = c[:, 0], c[:, 1], c[:, 2]
+            d21, d31, d32 = (np.maximum(v, tiny) for v in (e2 - e1, e3 - e1, e3 - e2))
+            lo = (ee >= e1) & (ee < e2)
+            hi = (ee >= e2) & (ee < e3)
+            g = np.where(lo, 2 * (ee - e1) / (d21 * d31), 0.0)
+            g = g + np.where(hi, 2 * (e3 - ee) / (d31 * d32), 0.0)
+        else:
+            e1, e2, e3, e4 = c[:, 0], c[:, 1], c[:, 2], c[:, 3]
+            d21, d31, d41, d32, d42, d43 = (np.maximum(v, tiny) for v in (
+                e2 - e1, e3 - e1, e4 - e1, e3 - e2, e4 - e2, e4 - e3))
+            r1 = (ee >= e1) & (ee < e2)
+            r2 = (ee >= e2) & (ee < e3)
+            r3 = (ee >= e3) & (ee < e4)
+            g = np.where(r1, 3 * (ee - e1) ** 2 / (d21 * d31 * d41), 0.0)
+            mid = (3 * d21 + 6 * (ee - e2) - 3 * (d31 + d42) * (ee - e2) ** 2 / (d32 * d42)) / (
+                d31 * d41)
+            g = g + np.where(r2, mid, 0.0)
+            g = g + np.where(r3, 3 * (e4 - ee) ** 2 / (d41 * d42 * d43), 0.0)
+        out += g.sum(1)
+    return out / nsimp_per_band
+
+
+def fermi_level(energies: Any, nelectrons: float, *, weights: Any = None,
+                degeneracy: float = 1.0, smearing: float = 0.0,
+                method: str = "fermi-dirac") -> float:
+    """The Fermi level for ``nelectrons`` electrons per cell.
+
+    Parameters
+    ----------
+    energies : band energies ``(nk, nbands)``.
+    nelectrons : electrons per cell.
+    weights : k-point weights (default uniform, summing to 1).
+    degeneracy : electrons per state (2 for a spinless model of spin-degenerate electrons).
+    smearing : 0 for a step occupation (an insulator's level is mid-gap); otherwise the
+        width of ``method`` ``"fermi-dirac"`` (``kT``) or ``"gaussian"`` occupations, and the
+        level solves ``sum_k w_k sum_n f((e_nk - mu) / smearing) = nelectrons``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectra.tightbinding import fermi_level
+    >>> fermi_level(np.array([[-1.0, 1.0], [-2.0, 2.0]]), 1)
+    0.0
+    """
+    e = _to_numpy(energies, "energies")
+    if e.ndim == 1:
+        e = e[:, None]
+    w = _weights(weights, e.shape[0]) * float(degeneracy)
+    capacity = float(w.sum() * e.shape[1])
+    if not 0 <= nelectrons <= capacity * (1 + 1e-12):
+        raise ValueError(f"nelectrons={nelectrons} is outside [0, {capacity:g}] "
+                         f"(states x degeneracy)")
+    if smearing == 0:
+        flat = e.reshape(-1)
+        wf = np.repeat(w, e.shape[1])
+        order = np.argsort(flat, kind="stable")
+        se, cum = flat[order], np.cumsum(wf[order])
+        tol = 1e-9 * max(capacity, 1.0)
+        if nelectrons <= tol:
+            return float(se[0])
+        i = int(np.searchsorted(cum, nelectrons - tol))
+        i = min(i, se.size - 1)
+        if abs(cum[i] - nelectrons) <= tol and i + 1 < se.size:
+            j = int(np.searchsorted(se, se[i], side="right"))  # first state above the filled
+            if j < se.size:
+                return float(0.5 * (se[i] + se[j]))
+        return float(se[i])
+    if smearing < 0:
+        raise ValueError(f"smearing must be >= 0, got {smearing}")
+    if method == "fermi-dirac":
+        def occ(z: np.ndarray) -> np.ndarray:
+            return expit(-z)
+    elif method == "gaussian":
+        def occ(z: np.ndarray) -> np.ndarray:
+            return 0.5 * erfc(z)
+    else:
+        raise ValueError(f"method must be 'fermi-dirac' or 'gaussian', got {method!r}")
+    lo = float(e.min()) - 50 * smearing
+    hi = float(e.max()) + 50 * smearing
+    for _ in range(200):
+        mu = 0.5 * (lo + hi)
+        count = float((occ((e - mu) / smearing) * w[:, None]).sum())
+        if count < nelectrons:
+            lo = mu
+        else:
+            hi = mu
+        if hi - lo < 1e-14 * max(1.0, abs(mu)):
+            break
+    return 0.5 * (lo + hi)
+
+
+__all__ = ["dos", "fermi_level"]
