@@ -125,37 +125,42 @@ def _tetrahedron(e: np.ndarray, x: np.ndarray, kgrid: tuple[int, ...], chunk: in
                          f"{e.shape[0]} k-points")
     simp = _simplices(e, kgrid)
     nsimp_per_band = simp.shape[0] / e.shape[1]
-    tiny = 1e-300
     out = np.zeros_like(x)
     step = max(1, chunk // max(x.size, 1))
     for s in range(0, simp.shape[0], step):
-        c = simp[s:s + step]
-        ee = x[:, None]
-        if dim == 1:
-            e1, e2 = c[:, 0], c[:, 1]
-            inside = (ee >= e1) & (ee < e2)
-            g = inside / np.maximum(e2 - e1, tiny)
-        elif dim == 2:
-            e1, e2, e3 = c[:, 0], c[:, 1], c[:, 2]
-            d21, d31, d32 = (np.maximum(v, tiny) for v in (e2 - e1, e3 - e1, e3 - e2))
-            lo = (ee >= e1) & (ee < e2)
-            hi = (ee >= e2) & (ee < e3)
-            g = np.where(lo, 2 * (ee - e1) / (d21 * d31), 0.0)
-            g = g + np.where(hi, 2 * (e3 - ee) / (d31 * d32), 0.0)
-        else:
-            e1, e2, e3, e4 = c[:, 0], c[:, 1], c[:, 2], c[:, 3]
-            d21, d31, d41, d32, d42, d43 = (np.maximum(v, tiny) for v in (
-                e2 - e1, e3 - e1, e4 - e1, e3 - e2, e4 - e2, e4 - e3))
-            r1 = (ee >= e1) & (ee < e2)
-            r2 = (ee >= e2) & (ee < e3)
-            r3 = (ee >= e3) & (ee < e4)
-            g = np.where(r1, 3 * (ee - e1) ** 2 / (d21 * d31 * d41), 0.0)
-            mid = (3 * d21 + 6 * (ee - e2) - 3 * (d31 + d42) * (ee - e2) ** 2 / (d32 * d42)) / (
-                d31 * d41)
-            g = g + np.where(r2, mid, 0.0)
-            g = g + np.where(r3, 3 * (e4 - ee) ** 2 / (d41 * d42 * d43), 0.0)
-        out += g.sum(1)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            out += _simplex_dos(simp[s:s + step], x, dim)
     return out / nsimp_per_band
+
+
+def _simplex_dos(c: np.ndarray, x: np.ndarray, dim: int) -> np.ndarray:
+    """Sum over the simplices ``c`` (sorted corner energies) of their linear DOS at ``x``."""
+    tiny = 1e-300
+    ee = x[:, None]
+    if dim == 1:
+        e1, e2 = c[:, 0], c[:, 1]
+        inside = (ee >= e1) & (ee < e2)
+        g = inside / np.maximum(e2 - e1, tiny)
+    elif dim == 2:
+        e1, e2, e3 = c[:, 0], c[:, 1], c[:, 2]
+        d21, d31, d32 = (np.maximum(v, tiny) for v in (e2 - e1, e3 - e1, e3 - e2))
+        lo = (ee >= e1) & (ee < e2)
+        hi = (ee >= e2) & (ee < e3)
+        g = np.where(lo, 2 * (ee - e1) / (d21 * d31), 0.0)
+        g = g + np.where(hi, 2 * (e3 - ee) / (d31 * d32), 0.0)
+    else:
+        e1, e2, e3, e4 = c[:, 0], c[:, 1], c[:, 2], c[:, 3]
+        d21, d31, d41, d32, d42, d43 = (np.maximum(v, tiny) for v in (
+            e2 - e1, e3 - e1, e4 - e1, e3 - e2, e4 - e2, e4 - e3))
+        r1 = (ee >= e1) & (ee < e2)
+        r2 = (ee >= e2) & (ee < e3)
+        r3 = (ee >= e3) & (ee < e4)
+        g = np.where(r1, 3 * (ee - e1) ** 2 / (d21 * d31 * d41), 0.0)
+        mid = (3 * d21 + 6 * (ee - e2) - 3 * (d31 + d42) * (ee - e2) ** 2 / (d32 * d42)) / (
+            d31 * d41)
+        g = g + np.where(r2, mid, 0.0)
+        g = g + np.where(r3, 3 * (e4 - ee) ** 2 / (d41 * d42 * d43), 0.0)
+    return g.sum(1)
 
 
 def fermi_level(energies: Any, nelectrons: float, *, weights: Any = None,
