@@ -76,7 +76,7 @@ def test_batched_blocks_equal_per_graph(normalization):
         ei, ew = random_graph(rng, n, weighted=True) if n > 1 else (
             torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.float64))
         graphs.append((ei, ew, n))
-    ei, ew, batch, sizes = batch_of(graphs)
+    ei, ew, batch, _sizes = batch_of(graphs)
     out = laplacian(ei, edge_weight=ew, normalization=normalization, batch=batch,
                     padding_diagonal=3.5)
     assert out.shape == (4, 8, 8) and out.dtype == torch.float64
@@ -126,23 +126,23 @@ def test_trailing_empty_graphs_with_num_graphs():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        (dict(edge_index=torch.tensor([[0, 3], [3, 0]]), batch=torch.tensor([0, 0, 1, 1])),
+        ({"edge_index": torch.tensor([[0, 3], [3, 0]]), "batch": torch.tensor([0, 0, 1, 1])},
          "joins graph 0 and graph 1"),
-        (dict(edge_index=torch.tensor([[0, 1], [1, 0]]), batch=torch.tensor([1, 0])),
+        ({"edge_index": torch.tensor([[0, 1], [1, 0]]), "batch": torch.tensor([1, 0])},
          "sorted"),
-        (dict(edge_index=torch.tensor([[0, 5], [5, 0]]), num_nodes=3), "outside"),
-        (dict(edge_index=torch.tensor([0, 1])), r"shape \(2, E\)"),
-        (dict(edge_index=torch.tensor([[0, 1], [1, 0]]), normalization="lap"),
+        ({"edge_index": torch.tensor([[0, 5], [5, 0]]), "num_nodes": 3}, "outside"),
+        ({"edge_index": torch.tensor([0, 1])}, r"shape \(2, E\)"),
+        ({"edge_index": torch.tensor([[0, 1], [1, 0]]), "normalization": "lap"},
          "normalization"),
-        (dict(edge_index=torch.tensor([[0, 1], [1, 0]]),
-              edge_weight=torch.tensor([1.0, float("nan")])), "NaN"),
-        (dict(edge_index=torch.tensor([[0, 1], [1, 0]]), edge_weight=torch.tensor([1.0])),
+        ({"edge_index": torch.tensor([[0, 1], [1, 0]]),
+              "edge_weight": torch.tensor([1.0, float("nan")])}, "NaN"),
+        ({"edge_index": torch.tensor([[0, 1], [1, 0]]), "edge_weight": torch.tensor([1.0])},
          "edge_weight must have shape"),
-        (dict(edge_index=torch.tensor([[0, 1], [1, 0]]),
-              edge_weight=torch.tensor([-1.0, -1.0]), normalization="sym"),
+        ({"edge_index": torch.tensor([[0, 1], [1, 0]]),
+              "edge_weight": torch.tensor([-1.0, -1.0]), "normalization": "sym"},
          "negative weighted degree"),
-        (dict(edge_index=torch.tensor([[0, 1], [1, 0]]), num_nodes=3,
-              batch=torch.tensor([0, 0])), "num_nodes=3"),
+        ({"edge_index": torch.tensor([[0, 1], [1, 0]]), "num_nodes": 3,
+              "batch": torch.tensor([0, 0])}, "num_nodes=3"),
     ],
 )
 def test_bad_input_is_named(kwargs, match):

@@ -51,8 +51,8 @@ def test_equals_pyg_up_to_sign_on_separated_graphs(weighted, dtype):
 def test_subspace_equal_where_eigenvalues_repeat():
     # cycle C8: sym eigenvalues 1 - cos(2 pi j / 8), pairs repeat; complete graph K5: 4-fold
     for n, ei in [
-        (8, torch.tensor([[i for i in range(8)] + [(i + 1) % 8 for i in range(8)],
-                          [(i + 1) % 8 for i in range(8)] + [i for i in range(8)]])),
+        (8, torch.tensor([list(range(8)) + [(i + 1) % 8 for i in range(8)],
+                          [(i + 1) % 8 for i in range(8)] + list(range(8))])),
         (5, torch.tensor([[i for i in range(5) for j in range(5) if i != j],
                           [j for i in range(5) for j in range(5) if i != j]])),
     ]:
@@ -120,8 +120,8 @@ def test_deterministic_and_random_sign():
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_small_graphs_padded_with_mask(n):
     k = 4
-    ei = torch.tensor([[i for i in range(n - 1)] + [i + 1 for i in range(n - 1)],
-                       [i + 1 for i in range(n - 1)] + [i for i in range(n - 1)]]).long()
+    ei = torch.tensor([list(range(n - 1)) + [i + 1 for i in range(n - 1)],
+                       [i + 1 for i in range(n - 1)] + list(range(n - 1))]).long()
     ei = ei.reshape(2, -1)
     out = LaplacianPE(k, eigenvalues_attr="ev", groups_attr="gr")(Data(edge_index=ei,
                                                                        num_nodes=n))

@@ -30,7 +30,7 @@ def mixed_graphs(rng, weighted=True):
 def test_eigenpairs_match_scipy_per_graph(normalization, dtype):
     rng = np.random.default_rng(10)
     graphs = mixed_graphs(rng)
-    ei, ew, batch, sizes = batch_of(graphs)
+    ei, ew, batch, _sizes = batch_of(graphs)
     spec = laplacian_eigh(ei, edge_weight=ew, batch=batch, normalization=normalization,
                           dtype=dtype)
     tol = 2e-4 if dtype == torch.float32 else 1e-9
@@ -94,7 +94,7 @@ def test_same_spectrum_whatever_the_padding():
     rng = np.random.default_rng(12)
     ei, ew = random_graph(rng, 7, weighted=True)
     alone = laplacian_eigh(ei, 7, ew)
-    big, bew = random_graph(rng, 30)
+    big, _bew = random_graph(rng, 30)
     graphs = [(ei, ew, 7), (big, torch.ones(big.shape[1], dtype=torch.float64), 30)]
     bei, bw, batch, _ = batch_of(graphs)
     padded = laplacian_eigh(bei, edge_weight=bw, batch=batch)
