@@ -147,18 +147,21 @@ class BatchPCA:
         return self
 
     def _fit_batch(self, batch: Batch) -> None:
-        check_finite(batch)
         data = batch.data.to(self._work_dtype(batch.data.dtype))
         mean, xc = centered(data, batch.mask, batch.counts, self.center)
         n_pad, d = data.shape[-2], data.shape[-1]
         route = self.solver
         if route == "auto":
             route = "gram" if n_pad < d else "covariance"
+
+        def on_bad(_: list[int]) -> None:
+            check_finite(batch)  # names datasets and samples with NaN/Inf, if that is the cause
+
         if route == "gram":
-            fit = from_gram(batch.counts, mean, xc, self.n_components, self.eigh_options)
+            fit = from_gram(batch.counts, mean, xc, self.n_components, self.eigh_options, on_bad)
         else:
             fit = from_scatter(batch.counts, mean, scatter_of(xc), self.n_components,
-                               self.eigh_options)
+                               self.eigh_options, on_bad)
         self._store(fit, batch.origin, d)
 
     def fit_from_moments(self, count: Any, mean: Any, scatter: Any) -> BatchPCA:
@@ -255,7 +258,6 @@ class BatchPCA:
         batch = as_batch(X, lengths=lengths, mask=mask, n_features=self.n_features_in_,
                          allow_2d=True)
         self._check_batch_size(batch, "X")
-        check_finite(batch)
         comps = fit.components.to(batch.data.device)
         x = batch.data.to(comps.dtype)
         z = (x - fit.mean.to(x.device)[:, None, :]) @ comps.mT
@@ -264,6 +266,8 @@ class BatchPCA:
             scale = ev.sqrt().clamp(min=torch.finfo(ev.dtype).eps)
             z = z / scale[:, None, :]
         z = zero_padding(z, batch.mask)
+        if not bool(torch.isfinite(z).all()):
+            check_finite(batch)  # report NaN/Inf input by dataset (scans X only on failure)
         return self._out(z, batch, fit.n_components)
 
     def fit_transform(self, X: Any, y: Any = None, *, lengths: Any = None,

@@ -35,10 +35,12 @@ def centered(data: torch.Tensor, mask: torch.Tensor | None, counts: torch.Tensor
         return torch.zeros_like(x[:, 0, :]), x
     denom = counts.clamp(min=1).to(x.dtype)[:, None]
     mean = x.sum(-2) / denom
+    xc = zero_padding(x - mean[:, None, :], mask)
     # one refinement step (the mean of the residuals) recovers the digits a plain sum loses,
     # e.g. constant features come out exactly constant in float32
-    mean = mean + zero_padding(x - mean[:, None, :], mask).sum(-2) / denom
-    return mean, zero_padding(x - mean[:, None, :], mask)
+    fix = xc.sum(-2) / denom
+    xc = zero_padding(xc.sub_(fix[:, None, :]), mask)
+    return mean + fix, xc
 
 
 def scatter_of(xc: torch.Tensor) -> torch.Tensor:

@@ -153,15 +153,40 @@ def check_counts(count: torch.Tensor) -> None:
                          f"{format_list(bad)} have {have}")
 
 
+def overflow(bad: list[int]) -> None:
+    """Default report for non-finite statistics (NaN/Inf in the data or an overflow)."""
+    raise ValueError(f"the means or scatter matrices of datasets {format_list(bad)} are not "
+                     "finite (NaN/Inf in the data, or values so large that their squares "
+                     "overflow: rescale the data or use precision='float64')")
+
+
+def check_stats(mean: torch.Tensor, total: torch.Tensor,
+                on_bad: Callable[[list[int]], None]) -> None:
+    """Finite means and trace imply finite scatter (|S_ij| <= sqrt(S_ii S_jj)): one cheap test
+    on (B, D) numbers instead of a pass over the data; ``on_bad`` gets the bad datasets."""
+    bad = ~(torch.isfinite(mean).all(-1) & torch.isfinite(total))
+    if bool(bad.any()):
+        on_bad(torch.nonzero(bad).flatten().tolist())
+        overflow(torch.nonzero(bad).flatten().tolist())
+
+
+def _eigh(a: torch.Tensor, eigh_kw: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    # symmetric by construction and checked finite: skip the core's input scan by default
+    w, v = core.eigh(a, **{"check": False, **eigh_kw})
+    return w, v
+
+
 def from_scatter(count: torch.Tensor, mean: torch.Tensor, scatter: torch.Tensor, spec: Any,
-                 eigh_kw: dict[str, Any]) -> PCAFit:
+                 eigh_kw: dict[str, Any],
+                 on_bad: Callable[[list[int]], None] = overflow) -> PCAFit:
     """Covariance route: one batched eigh of the ``(B, D, D)`` scatter matrices."""
     check_counts(count)
     d = scatter.shape[-1]
-    w, v = core.eigh(scatter, **eigh_kw)
+    total = scatter.diagonal(dim1=-2, dim2=-1).sum(-1)
+    check_stats(mean, total, on_bad)
+    w, v = _eigh(scatter, eigh_kw)
     lam, vecs = drop_roundoff(w.flip(-1), d), v.flip(-1)
     rank = count.clamp(max=d)
-    total = scatter.diagonal(dim1=-2, dim2=-1).sum(-1)
     return finish(count, mean, lam, total, rank, spec, lambda kmax: vecs[..., :kmax])
 
 
@@ -179,7 +204,8 @@ def _complete(vecs: torch.Tensor, good: torch.Tensor) -> torch.Tensor:
 
 
 def from_gram(count: torch.Tensor, mean: torch.Tensor, xc: torch.Tensor, spec: Any,
-              eigh_kw: dict[str, Any]) -> PCAFit:
+              eigh_kw: dict[str, Any],
+              on_bad: Callable[[list[int]], None] = overflow) -> PCAFit:
     """Gram route for ``N < D``: eigh of ``X_c X_c^T`` (B, N, N); ``V = X_c^T U / sqrt(w)``.
 
     Directions whose Gram eigenvalue is at round-off level (centering leaves rank ``N - 1``)
@@ -190,10 +216,11 @@ def from_gram(count: torch.Tensor, mean: torch.Tensor, xc: torch.Tensor, spec: A
     d = xc.shape[-1]
     gram = xc @ xc.mT
     gram = (gram + gram.mT) / 2
-    w, u = core.eigh(gram, **eigh_kw)
+    total = gram.diagonal(dim1=-2, dim2=-1).sum(-1)
+    check_stats(mean, total, on_bad)
+    w, u = _eigh(gram, eigh_kw)
     lam, u = drop_roundoff(w.flip(-1), d), u.flip(-1)
     rank = count.clamp(max=d)
-    total = gram.diagonal(dim1=-2, dim2=-1).sum(-1)
 
     def vectors(kmax: int) -> torch.Tensor:
         lk = lam[:, :kmax]

@@ -122,3 +122,14 @@ def test_moments_input_checks():
         BatchPCA(1).fit_from_moments([5, 5], np.zeros((1, 3)), np.zeros((1, 3, 3)))
     with pytest.raises(ValueError, match="at least 2 samples"):
         BatchPCA(1).fit_from_moments([1], np.zeros((1, 3)), np.zeros((1, 3, 3)))
+
+
+def test_overflow_is_reported_not_returned():
+    x = _x()
+    x[1] *= 1e200          # finite data whose squares overflow float64
+    with pytest.raises(ValueError, match=r"datasets \[1\] are not finite.*overflow"):
+        BatchPCA(2).fit(x)
+    with pytest.raises(ValueError, match=r"datasets \[1\]"):
+        BatchPCA(2, solver="gram").fit(x)
+    with pytest.raises(ValueError, match=r"datasets \[0\] are not finite"):
+        BatchPCA(1).fit_from_moments([5], np.zeros((1, 3)), np.full((1, 3, 3), np.nan))
