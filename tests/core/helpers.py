@@ -5,36 +5,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from spectra.core._samples import random_hermitian, random_unitary, with_spectrum
+
+__all__ = ["DTYPES", "projector_distance", "random_hermitian", "random_unitary", "tol",
+           "with_spectrum"]
+
 DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
 
 
 def tol(dtype: torch.dtype) -> float:
     return 1e-4 if dtype in (torch.float32, torch.complex64) else 1e-10
-
-
-def random_unitary(batch, n, dtype, gen):
-    z = torch.randn(*batch, n, n, dtype=torch.complex128 if dtype.is_complex else torch.float64,
-                    generator=gen)
-    q, r = torch.linalg.qr(z)
-    d = torch.diagonal(r, dim1=-2, dim2=-1)
-    return (q * (d / d.abs()).unsqueeze(-2)).to(dtype)
-
-
-def with_spectrum(w: torch.Tensor, dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
-    """Hermitian matrices ``Q diag(w) Q^H`` with the given eigenvalues (batch of w rows)."""
-    gen = torch.Generator().manual_seed(seed)
-    q = random_unitary(w.shape[:-1], w.shape[-1], torch.complex128 if dtype.is_complex
-                       else torch.float64, gen)
-    a = q @ torch.diag_embed(w.to(q.dtype)) @ q.mH
-    a = 0.5 * (a + a.mH)
-    return a.to(dtype)
-
-
-def random_hermitian(batch, n, dtype, seed: int = 0) -> torch.Tensor:
-    gen = torch.Generator().manual_seed(seed)
-    real = torch.float64 if not dtype.is_complex else torch.complex128
-    x = torch.randn(*batch, n, n, dtype=real, generator=gen)
-    return (0.5 * (x + x.mH)).to(dtype)
 
 
 def projector_distance(v1, v2, w, gap_tol):

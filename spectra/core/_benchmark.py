@@ -1,0 +1,122 @@
+"""The core benchmark behind ``spectra bench``: spectra.eigh against what a user would write.
+
+Peers, timed in the same run: a Python loop of ``torch.linalg.eigh``, torch batched (default
+threads), torch batched with one thread, NumPy batched, a SciPy loop (CPU); on CUDA the
+loop and the batched call on the device. Medians of repeats; ratios are peer / spectra.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+import torch
+
+from ._eigh import eigh
+from ._plan import plan
+from ._samples import random_hermitian
+
+SIZES: tuple[tuple[int, int], ...] = ((8, 16384), (32, 4096), (64, 1024), (128, 256), (512, 8))
+CPU_PEERS = ("torch batched", "torch 1-thread", "numpy batched", "scipy loop")
+
+
+def _median(fn: Callable[[], Any], repeats: int, device: str, budget_s: float) -> float:
+    def once() -> float:
+        t0 = time.perf_counter()
+        fn()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+    first = once()  # warm-up (also the estimate for slow peers)
+    if first > budget_s:
+        return first
+    times = [once() for _ in range(max(1, min(repeats, int(budget_s / max(first, 1e-6)))))]
+    return statistics.median(times)
+
+
+def _one_thread(fn: Callable[[], Any]) -> Callable[[], Any]:
+    def run() -> Any:
+        old = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return fn()
+        finally:
+            torch.set_num_threads(old)
+
+    return run
+
+
+def _peers(a: torch.Tensor, device: str) -> dict[str, Callable[[], Any]]:
+    peers: dict[str, Callable[[], Any]] = {
+        "torch loop": lambda: [torch.linalg.eigh(m) for m in a],
+        "torch batched": lambda: torch.linalg.eigh(a),
+    }
+    if device == "cpu":
+        an = a.numpy()
+        peers["torch 1-thread"] = _one_thread(lambda: torch.linalg.eigh(a))
+        peers["numpy batched"] = lambda: np.linalg.eigh(an)
+        peers["scipy loop"] = lambda: [scipy.linalg.eigh(m, check_finite=False) for m in an]
+    return peers
+
+
+def bench_core(
+    device: str = "cpu",
+    dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float64),
+    sizes: tuple[tuple[int, int], ...] = SIZES,
+    repeats: int = 7,
+    budget_s: float = 3.0,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Time spectra.eigh and its peers for every (n, batch, dtype); one row each."""
+    rows = []
+    for dtype in dtypes:
+        for n, batch in sizes:
+            if progress:
+                progress(f"n={n} batch={batch} {str(dtype)[6:]}")
+            a = random_hermitian((batch,), n, dtype, seed=n).to(device)
+            times = {name: _median(fn, repeats, device, budget_s)
+                     for name, fn in _peers(a, device).items()}
+            w, _ = eigh(a)
+            times["spectra"] = _median(lambda a=a: eigh(a), repeats, device, budget_s)
+            p = plan(n, batch, dtype, device)
+            small = max(1, batch // 8) * p.bytes_per_matrix
+            times["spectra chunked"] = _median(lambda a=a, m=small: eigh(a, max_memory=m),
+                                               repeats, device, budget_s)
+            sample = a[: min(batch, 64)].cpu()
+            ref = np.stack([scipy.linalg.eigh(m, eigvals_only=True) for m in sample.numpy()])
+            norm = float(torch.linalg.matrix_norm(sample.double(), ord=2).max())
+            agree = float(np.abs(w[: len(sample)].cpu().numpy() - ref).max()) / norm
+            peers = [k for k in (CPU_PEERS if device == "cpu" else ("torch batched",))
+                     if k in times]
+            best = min(peers, key=lambda k: times[k])
+            rows.append({
+                "n": n, "batch": batch, "dtype": str(dtype)[6:], "device": device,
+                "strategy": p.strategy, "seconds": times,
+                "best_peer": best,
+                "speedup_vs_best_peer": times[best] / times["spectra"],
+                "speedup": {k: times[k] / times["spectra"] for k in times if k != "spectra"},
+                "loop_over_batched": times["torch loop"] / times["torch batched"],
+                "chunked_over_unchunked": times["spectra chunked"] / times["spectra"],
+                "max_eigenvalue_error_vs_scipy": agree,
+            })
+    return rows
+
+
+def format_rows(rows: list[dict[str, Any]]) -> str:
+    """The benchmark table: medians in ms and spectra's speed-up over each peer."""
+    if not rows:
+        return ""
+    names = list(rows[0]["seconds"])
+    head = f"{'dtype':8} {'n':>4} {'batch':>6} " + " ".join(f"{k[:14]:>14}" for k in names) \
+        + f" {'vs best':>8} {'err':>8}"
+    lines = ["median ms per call (speed-up of spectra = peer / spectra)", head, "-" * len(head)]
+    for r in rows:
+        cells = " ".join(f"{1e3 * r['seconds'][k]:14.2f}" for k in names)
+        lines.append(f"{r['dtype']:8} {r['n']:4d} {r['batch']:6d} {cells} "
+                     f"{r['speedup_vs_best_peer']:7.2f}x {r['max_eigenvalue_error_vs_scipy']:8.1e}")
+    return "\n".join(lines)
