@@ -21,6 +21,7 @@ from types import MappingProxyType
 
 import torch
 
+from ..core import cpu_count, fan_out
 from ._polar import polar
 
 Retraction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -31,8 +32,37 @@ def retract_polar(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
     return polar(x + xi, where="retract(method='polar')")
 
 
+def _fanned(fn: Retraction, x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
+    """Run a batched small-matrix ``fn`` on CPU across the core's worker pool.
+
+    torch's batched QR/solve on many tiny matrices is slow with several intra-op threads
+    (15 ms instead of 20 us for 12 matrices 6 x 3 on a loaded 2-core machine); the core's
+    fan-out runs contiguous slices of the batch with one kernel thread per worker. Calls that
+    need gradients, or off the CPU, run directly.
+    """
+    grad = torch.is_grad_enabled() and (x.requires_grad or xi.requires_grad)
+    if grad or x.device.type != "cpu":
+        return fn(x, xi)
+    shape = torch.broadcast_shapes(x.shape, xi.shape)
+    xb = x.expand(shape).reshape(-1, *shape[-2:])
+    xib = xi.expand(shape).reshape(-1, *shape[-2:])
+    if xb.shape[0] == 0:
+        return fn(x, xi)
+    parts = fan_out(lambda s, e: fn(xb[s:e], xib[s:e]), xb.shape[0], max(2, cpu_count()))
+    return torch.cat(parts).reshape(shape) if len(parts) > 1 else parts[0].reshape(shape)
+
+
 def retract_qr(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
     """QR retraction: the ``Q`` of ``X + xi = QR`` with a positive (real) diagonal of ``R``."""
+    return _fanned(_qr, x, xi)
+
+
+def retract_cayley(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
+    """Cayley retraction through a ``2p x 2p`` solve (Wen & Yin's low-rank form)."""
+    return _fanned(_cayley, x, xi)
+
+
+def _qr(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
     q, r = torch.linalg.qr(x + xi)
     d = torch.diagonal(r, dim1=-2, dim2=-1)
     if d.is_complex():
@@ -44,8 +74,7 @@ def retract_qr(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
     return q * phase.unsqueeze(-2)
 
 
-def retract_cayley(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
-    """Cayley retraction through a ``2p x 2p`` solve (Wen & Yin's low-rank form)."""
+def _cayley(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
     p = x.shape[-1]
     pxi = xi - 0.5 * (x @ (x.mH @ xi))
     u = torch.cat([pxi, x], dim=-1)

@@ -1,4 +1,5 @@
-"""Polar factor and inverse square root: values against SVD, gradients against finite differences."""
+"""Polar factor and inverse square root: values against SVD, gradients against finite
+differences (gradcheck/gradgradcheck)."""
 
 from __future__ import annotations
 
