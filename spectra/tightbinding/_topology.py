@@ -76,12 +76,23 @@ def _loop_matrix(model: Model, kloop: Any, bands: int | Sequence[int]) -> tuple[
     u = _states(kt[..., :-1, :], data, idx)  # (..., N, n, m)
     u_end = u[..., 0, :, :] * _shift_phase(g, data).unsqueeze(-1)
     nxt = torch.cat([u[..., 1:, :, :], u_end.unsqueeze(-3)], dim=-3)
-    links = u.mH @ nxt  # (..., N, m, m)
+    links = _polar(u.mH @ nxt)  # (..., N, m, m), each made unitary as PythTB does
     return _ordered_product(links), origin
+
+
+def _polar(m: torch.Tensor) -> torch.Tensor:
+    """The unitary polar factor ``M (M^H M)^-1/2`` of every matrix (one core call)."""
+    gram = m.mH @ m
+    s, q = spectra.eigh(0.5 * (gram + gram.mH))
+    scale = s.clamp_min(torch.finfo(s.dtype).tiny).rsqrt().unsqueeze(-2).to(q.dtype)
+    return m @ ((q * scale) @ q.mH)
 
 
 def berry_phase(model: Model, kloop: Any, bands: int | Sequence[int]) -> Any:
     """Berry phase ``-Im ln det prod_i <u(k_i)|u(k_i+1)>`` of the bands along closed loops.
+
+    The convention is PythTB's; the phase is ``2 pi`` times the Wannier (charge) centre in
+    reduced coordinates along the loop, mod ``2 pi``.
 
     Parameters
     ----------
@@ -102,7 +113,7 @@ def berry_phase(model: Model, kloop: Any, bands: int | Sequence[int]) -> Any:
     >>> ssh = Model([[1.0]], [[0.0], [0.5]])
     >>> ssh.add_hopping(0.5, 0, 1, [0]); ssh.add_hopping(1.0, 1, 0, [1])
     >>> loop = np.linspace(0, 1, 41)[:, None]
-    >>> round(float(berry_phase(ssh, loop, 1)) / np.pi, 6)  # Wannier centre at 1/4
+    >>> round(float(berry_phase(ssh, loop, 1)) / np.pi, 6)  # 2 pi x 3/4 (Wannier centre)
     -0.5
     """
     w, origin = _loop_matrix(model, kloop, bands)
@@ -113,8 +124,8 @@ def wilson_loop(model: Model, kloop: Any, bands: int | Sequence[int]) -> Any:
     """Eigenphases of the Wilson loop (hybrid Wannier centres ``x 2 pi``), ascending in
     ``(-pi, pi]``, shape ``(..., nbands)``; their sum is :func:`berry_phase` (mod 2 pi).
 
-    The loop matrix is made unitary (polar factor, through the core's eigh of ``W^H W``)
-    and its phases are read from the Hermitian Cayley transform
+    Each link matrix ``<u(k_i)|u(k_i+1)>`` is replaced by its unitary polar factor (as
+    PythTB does, through the core's eigh of ``M^H M``) and the product's phases are read from the Hermitian Cayley transform
     ``i (1 - V)(1 + V)^-1`` of a rotated ``V = exp(-i phi) U``: one more core call.
 
     >>> import numpy as np
@@ -132,14 +143,10 @@ def wilson_loop(model: Model, kloop: Any, bands: int | Sequence[int]) -> Any:
 def unitary_phases(w: torch.Tensor) -> torch.Tensor:
     """``-angle`` of the eigenvalues of the unitary polar factor of each ``w`` (ascending)."""
     m = w.shape[-1]
-    gram = w.mH @ w
-    s, q = spectra.eigh(0.5 * (gram + gram.mH))
-    inv_sqrt = (q * s.clamp_min(torch.finfo(s.dtype).tiny).rsqrt().unsqueeze(-2).to(q.dtype)
-                ) @ q.mH
-    u = w @ inv_sqrt
+    u = _polar(w)
     eye = torch.eye(m, dtype=u.dtype, device=u.device)
     ncand = 2 * (m + 1)
-    phis = torch.arange(ncand, dtype=s.dtype, device=u.device) * (2 * math.pi / ncand)
+    phis = torch.arange(ncand, dtype=u.real.dtype, device=u.device) * (2 * math.pi / ncand)
     rot = torch.polar(torch.ones_like(phis), -phis)  # (ncand,)
     cand = eye + rot[:, None, None] * u.unsqueeze(-3)  # (..., ncand, m, m)
     best = torch.argmax(torch.abs(torch.linalg.det(cand)), dim=-1)  # (...)
