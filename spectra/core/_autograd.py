@@ -73,6 +73,6 @@ def eigh_with_grad(
     """Run ``solver`` on ``a`` and attach the degenerate-safe backward when ``a`` needs grad."""
     if not (torch.is_grad_enabled() and a.requires_grad):
         return solver(a.detach())
-    tol = degenerate_default(a.real.dtype if a.is_complex() else a.dtype) if degenerate_tol is None \
-        else degenerate_tol
+    real = a.real.dtype if a.is_complex() else a.dtype
+    tol = degenerate_default(real) if degenerate_tol is None else degenerate_tol
     return _EighFunction.apply(a, solver, tol, broadening)

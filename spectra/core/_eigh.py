@@ -184,6 +184,7 @@ def eigh(
     max_memory: int | None = None,
     workers: int | None = None,
     verify: bool | None = None,
+    autotune: bool | None = None,
     degenerate_tol: float | None = None,
     broadening: float = 0.0,
 ) -> EighResult:
@@ -205,7 +206,7 @@ def eigh(
         1e-8 in double, 1e-3 in single precision); errors name the batch indices.
     device : solve on this device (e.g. ``"cuda"`` for NumPy input); results come back
         in the input's form.
-    strategy, chunk_size, max_memory, workers, verify : execution options, see
+    strategy, chunk_size, max_memory, workers, verify, autotune : execution options, see
         :func:`spectra.core.plan`.
     degenerate_tol, broadening : backward options (see ``spectra.core._autograd``):
         gradients stay finite at degenerate eigenvalues.
@@ -230,9 +231,10 @@ def eigh(
     """
     w, v = _run(a, b, vectors=True, k=k, largest=largest, lindep=lindep,
                 lindep_fill=lindep_fill, check=check, symmetry_tol=symmetry_tol, device=device,
-                solver_kw=dict(strategy=strategy, chunk_size=chunk_size, max_memory=max_memory,
-                               workers=workers, verify=verify, degenerate_tol=degenerate_tol,
-                               broadening=broadening))
+                solver_kw={"strategy": strategy, "chunk_size": chunk_size, "max_memory": max_memory,
+                               "workers": workers, "verify": verify, "autotune": autotune,
+                               "degenerate_tol": degenerate_tol,
+                               "broadening": broadening})
     return EighResult(w, v)
 
 
@@ -252,6 +254,7 @@ def eigvalsh(
     max_memory: int | None = None,
     workers: int | None = None,
     verify: bool | None = None,
+    autotune: bool | None = None,
 ) -> Any:
     """Eigenvalues only (ascending) of a batch of symmetric/Hermitian matrices.
 
@@ -265,6 +268,6 @@ def eigvalsh(
     """
     w, _ = _run(a, b, vectors=False, k=k, largest=largest, lindep=lindep,
                 lindep_fill=lindep_fill, check=check, symmetry_tol=symmetry_tol, device=device,
-                solver_kw=dict(strategy=strategy, chunk_size=chunk_size, max_memory=max_memory,
-                               workers=workers, verify=verify))
+                solver_kw={"strategy": strategy, "chunk_size": chunk_size, "max_memory": max_memory,
+                               "workers": workers, "verify": verify, "autotune": autotune})
     return w

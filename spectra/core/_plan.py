@@ -111,6 +111,7 @@ def plan(
     max_memory: int | None = None,
     workers: int | None = None,
     verify: bool | None = None,
+    autotune: bool | None = None,
 ) -> Plan:
     """Decide how ``batch`` matrices of size ``n`` will be solved (cached).
 
@@ -124,6 +125,9 @@ def plan(
     max_memory : bytes the solver's working set may use (default: half the free memory).
     workers : CPU threads to split the batch across (default: all usable cores).
     verify : check ``V^H V = I`` after each chunk and recompute failures (default: on CUDA).
+    autotune : time every registered strategy on a sample of this shape once and take the
+        fastest (cached per n, batch size class, dtype and device). Default: on CUDA with
+        torch < 2.12 for n > 32, where the right path depends on the machine.
 
     Examples
     --------
@@ -137,12 +141,44 @@ def plan(
         device = torch.device("cuda", torch.cuda.current_device())
     budget = default_budget(device) if max_memory is None else int(max_memory)
     return _plan_cached(n, batch, dtype, device, vectors, strategy, chunk_size, budget,
-                        workers if workers is not None else cpu_count(), verify)
+                        workers if workers is not None else cpu_count(), verify, autotune)
+
+
+def _size_class(batch: int) -> int:
+    return 1 << max(0, batch - 1).bit_length()
+
+
+@functools.lru_cache(maxsize=256)
+def _autotune(n: int, batch_class: int, dtype: torch.dtype, device: torch.device,
+              vectors: bool, workers: int) -> tuple[str, tuple[tuple[str, float], ...]]:
+    """Time each tunable strategy on a random sample; return the fastest and the timings."""
+    import time
+
+    from ._samples import random_hermitian
+
+    sample = random_hermitian((min(batch_class, 256),), n, dtype, seed=0).to(device)
+    timings = []
+    for name, s in STRATEGIES.items():
+        if not (s.tunable and s.supports(device)):
+            continue
+        try:
+            s.solve(sample, vectors, workers)  # warm-up (kernels, workspaces, caches)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            t0 = time.perf_counter()
+            s.solve(sample, vectors, workers)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            timings.append((name, time.perf_counter() - t0))
+        except Exception:  # a strategy that fails here is simply not chosen
+            continue
+    best = min(timings, key=lambda t: t[1])[0] if timings else "torch"
+    return best, tuple(timings)
 
 
 @functools.lru_cache(maxsize=1024)
 def _plan_cached(n, batch, dtype, device, vectors, strategy, chunk_size, budget, workers,
-                 verify) -> Plan:
+                 verify, autotune) -> Plan:
     reasons: list[str] = []
     itemsize = torch.empty((), dtype=dtype).element_size()
     per_matrix = max(1, _BYTES_FACTOR * n * n * itemsize + 2 * n * itemsize)
@@ -163,6 +199,11 @@ def _plan_cached(n, batch, dtype, device, vectors, strategy, chunk_size, budget,
             raise ValueError(f"strategy {strategy!r} cannot run on {device}")
         name = strategy
         reasons.append(f"strategy={strategy!r} given")
+    elif autotune or (autotune is None and device.type == "cuda"
+                      and not cuda_batched_everywhere() and n > LEGACY_CUDA_BATCHED_MAX_N):
+        name, timings = _autotune(n, _size_class(batch), dtype, device, vectors, workers)
+        shown = ", ".join(f"{k} {1e3 * t:.2f} ms" for k, t in timings)
+        reasons.append(f"autotuned on {min(_size_class(batch), 256)} sample matrices: {shown}")
     elif device.type == "cpu":
         if workers > 1 and min(size, batch) >= _MIN_PARALLEL_BATCH:
             name = "torch-threads"

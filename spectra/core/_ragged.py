@@ -31,7 +31,7 @@ def choose_buckets(
     distinct = sorted(set(sizes))
     if not pad or len(distinct) <= 1:
         return distinct
-    counts = {s: 0 for s in distinct}
+    counts = dict.fromkeys(distinct, 0)
     for s in sizes:
         counts[s] += 1
     overhead = call_overhead(device)

@@ -21,6 +21,7 @@ class SolverOptions:
     max_memory: int | None = None
     workers: int | None = None
     verify: bool | None = None
+    autotune: bool | None = None
     degenerate_tol: float | None = None
     broadening: float = 0.0
 
@@ -67,7 +68,7 @@ def solve_standard(
     needs_grad = torch.is_grad_enabled() and a.requires_grad
     p = plan(n, flat.shape[0], a.dtype, a.device, vectors=vectors or needs_grad,
              strategy=opts.strategy, chunk_size=opts.chunk_size, max_memory=opts.max_memory,
-             workers=opts.workers, verify=opts.verify)
+             workers=opts.workers, verify=opts.verify, autotune=opts.autotune)
     if needs_grad:
         w, v = eigh_with_grad(flat, lambda x: execute(p, x), opts.degenerate_tol, opts.broadening)
     else:

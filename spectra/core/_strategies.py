@@ -29,6 +29,7 @@ class Strategy:
     solve: SolveFn
     description: str
     available: Callable[[], bool] = lambda: True
+    tunable: bool = True  # may the autotuner pick it (the slow reference may not)
 
     def supports(self, device: torch.device) -> bool:
         return device.type in self.devices and self.available()
@@ -122,6 +123,6 @@ register(Strategy("torch-threads", ("cpu",), _torch_threads,
                   "batch split across a persistent thread pool, one intra-op thread each"))
 register(Strategy("numpy", ("cpu",), _numpy_solve, "numpy.linalg.eigh (LAPACK looped in C)"))
 register(Strategy("scipy", ("cpu",), _scipy_loop,
-                  "scipy.linalg.eigh per matrix (the reference; slow)"))
+                  "scipy.linalg.eigh per matrix (the reference; slow)", tunable=False))
 register(Strategy("cupy-syevj", ("cuda",), _cupy_syevj,
                   "CuPy batched syevj through DLPack", available=_cupy_available))

@@ -73,7 +73,7 @@ def test_exactly_equal_eigenvalues_where_torch_gives_nan():
     grads = []
     for fn in (spectra.eigh, torch.linalg.eigh):
         x = a.clone().requires_grad_()
-        w, v = fn(_sym(x))
+        _w, v = fn(_sym(x))
         loss = ((v[:, :2] @ v[:, :2].mT) * target).sum()
         grads.append(torch.autograd.grad(loss, x)[0])
     assert torch.isfinite(grads[0]).all()
@@ -82,9 +82,9 @@ def test_exactly_equal_eigenvalues_where_torch_gives_nan():
 
 def test_lorentzian_broadening_is_finite_and_close_when_separated():
     a = random_hermitian((2,), 5, torch.float64, seed=4).requires_grad_()
-    w, v = spectra.eigh(_sym(a), broadening=1e-12)
+    _, v = spectra.eigh(_sym(a), broadening=1e-12)
     (g1,) = torch.autograd.grad((v[..., 0] ** 2 * torch.arange(5.0)).sum(), a)
-    w, v = spectra.eigh(_sym(a))
+    _w, v = spectra.eigh(_sym(a))
     (g2,) = torch.autograd.grad((v[..., 0] ** 2 * torch.arange(5.0)).sum(), a)
     torch.testing.assert_close(g1, g2, atol=1e-8, rtol=1e-8)
 

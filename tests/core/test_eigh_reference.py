@@ -82,7 +82,7 @@ def test_n_equals_one_and_a_single_matrix():
 
 def test_numpy_in_numpy_out_and_integers_promote():
     a = np.array([[2, 1], [1, 2]])
-    w, v = spectra.eigh(a)
+    w, _v = spectra.eigh(a)
     assert isinstance(w, np.ndarray) and w.dtype == np.float64
     np.testing.assert_allclose(w, [1.0, 3.0], atol=1e-14)
     assert isinstance(spectra.eigvalsh(a.astype(np.float32)), np.ndarray)

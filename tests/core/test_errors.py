@@ -53,7 +53,7 @@ def test_bad_k_dtype_and_type():
         spectra.eigh(np.eye(3), k=4)
     with pytest.raises(ValueError, match="k must be"):
         spectra.eigh(np.eye(3), k=-1)
-    with pytest.raises(TypeError, match="expected a torch.Tensor or numpy.ndarray"):
+    with pytest.raises(TypeError, match=r"expected a torch\.Tensor or numpy\.ndarray"):
         spectra.eigh("not a matrix")
     with pytest.raises(ValueError, match="unknown strategy"):
         spectra.eigh(np.eye(3), strategy="magic")

@@ -86,7 +86,7 @@ def test_verification_recomputes_broken_eigenvectors(monkeypatch):
 
 def test_numpy_input_can_be_solved_on_another_device_argument():
     a = np.stack([np.diag([3.0, 1.0, 2.0])] * 2)
-    w, v = spectra.eigh(a, device="cpu")
+    w, _v = spectra.eigh(a, device="cpu")
     assert isinstance(w, np.ndarray)
     np.testing.assert_allclose(w, [[1, 2, 3]] * 2)
 
@@ -94,6 +94,31 @@ def test_numpy_input_can_be_solved_on_another_device_argument():
 @pytest.mark.cuda
 def test_numpy_input_on_cuda_comes_back_as_numpy():
     a = random_hermitian((100,), 40, torch.float64, seed=4).numpy()
-    w, v = spectra.eigh(a, device="cuda")
+    w, _v = spectra.eigh(a, device="cuda")
     assert isinstance(w, np.ndarray)
     np.testing.assert_allclose(w, spectra.reference(a).eigenvalues, atol=1e-10 * 40)
+
+
+def test_autotune_times_the_tunable_strategies_and_explains():
+    p = plan(12, 64, torch.float64, "cpu", autotune=True, workers=2)
+    assert p.strategy in {"torch", "torch-threads", "numpy"}
+    assert any("autotuned" in r for r in p.reasons)
+    assert "scipy" not in " ".join(p.reasons)  # the slow reference is never a candidate
+    a = random_hermitian((64,), 12, torch.float64, seed=5)
+    w, v = spectra.eigh(a, autotune=True, workers=2)
+    assert spectra.validate(a, w, v, reference=True).ok(1e-10)
+
+
+def test_legacy_cuda_planning_stays_batched(monkeypatch):
+    from spectra.core import _plan
+
+    monkeypatch.setattr(_plan, "cuda_batched_everywhere", lambda: False)
+    monkeypatch.setattr(_plan, "_autotune", lambda *a: ("cupy-syevj", (("cupy-syevj", 1.0),)))
+    _plan._plan_cached.cache_clear()
+    p = _plan._plan_cached(64, 1024, torch.float32, torch.device("cuda", 0), True, None, None,
+                           1 << 30, 1, None, None)
+    assert p.strategy == "cupy-syevj" and p.verify
+    p = _plan._plan_cached(16, 1024, torch.float32, torch.device("cuda", 0), True, None, None,
+                           1 << 30, 1, None, None)
+    assert p.strategy == "torch"
+    _plan._plan_cached.cache_clear()
