@@ -230,7 +230,7 @@ def _jacobi(a: torch.Tensor, vectors: bool, tol: float, max_sweeps: int) -> Jaco
     eig, order = torch.sort(eig, dim=-1)
     vecs = None
     if w_out is not None:
-        vecs = w_out[:, :n, :n]
+        vecs = w_out.mH[:, :n, :n]
         vecs = vecs.gather(-1, order[:, None, :].expand(bsz, n, n))
     return JacobiResult(eig, vecs, converged, sweeps)
 
