@@ -1,11 +1,13 @@
 """Benchmark: BatchPCA over many datasets vs a loop of sklearn PCA(svd_solver="full").
 
     .venv/bin/python -m benchmarks.bench_pca [--quick] [--device cpu|cuda] [--json FILE]
+                                             [--threads 1]
 
 Each row fits one PCA per dataset (B datasets x N samples x D features, k components) in the
 same run, and reports the median seconds of each implementation and the ratio
 ``sklearn_time / spectra_time`` (> 1: spectra is faster). Data starts as NumPy on the host for
 the CPU rows; with ``--device cuda`` spectra gets the data already on the GPU.
+``--threads 1`` pins both to one CPU thread (torch and BLAS threads, one eigh worker).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def _data(b: int, n: int, d: int, dtype: str, ragged: bool, seed: int = 0) -> An
 
 
 def _row(name: str, b: int, n: int, d: int, k: Any, dtype: str, device: str,
-         repeats: int, budget: float) -> dict[str, Any]:
+         repeats: int, budget: float, threads: int | None) -> dict[str, Any]:
     import torch
     from sklearn.decomposition import PCA
 
@@ -62,32 +64,48 @@ def _row(name: str, b: int, n: int, d: int, k: Any, dtype: str, device: str,
         spectra_in = ([torch.from_numpy(xi).to(device) for xi in x] if ragged
                       else torch.from_numpy(x).to(device))
 
+    options = {} if threads is None else {"workers": threads}
+
     def spectra_fit() -> None:
-        BatchPCA(k).fit(spectra_in)
+        BatchPCA(k, **options).fit(spectra_in)
 
     t_spectra = median_time(spectra_fit, repeats=repeats, device=device, budget_s=budget)
     t_sklearn = median_time(sklearn_loop, repeats=repeats, budget_s=budget)
     return {
         "name": name, "datasets": b, "samples": n, "features": d, "n_components": k,
-        "dtype": dtype, "device": device,
+        "dtype": dtype, "device": device, "threads": threads or "default",
         "spectra_s": t_spectra, "sklearn_loop_s": t_sklearn,
         "ratio_sklearn_over_spectra": t_sklearn / t_spectra,
     }
 
 
-def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
+def run(quick: bool = False, device: str = "cpu",
+        threads: int | None = None) -> list[dict[str, Any]]:
     """Time every case; returns one dict per row (medians in seconds and the ratio)."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
     cases = QUICK if quick else CASES
     repeats, budget = (3, 8.0) if quick else (7, 30.0)
-    return [_row(*case, device=device, repeats=repeats, budget=budget) for case in cases]
+    saved = torch.get_num_threads()
+    try:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        with threadpool_limits(threads):
+            return [_row(*case, device=device, repeats=repeats, budget=budget, threads=threads)
+                    for case in cases]
+    finally:
+        torch.set_num_threads(saved)
 
 
 def _print(rows: list[dict[str, Any]]) -> None:
-    head = f"{'case':34} {'dtype':8} {'device':6} {'spectra s':>10} {'sklearn s':>10} {'ratio':>7}"
+    head = (f"{'case':34} {'dtype':8} {'device':6} {'threads':>7} {'spectra s':>10} "
+            f"{'sklearn s':>10} {'ratio':>7}")
     print(head)
     print("-" * len(head))
     for r in rows:
-        print(f"{r['name']:34} {r['dtype']:8} {r['device']:6} {r['spectra_s']:10.4f} "
+        print(f"{r['name']:34} {r['dtype']:8} {r['device']:6} {r['threads']!s:>7} "
+              f"{r['spectra_s']:10.4f} "
               f"{r['sklearn_loop_s']:10.4f} {r['ratio_sklearn_over_spectra']:6.1f}x")
 
 
@@ -96,8 +114,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="the issue's case only (< 60 s)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (spectra's device)")
     parser.add_argument("--json", help="also write the rows to this JSON file")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="pin torch/BLAS threads and eigh workers (e.g. 1)")
     args = parser.parse_args(argv)
-    rows = run(quick=args.quick, device=args.device)
+    rows = run(quick=args.quick, device=args.device, threads=args.threads)
     _print(rows)
     if args.json:
         with open(args.json, "w") as fh:

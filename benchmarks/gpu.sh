@@ -6,6 +6,7 @@
 set -uo pipefail
 OUT="${OUT:-$(pwd)/bench-results}"
 mkdir -p "$OUT"
+export OUT
 export PYTHONPATH="$(pwd)${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 py="${PYTHON:-python3}"
 {
@@ -26,7 +27,7 @@ timeout 60 "$py" -m spectra.cli check --device cuda --quick --json "$OUT/check-c
 # 3. the core benchmark (the seed table) on CUDA, and the planner's strategy timings
 timeout 120 "$py" -m spectra.cli bench --device cuda --quick --json "$OUT/bench-cuda.json" 2>&1 \
   | tail -16
-timeout 60 "$py" - <<'PY' 2>&1 | tee "$OUT/strategies.txt"
+timeout 60 "$py" - <<'PY' 2>&1
 import json, os, torch, spectra.core as core
 from spectra.core._plan import _autotune
 rows = []
@@ -39,9 +40,18 @@ for n, batch in [(32, 4096), (33, 4096), (64, 1024), (128, 256)]:
 json.dump(rows, open(os.path.join(os.environ["OUT"], "strategies.json"), "w"), indent=1)
 PY
 
-# 4. domain benchmarks, quick, on CUDA (each writes its own JSON)
-for d in pca tightbinding graph stiefel; do
-  timeout 45 "$py" -m "benchmarks.bench_$d" --quick --device cuda --json "$OUT/bench-$d.json" \
-    2>&1 | tail -6 || echo "bench_$d failed or timed out"
-done
+# 4. domain benchmarks, quick, on CUDA, into one JSON (at most 8 files come back)
+timeout 150 "$py" - <<'PY' 2>&1
+import importlib, json, os, traceback
+out = {}
+for d in ("pca", "tightbinding", "graph", "stiefel"):
+    try:
+        out[d] = importlib.import_module(f"benchmarks.bench_{d}").run(quick=True, device="cuda")
+        print(d, "done")
+    except Exception:
+        out[d] = {"error": traceback.format_exc(limit=3)}
+        print(d, "failed:", out[d]["error"][-300:])
+json.dump(out, open(os.path.join(os.environ["OUT"], "bench-domains.json"), "w"), indent=1,
+          default=str)
+PY
 ls -la "$OUT"

@@ -1,1 +1,16 @@
-"""spectra.distributed (under construction)."""
+"""spectra on Dask: the same batched core mapped over the blocks of Dask arrays.
+
+Needs the ``distributed`` extra (``pip install torch-spectra[distributed]``); Dask is
+imported only when a function here is called.
+
+>>> import dask.array as da, numpy as np
+>>> import spectra.distributed as sd
+>>> x = da.from_array(np.stack([np.eye(3)] * 6), chunks=(4, 3, 3))
+>>> sd.eigvalsh(x).compute().shape
+(6, 3)
+"""
+
+from ._domains import bands, fit_pca, moments
+from ._eigh import eigh, eigvalsh
+
+__all__ = ["bands", "eigh", "eigvalsh", "fit_pca", "moments"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import torch
@@ -95,6 +96,7 @@ def laplacian_pe(
     multiplicity_tol: float = 1e-6,
     dtype: torch.dtype = torch.float32,
     device: Any = "cpu",
+    eigh_options: Mapping[str, Any] | None = None,
 ) -> LaplacianPEResult:
     """Laplacian eigenvector positional encodings of one or many graphs, one core call.
 
@@ -123,6 +125,8 @@ def laplacian_pe(
     multiplicity_tol : eigenvalues closer than this (relative to ``max(1, |w|)``) share a
         multiplicity group.
     dtype : output dtype (default float32); the solve always runs in float64.
+    eigh_options : execution options passed to :func:`spectra.eigh` (``workers``,
+        ``chunk_size``, ``max_memory``, ``strategy``).
     device : where to solve (default ``"cpu"``; ``None``: where the input lives). Results
         come back on ``edge_index``'s device.
 
@@ -159,7 +163,7 @@ def laplacian_pe(
     bt = bt.to(solve_device) if bt is not None else None
     layout = make_layout(ei, num_nodes, bt, num_graphs)
     adj = dense_adjacency(ei, ew, layout, torch.float64)
-    spec = padded_laplacian_eigh(adj, layout, normalization)
+    spec = padded_laplacian_eigh(adj, layout, normalization, **dict(eigh_options or {}))
     pe, mask, vals, groups = select_pe(spec, layout, k, drop_trivial, multiplicity_tol)
     if random_sign:
         signs = random_signs(layout.num_graphs, k, generator).to(solve_device)

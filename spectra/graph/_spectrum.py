@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -114,6 +115,7 @@ def laplacian_eigh(
     num_graphs: int | None = None,
     dtype: torch.dtype = torch.float64,
     device: Any = "cpu",
+    eigh_options: Mapping[str, Any] | None = None,
 ) -> LaplacianSpectrum:
     """All eigenpairs of the Laplacians of many graphs, through one batched ``spectra.eigh``.
 
@@ -122,6 +124,8 @@ def laplacian_eigh(
     edge_index, num_nodes, edge_weight, normalization, batch, num_graphs :
         as :func:`spectra.graph.laplacian`; graphs must be undirected.
     dtype : precision of the solve (default float64).
+    eigh_options : execution options passed to :func:`spectra.eigh` (``workers``,
+        ``chunk_size``, ``max_memory``, ``strategy``).
     device : where to solve (default ``"cpu"``; ``None``: where ``edge_index`` lives).
 
     Returns
@@ -156,4 +160,4 @@ def laplacian_eigh(
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
     layout = make_layout(ei, num_nodes, bt, num_graphs)
     adj = dense_adjacency(ei, ew, layout, dtype)
-    return padded_laplacian_eigh(adj, layout, normalization)
+    return padded_laplacian_eigh(adj, layout, normalization, **dict(eigh_options or {}))

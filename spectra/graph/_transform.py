@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -63,6 +63,8 @@ class LaplacianPE(BaseTransform):
     weight_attr : edge attribute read as weights (default ``"edge_weight"``, if present).
     dtype : dtype of the stored features.
     device : where to solve (default ``"cpu"``; ``None``: where the graph lives).
+    eigh_options : execution options passed to :func:`spectra.eigh` (``workers``,
+        ``chunk_size``, ``max_memory``, ``strategy``).
 
     Examples
     --------
@@ -93,6 +95,7 @@ class LaplacianPE(BaseTransform):
         weight_attr: str | None = "edge_weight",
         dtype: torch.dtype = torch.float32,
         device: Any = "cpu",
+        eigh_options: Mapping[str, Any] | None = None,
     ) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValueError(f"k must be a non-negative integer, got {k!r}")
@@ -115,6 +118,7 @@ class LaplacianPE(BaseTransform):
         self.weight_attr = weight_attr
         self.dtype = dtype
         self.device = device
+        self.eigh_options = dict(eigh_options or {})
 
     def __repr__(self) -> str:
         return (f"{self.__class__.__name__}(k={self.k}, normalization={self.normalization!r}, "
@@ -137,7 +141,7 @@ class LaplacianPE(BaseTransform):
         layout = make_layout(edge_index.to(solve), data.num_nodes,
                              batch.to(solve) if batch is not None else None, num_graphs)
         adj = dense_adjacency(edge_index.to(solve), weight, layout, torch.float64)
-        spec = padded_laplacian_eigh(adj, layout, self.normalization)
+        spec = padded_laplacian_eigh(adj, layout, self.normalization, **self.eigh_options)
         pe, mask, vals, groups = select_pe(spec, layout, self.k, self.drop_trivial,
                                            self.multiplicity_tol)
         if self.random_sign:
@@ -154,7 +158,7 @@ class LaplacianPE(BaseTransform):
         if self.heat_times is not None:
             vectors = spec.eigenvectors
             if self.normalization == "rw":  # the orthonormal (sym) vectors are needed
-                spec = padded_laplacian_eigh(adj, layout, "sym")
+                spec = padded_laplacian_eigh(adj, layout, "sym", **self.eigh_options)
                 vectors = spec.eigenvectors
             heat = heat_kernel_from_spectrum(spec, self.heat_times, vectors)
             feats[self.heat_attr] = heat[layout.batch, layout.local].to(out_device, self.dtype)

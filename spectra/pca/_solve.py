@@ -185,9 +185,10 @@ def from_scatter(count: torch.Tensor, mean: torch.Tensor, scatter: torch.Tensor,
     total = scatter.diagonal(dim1=-2, dim2=-1).sum(-1)
     check_stats(mean, total, on_bad)
     w, v = _eigh(scatter, eigh_kw)
-    lam, vecs = drop_roundoff(w.flip(-1), d), v.flip(-1)
+    lam = drop_roundoff(w.flip(-1), d)
     rank = count.clamp(max=d)
-    return finish(count, mean, lam, total, rank, spec, lambda kmax: vecs[..., :kmax])
+    return finish(count, mean, lam, total, rank, spec,
+                  lambda kmax: v[..., d - kmax:].flip(-1))
 
 
 def _complete(vecs: torch.Tensor, good: torch.Tensor) -> torch.Tensor:
@@ -214,8 +215,7 @@ def from_gram(count: torch.Tensor, mean: torch.Tensor, xc: torch.Tensor, spec: A
     """
     check_counts(count)
     d = xc.shape[-1]
-    gram = xc @ xc.mT
-    gram = (gram + gram.mT) / 2
+    gram = xc @ xc.mT  # symmetric up to round-off; eigh reads one triangle
     total = gram.diagonal(dim1=-2, dim2=-1).sum(-1)
     check_stats(mean, total, on_bad)
     w, u = _eigh(gram, eigh_kw)
