@@ -108,7 +108,10 @@ def finish(count: torch.Tensor, mean: torch.Tensor, lam: torch.Tensor, total: to
     total_var = total.clamp(min=0) / dof[:, 0]
     ratio_all = ev_all / total_var[:, None]
     k = choose_k(ratio_all, rank, spec)
-    kmax = int(k.max()) if k.numel() else 0
+    if k.numel():
+        kmax = int(k.max())
+    else:  # no datasets: keep the requested width
+        kmax = int(spec) if isinstance(spec, Integral) and not isinstance(spec, bool) else 0
     cols = torch.arange(lam.shape[-1], device=lam.device)
     tail = (cols >= k[:, None]) & (cols < rank[:, None])
     left = (rank - k).to(lam.dtype)

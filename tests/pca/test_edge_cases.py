@@ -150,3 +150,13 @@ def test_solver_routes_agree_and_auto_picks_gram_for_wide_data(monkeypatch):
     np.testing.assert_allclose(auto.components_, cov.components_, atol=1e-9)
     np.testing.assert_allclose(to_np(auto.explained_variance_), cov.explained_variance_,
                                rtol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_empty_batch_and_no_features(dtype):
+    model = BatchPCA(2).fit(np.zeros((0, 5, 3), dtype=dtype))
+    assert model.components_.shape == (0, 2, 3) and model.components_.dtype == dtype
+    assert model.transform(np.zeros((0, 4, 3), dtype=dtype)).shape == (0, 4, 2)
+    model = BatchPCA(None).fit(torch.from_numpy(np.zeros((2, 5, 0), dtype=dtype)))
+    assert tuple(model.components_.shape) == (2, 0, 0)
+    assert model.n_components_.tolist() == [0, 0]
