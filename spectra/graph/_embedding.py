@@ -74,7 +74,9 @@ class _Affinities:
             raise ValueError(f"{name}: NaN/Inf in graph(s) {bad[:10]}")
         self.layout = _layout_from_counts(counts, n_max)
         mask = self.layout.node_mask()
-        self.adj = adj * (mask.unsqueeze(-1) & mask.unsqueeze(-2))
+        keep = mask.unsqueeze(-1) & mask.unsqueeze(-2)
+        keep &= ~torch.eye(n_max, dtype=torch.bool)  # the diagonal (self-affinity) is ignored
+        self.adj = adj * keep
         require_undirected(self.adj, 1e-8)
 
     def spectrum(self, norm_laplacian: bool) -> LaplacianSpectrum:

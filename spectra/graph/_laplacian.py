@@ -10,19 +10,24 @@ from ._layout import as_torch, check_normalization, dense_adjacency, make_layout
 
 
 def laplacian_from_adjacency(adj: torch.Tensor, normalization: str | None,
-                             node_mask: torch.Tensor | None = None
-                             ) -> tuple[torch.Tensor, torch.Tensor]:
+                             node_mask: torch.Tensor | None = None, *,
+                             has_diagonal: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Laplacian of a dense ``(..., n, n)`` adjacency (diagonal ignored) and the degrees.
 
     Isolated nodes (zero degree) get a zero row and column in every normalization; padded
-    nodes (``node_mask`` False) too.
+    nodes (``node_mask`` False) too. ``has_diagonal=False`` promises a zero diagonal
+    (skips clearing it).
     """
     check_normalization(normalization)
-    eye = torch.eye(adj.shape[-1], dtype=torch.bool, device=adj.device)
-    adj = adj.masked_fill(eye, 0)
+    if has_diagonal:
+        eye = torch.eye(adj.shape[-1], dtype=torch.bool, device=adj.device)
+        adj = adj.masked_fill(eye, 0)
+    if node_mask is not None:
+        adj = adj * (node_mask.unsqueeze(-1) & node_mask.unsqueeze(-2))
     deg = adj.sum(-1)
     if normalization is None:
-        lap = torch.diag_embed(deg) - adj
+        lap = torch.rsub(adj, 0.0)  # 0 - adj: no negative zeros
+        lap.diagonal(dim1=-2, dim2=-1).add_(deg)
         return lap, deg
     if bool((deg < 0).any()):
         bad = (deg < 0).nonzero()[0].tolist()
@@ -30,13 +35,11 @@ def laplacian_from_adjacency(adj: torch.Tensor, normalization: str | None,
                          "non-negative degrees")
     connected = deg > 0
     inv_sqrt = torch.where(connected, deg, torch.ones_like(deg)).rsqrt() * connected
-    diag = torch.diag_embed(connected.to(adj.dtype))
     if normalization == "sym":
-        lap = diag - inv_sqrt.unsqueeze(-1) * adj * inv_sqrt.unsqueeze(-2)
+        lap = torch.rsub(inv_sqrt.unsqueeze(-1) * adj * inv_sqrt.unsqueeze(-2), 0.0)
     else:
-        lap = diag - (inv_sqrt * inv_sqrt).unsqueeze(-1) * adj
-    if node_mask is not None:
-        lap = lap * (node_mask.unsqueeze(-1) & node_mask.unsqueeze(-2))
+        lap = torch.rsub((inv_sqrt * inv_sqrt).unsqueeze(-1) * adj, 0.0)
+    lap.diagonal(dim1=-2, dim2=-1).add_(connected.to(adj.dtype))
     return lap, deg
 
 

@@ -141,7 +141,7 @@ def dense_adjacency(edge_index: torch.Tensor, edge_weight: torch.Tensor | None, 
 
 def asymmetric_graphs(adj: torch.Tensor, tol: float) -> list[int]:
     """Indices of the graphs whose adjacency is not symmetric (directed) beyond ``tol``."""
-    if adj.numel() == 0:
+    if adj.numel() == 0 or torch.equal(adj, adj.mT):
         return []
     diff = (adj - adj.mT).abs().amax((-2, -1))
     scale = adj.abs().amax((-2, -1)).clamp_min(1.0)

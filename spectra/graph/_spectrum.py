@@ -84,16 +84,20 @@ def padded_laplacian_eigh(adj: torch.Tensor, layout: Layout, normalization: str 
     require_undirected(adj)
     mask = layout.node_mask()
     sym_norm = "sym" if normalization == "rw" else normalization
-    lap, deg = laplacian_from_adjacency(adj, sym_norm, mask)
+    lap, deg = laplacian_from_adjacency(adj, sym_norm, has_diagonal=False)
     g, n = layout.num_graphs, layout.n_max
     counts = layout.counts
     comps = count_components(adj, layout)
     if g == 0 or n == 0:
         return LaplacianSpectrum(lap.new_zeros((g, n)), lap.new_zeros((g, n, n)), counts,
                                  comps, deg)
-    bound = (lap.abs().sum(-1)).amax(-1)  # Gershgorin: |lambda| <= max row abs sum
-    pad = (bound + 1.0).unsqueeze(-1) * (~mask).to(lap.dtype)
-    w, v = eigh(lap + torch.diag_embed(pad), **eigh_kw)
+    if sym_norm == "sym" and bool((adj >= 0).all()):
+        bound = torch.full((g,), 2.0, dtype=lap.dtype, device=lap.device)
+    else:  # Gershgorin: |lambda| <= max row abs sum
+        bound = lap.abs().sum(-1).amax(-1)
+    lap.diagonal(dim1=-2, dim2=-1).add_((bound + 1.0).unsqueeze(-1) * ~mask)
+    eigh_kw.setdefault("check", False)  # finite and symmetric by construction (checked above)
+    w, v = eigh(lap, **eigh_kw)
     col = mask  # real eigenpairs are the first counts[g] columns, as real nodes are rows
     both = mask.unsqueeze(-1) & col.unsqueeze(-2)
     v = v * both.to(v.dtype)

@@ -87,6 +87,14 @@ def test_ragged_list_and_torch_padded_with_num_nodes():
         assert torch.all(emb[i, len(m):] == 0)
 
 
+def test_diagonal_is_ignored():
+    rng = np.random.default_rng(46)
+    a = random_affinity(rng, 10)
+    b = a + np.diag(rng.random(10) * 5)
+    np.testing.assert_allclose(spectral_embedding(b, 3), spectral_embedding(a, 3), atol=1e-12)
+    assert np.array_equal(spectral_clustering(b, 2), spectral_clustering(a, 2))
+
+
 def test_small_graph_gets_zero_columns():
     emb = spectral_embedding(np.ones((2, 2)), n_components=3)
     assert emb.shape == (2, 3)
