@@ -148,7 +148,7 @@ class BatchPCA:
 
     def _fit_batch(self, batch: Batch) -> None:
         data = batch.data.to(self._work_dtype(batch.data.dtype))
-        mean, xc = centered(data, batch.mask, batch.counts, self.center)
+        mean, xc = centered(data, batch.mask, batch.counts, self.center, batch.ragged)
         n_pad, d = data.shape[-2], data.shape[-1]
         route = self.solver
         if route == "auto":

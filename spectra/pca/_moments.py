@@ -28,18 +28,27 @@ class Moments(NamedTuple):
 
 
 def centered(data: torch.Tensor, mask: torch.Tensor | None, counts: torch.Tensor,
-             center: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(mean (B, D), X - mean)`` with padded rows exactly 0 (two-pass, no NaN leaks)."""
-    x = zero_padding(data, mask)
+             center: bool = True, padding_is_zero: bool = False,
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(mean (B, D), X - mean)`` with padded rows exactly 0 (two-pass, no NaN leaks).
+
+    ``padding_is_zero`` skips the masking of the input (a ragged list padded by us).
+    """
+    x = data if padding_is_zero else zero_padding(data, mask)
     if not center:
         return torch.zeros_like(x[:, 0, :]), x
     denom = counts.clamp(min=1).to(x.dtype)[:, None]
     mean = x.sum(-2) / denom
-    xc = zero_padding(x - mean[:, None, :], mask)
+    # x - w * mean with w the 0/1 mask keeps padded rows at 0 in one fused pass
+    w = None if mask is None else mask.to(x.dtype).unsqueeze(-1)
+    xc = x - mean[:, None, :] if w is None else torch.addcmul(x, w, mean[:, None, :], value=-1)
     # one refinement step (the mean of the residuals) recovers the digits a plain sum loses,
     # e.g. constant features come out exactly constant in float32
     fix = xc.sum(-2) / denom
-    xc = zero_padding(xc.sub_(fix[:, None, :]), mask)
+    if w is None:
+        xc.sub_(fix[:, None, :])
+    else:
+        xc.addcmul_(w, fix[:, None, :], value=-1)
     return mean + fix, xc
 
 
@@ -76,7 +85,7 @@ def moments(X: Any, *, lengths: Any = None, mask: Any = None, center: bool = Tru
     batch = as_batch(X, lengths=lengths, mask=mask)
     check_finite(batch)
     data = batch.data if dtype is None else batch.data.to(dtype)
-    mean, xc = centered(data, batch.mask, batch.counts, center)
+    mean, xc = centered(data, batch.mask, batch.counts, center, batch.ragged)
     origin = batch.origin
     return Moments(restore(batch.counts, origin), restore(mean, origin),
                    restore(scatter_of(xc), origin))
