@@ -78,6 +78,34 @@ def check_hermitian(a: torch.Tensor, tol: float | None = None, name: str = "a") 
         )
 
 
+def _max_abs(x: torch.Tensor) -> torch.Tensor:
+    """Per-matrix ``max|x|`` (NaN if any entry is NaN)."""
+    flat = x.flatten(-2)
+    if x.is_complex():
+        return flat.abs().amax(-1)
+    lo, hi = torch.aminmax(flat, dim=-1)
+    return torch.maximum(hi, -lo)
+
+
+class InputRejected(Exception):
+    """Raised by :func:`quick_check` inside a worker; the caller then runs the detailed
+    checks on the whole input, so the error names every bad index."""
+
+
+def quick_check(a: torch.Tensor, tol: float | None = None) -> None:
+    """Fused finite-and-Hermitian test of a flat block: one pass in the common case.
+
+    NaN/Inf make the asymmetry NaN, so a single comparison catches both.
+    """
+    if a.numel() == 0 or torch.equal(a, a.mH):
+        return  # exactly Hermitian (NaN never equals itself; Inf is caught after the solve)
+    tol = symmetry_tolerance(a.dtype) if tol is None else tol
+    diff = _max_abs(a - a.mH)
+    scale = _max_abs(a)
+    if not bool((diff <= tol * torch.where(scale > 0, scale, torch.ones_like(scale))).all()):
+        raise InputRejected
+
+
 def cholesky_checked(b: torch.Tensor) -> torch.Tensor:
     """Batched Cholesky factor of ``b``; ``LinAlgError`` names the non-positive-definite ones."""
     factor, info = torch.linalg.cholesky_ex(b)

@@ -9,7 +9,14 @@ from typing import Any, NamedTuple
 import torch
 
 from ._arrays import Origin, as_tensor, restore
-from ._checks import check_finite, check_hermitian, check_pair, check_square
+from ._checks import (
+    InputRejected,
+    check_finite,
+    check_hermitian,
+    check_pair,
+    check_square,
+    quick_check,
+)
 from ._gauge import fix_gauge
 from ._ragged import bucket_of, choose_buckets, pad_stack
 from ._solve import SolverOptions, solve_canonical, solve_cholesky, solve_standard
@@ -29,7 +36,8 @@ def _is_ragged(a: Any) -> bool:
 
 
 def _prepare(a: Any, b: Any, name: str, check: bool, symmetry_tol: float | None,
-             device: Any) -> tuple[torch.Tensor, torch.Tensor | None, Origin]:
+             device: Any, defer_a_check: bool = False
+             ) -> tuple[torch.Tensor, torch.Tensor | None, Origin]:
     at, origin = as_tensor(a, name)
     check_square(at, name)
     bt = None
@@ -45,8 +53,9 @@ def _prepare(a: Any, b: Any, name: str, check: bool, symmetry_tol: float | None,
         at, bt = at.to(common), bt.to(common)
         check_pair(at, bt)
     if check:
-        check_finite(at, name)
-        check_hermitian(at, symmetry_tol, name)
+        if not (defer_a_check and bt is None):
+            check_finite(at, name)
+            check_hermitian(at, symmetry_tol, name)
         if bt is not None:
             bname = "b" if name == "a" else name.replace("a", "b", 1)
             check_finite(bt, bname)
@@ -88,10 +97,11 @@ def _slice_k(w: torch.Tensor, v: torch.Tensor | None, k: int | None, largest: bo
 
 
 def _dense(a: torch.Tensor, b: torch.Tensor | None, vectors: bool, k: int | None,
-           largest: bool, lindep: float | None, fill: float, opts: SolverOptions):
+           largest: bool, lindep: float | None, fill: float, opts: SolverOptions,
+           pre: Any = None):
     active = None
     if b is None:
-        w, v = solve_standard(a, vectors, opts)
+        w, v = solve_standard(a, vectors, opts, pre=pre, gauge=True)
     else:
         shape = torch.broadcast_shapes(a.shape, b.shape)
         a, b = a.expand(shape), b.expand(shape)
@@ -100,8 +110,8 @@ def _dense(a: torch.Tensor, b: torch.Tensor | None, vectors: bool, k: int | None
         else:
             w, v = solve_canonical(a, b, vectors, opts, lindep, fill)
             active = (w != fill).sum(-1) if largest and k is not None else None
-    if v is not None:
-        v = fix_gauge(v)
+        if v is not None:
+            v = fix_gauge(v)
     return _slice_k(w, v, k, largest, active)
 
 
@@ -115,9 +125,19 @@ def _run(a, b, *, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol,
     if _is_ragged(a):
         return _ragged(a, b, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol,
                        device, opts)
-    at, bt, origin = _prepare(a, b, "a", check, symmetry_tol, device)
+    at, bt, origin = _prepare(a, b, "a", check, symmetry_tol, device, defer_a_check=True)
     _check_k(k, at.shape[-1])
-    w, v = _dense(at, bt, vectors, k, largest, lindep, lindep_fill, opts)
+    if not (check and bt is None):
+        w, v = _dense(at, bt, vectors, k, largest, lindep, lindep_fill, opts)
+        return restore(w, origin), restore(v, origin)
+    # the standard problem checks its input block by block inside the workers
+    try:
+        w, v = _dense(at, None, vectors, k, largest, lindep, lindep_fill, opts,
+                      pre=lambda x, _offset: quick_check(x, symmetry_tol))
+    except InputRejected:
+        check_finite(at, "a")
+        check_hermitian(at, symmetry_tol, "a")
+        raise  # pragma: no cover - the detailed checks always find what the quick one did
     return restore(w, origin), restore(v, origin)
 
 
@@ -151,9 +171,7 @@ def _ragged(a: Sequence[Any], b: Any, vectors, k, largest, lindep, fill, check, 
         mats = [items[i][0].to(dtype) for i in members]
         if b is None:
             stack, inactive = pad_stack(mats, ceiling)
-            w, v = solve_standard(stack, vectors, opts, inactive=inactive)
-            if v is not None:
-                v = fix_gauge(v)
+            w, v = solve_standard(stack, vectors, opts, inactive=inactive, gauge=True)
         else:
             stack = torch.stack(mats)
             bstack = torch.stack([items[i][1].to(dtype) for i in members])  # type: ignore[union-attr]

@@ -1,4 +1,11 @@
-"""The deterministic eigenvector gauge: the largest-magnitude entry is made real and positive."""
+"""The deterministic eigenvector gauge: the largest-magnitude entry is made real and positive.
+
+The pivot of each column is its largest-magnitude entry; where several entries are within a
+relative ``default_tolerance(dtype)`` of that magnitude (common in symmetric graphs, where
+entries are equal up to round-off) the first of them is the pivot, so near-ties resolve the
+same way on every device, chunking and strategy, where a strict ``argmax`` would follow
+round-off. Real columns are scaled by the pivot's sign, complex ones by its inverse phase.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +14,37 @@ import torch
 from ._arrays import default_tolerance
 
 
+def _pivot_first_near_max(vectors: torch.Tensor) -> torch.Tensor:
+    """Index ``(..., 1, m)`` of the first entry within tolerance of each column's peak."""
+    mag = vectors.abs()
+    peak = mag.amax(-2, keepdim=True)
+    near = mag >= peak * (1 - default_tolerance(vectors.dtype))
+    return near.to(torch.uint8).argmax(-2, keepdim=True)
+
+
 def gauge_phase(vectors: torch.Tensor) -> torch.Tensor:
     """Per-column factor (sign, or unit phase) that puts ``vectors`` in the spectra gauge.
 
-    The pivot of each column is its first entry whose magnitude is within a relative
-    ``default_tolerance(dtype)`` of the column's largest magnitude: near-ties between
-    entries (common in symmetric graphs) then resolve the same way on every device and
-    chunking, where a strict ``argmax`` would follow round-off. Returns shape
-    ``(..., 1, m)``; zero columns get factor 1 (real) or 0 (complex, harmless).
+    Returns shape ``(..., 1, m)``; zero columns get factor 1.
     """
     with torch.no_grad():
-        mag = vectors.abs()
-        peak = mag.amax(-2, keepdim=True)
-        near = mag >= peak * (1 - default_tolerance(vectors.dtype))
-        idx = near.to(torch.uint8).argmax(-2, keepdim=True)
-        pivot = vectors.gather(-2, idx)
         if vectors.is_complex():
+            pivot = vectors.gather(-2, _pivot_first_near_max(vectors))
             size = pivot.abs()
             return torch.where(size > 0, pivot.conj() / torch.where(size > 0, size, 1), 1)
-        return torch.where(pivot < 0, -1.0, 1.0).to(vectors.dtype)
+        # real: the sign of the largest-magnitude entry is that of the max or of the min;
+        # one fused reduction, no |v| temporary (allocation dominated the cost at small n)
+        lo, hi = torch.aminmax(vectors, dim=-2, keepdim=True)
+        sign = torch.where(hi >= -lo, 1.0, -1.0).to(vectors.dtype)
+        peak = torch.maximum(hi, -lo)
+        tie = (hi + lo).abs() <= default_tolerance(vectors.dtype) * peak
+        tie &= peak > 0
+        if bool(tie.any()):
+            # opposite-sign near-ties: the first near-peak entry decides (rare, slow path)
+            cols = tie.expand_as(sign)
+            pivot = vectors.gather(-2, _pivot_first_near_max(vectors))
+            sign = torch.where(cols, torch.where(pivot < 0, -1.0, 1.0).to(sign.dtype), sign)
+        return sign
 
 
 def fix_gauge(vectors: torch.Tensor) -> torch.Tensor:
@@ -42,3 +61,10 @@ def fix_gauge(vectors: torch.Tensor) -> torch.Tensor:
     if vectors.numel() == 0:
         return vectors
     return vectors * gauge_phase(vectors)
+
+
+def fix_gauge_(vectors: torch.Tensor) -> torch.Tensor:
+    """In-place :func:`fix_gauge` for solver outputs the core owns (no autograd history)."""
+    if vectors.numel() == 0:
+        return vectors
+    return vectors.mul_(gauge_phase(vectors))

@@ -66,9 +66,11 @@ class Plan:
             f"spectra plan: {self.batch} matrices of {self.n}x{self.n} {str(self.dtype)[6:]} "
             f"on {self.device} ({'eigenpairs' if self.vectors else 'eigenvalues only'})",
             f"  strategy     {self.strategy}: {STRATEGIES[self.strategy].description}",
+            f"  workers      {self.workers}"
+            + (" (batch split across threads, one kernel thread each)" if self.workers > 1
+               else ""),
             f"  chunks       {self.n_chunks} of up to {self.chunk_size} matrices "
             f"({self.bytes_per_matrix:,} B each, budget {self.memory_budget:,} B)",
-            f"  workers      {self.workers}",
             f"  verify       {'V^H V = I checked, failures recomputed' if self.verify else 'off'}",
         ]
         lines += [f"  why          {r}" for r in self.reasons]
@@ -133,8 +135,8 @@ def plan(
     --------
     >>> import torch
     >>> p = plan(64, 1024, torch.float64, "cpu", workers=2)
-    >>> p.strategy, p.n_chunks
-    ('torch-threads', 1)
+    >>> p.strategy, p.workers, p.n_chunks
+    ('torch', 2, 1)
     """
     device = torch.device(device)
     if device.type == "cuda" and device.index is None:
@@ -205,12 +207,7 @@ def _plan_cached(n, batch, dtype, device, vectors, strategy, chunk_size, budget,
         shown = ", ".join(f"{k} {1e3 * t:.2f} ms" for k, t in timings)
         reasons.append(f"autotuned on {min(_size_class(batch), 256)} sample matrices: {shown}")
     elif device.type == "cpu":
-        if workers > 1 and min(size, batch) >= _MIN_PARALLEL_BATCH:
-            name = "torch-threads"
-            reasons.append(f"{workers} cores: batch split across workers, 1 intra-op thread each")
-        else:
-            name = "torch"
-            reasons.append("one core or one matrix: a single batched call")
+        name = "torch"
     else:
         name = "torch"
         if not cuda_batched_everywhere() and n > LEGACY_CUDA_BATCHED_MAX_N:
@@ -227,6 +224,13 @@ def _plan_cached(n, batch, dtype, device, vectors, strategy, chunk_size, budget,
     do_verify = device.type == "cuda" if verify is None else bool(verify)
     if do_verify and verify is None:
         reasons.append("CUDA results are checked (cuSOLVER has shipped silent eigenvector bugs)")
-    used_workers = workers if name == "torch-threads" else 1
+    used_workers = 1
+    if device.type == "cpu" and STRATEGIES[name].threadable:
+        if workers > 1 and min(size, batch) >= _MIN_PARALLEL_BATCH:
+            used_workers = min(workers, size)
+            reasons.append(f"{used_workers} workers: each chunk split across a persistent "
+                           "thread pool, 1 intra-op/BLAS thread each")
+        else:
+            reasons.append("one core or one matrix: a single call in the caller's thread")
     return Plan(n, batch, dtype, device, vectors, name, size, used_workers, do_verify,
                 per_matrix, budget, tuple(reasons))

@@ -8,7 +8,8 @@ import torch
 
 from ._autograd import eigh_with_grad
 from ._checks import cholesky_checked
-from ._execute import execute
+from ._execute import Pre, execute
+from ._gauge import fix_gauge_
 from ._plan import plan
 
 
@@ -50,11 +51,15 @@ def solve_standard(
     vectors: bool,
     opts: SolverOptions,
     inactive: torch.Tensor | None = None,
+    pre: Pre | None = None,
+    gauge: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Eigenpairs of the Hermitian batch ``a`` (``(..., n, n)``) through the planned core.
 
     ``inactive`` (bool ``(..., n)``) marks zero rows/columns (padding, dropped overlap
-    directions); their eigenpairs come out as the top ones of each matrix.
+    directions); their eigenpairs come out as the top ones of each matrix. ``pre`` runs on
+    each input block in the workers (the checks); ``gauge`` fixes the eigenvector gauge
+    there too.
     """
     if inactive is not None:
         a = push_to_top(a, inactive)
@@ -69,10 +74,12 @@ def solve_standard(
     p = plan(n, flat.shape[0], a.dtype, a.device, vectors=vectors or needs_grad,
              strategy=opts.strategy, chunk_size=opts.chunk_size, max_memory=opts.max_memory,
              workers=opts.workers, verify=opts.verify, autotune=opts.autotune)
+    post = fix_gauge_ if gauge else None
     if needs_grad:
-        w, v = eigh_with_grad(flat, lambda x: execute(p, x), opts.degenerate_tol, opts.broadening)
+        w, v = eigh_with_grad(flat, lambda x: execute(p, x, pre, post), opts.degenerate_tol,
+                              opts.broadening)
     else:
-        w, v = execute(p, flat.contiguous())
+        w, v = execute(p, flat.contiguous(), pre, post)
     w = w.reshape(*batch_shape, n)
     return w, (v.reshape(*batch_shape, n, n) if vectors and v is not None else None)
 

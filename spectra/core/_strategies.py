@@ -1,9 +1,11 @@
 """The registry of eigensolver strategies: every path the planner may take.
 
-Each strategy solves a flat ``(B, n, n)`` batch on one device and returns
+Each strategy solves a flat ``(B, n, n)`` block on one device and returns
 ``(eigenvalues (B, n) ascending, eigenvectors (B, n, n) or None)`` on that device. Tests
 are parametrized over every registered strategy against the SciPy reference
 (``tests/core/test_strategies.py``), as opt_einsum does for its path optimizers.
+Fanning a CPU batch out across threads is the executor's job, not a strategy's: a
+``threadable`` strategy is called once per worker on its part of the batch.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-
-from ._threads import fan_out
 
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 SolveFn = Callable[[torch.Tensor, bool, int], Result]
@@ -30,6 +30,8 @@ class Strategy:
     description: str
     available: Callable[[], bool] = lambda: True
     tunable: bool = True  # may the autotuner pick it (the slow reference may not)
+    threadable: bool = False  # releases the GIL: the executor may fan a CPU batch out
+    blas_pool: bool = False  # runs on the BLAS thread pool (limited to 1 thread per worker)
 
     def supports(self, device: torch.device) -> bool:
         return device.type in self.devices and self.available()
@@ -54,22 +56,6 @@ def _torch_solve(a: torch.Tensor, vectors: bool) -> Result:
 
 def _torch_batched(a: torch.Tensor, vectors: bool, workers: int) -> Result:
     return _torch_solve(a, vectors)
-
-
-def _torch_threads(a: torch.Tensor, vectors: bool, workers: int) -> Result:
-    b, n = a.shape[0], a.shape[-1]
-    real = a.real.dtype if a.is_complex() else a.dtype
-    w = torch.empty((b, n), dtype=real, device=a.device)
-    v = torch.empty_like(a) if vectors else None
-
-    def part(start: int, stop: int) -> None:
-        wi, vi = _torch_solve(a[start:stop], vectors)
-        w[start:stop] = wi
-        if v is not None:
-            v[start:stop] = vi
-
-    fan_out(part, b, workers)
-    return w, v
 
 
 def _numpy_solve(a: torch.Tensor, vectors: bool, workers: int) -> Result:
@@ -118,10 +104,10 @@ def _cupy_syevj(a: torch.Tensor, vectors: bool, workers: int) -> Result:
 
 
 register(Strategy("torch", ("cpu", "cuda"), _torch_batched,
-                  "one batched torch.linalg.eigh call (cuSOLVER batched on CUDA)"))
-register(Strategy("torch-threads", ("cpu",), _torch_threads,
-                  "batch split across a persistent thread pool, one intra-op thread each"))
-register(Strategy("numpy", ("cpu",), _numpy_solve, "numpy.linalg.eigh (LAPACK looped in C)"))
+                  "batched torch.linalg.eigh (LAPACK syevd loop on CPU, cuSOLVER batched on "
+                  "CUDA)", threadable=True))
+register(Strategy("numpy", ("cpu",), _numpy_solve, "numpy.linalg.eigh (LAPACK looped in C)",
+                  threadable=True, blas_pool=True))
 register(Strategy("scipy", ("cpu",), _scipy_loop,
                   "scipy.linalg.eigh per matrix (the reference; slow)", tunable=False))
 register(Strategy("cupy-syevj", ("cuda",), _cupy_syevj,

@@ -38,7 +38,7 @@ def test_gauge_rule_holds_and_is_idempotent(a):
     if v.numel() == 0:
         return
     mag = v.abs()
-    near = mag >= mag.amax(-2, keepdim=True) * (1 - 1e-10)
+    near = mag >= mag.amax(-2, keepdim=True) * (1 - 1e-10)  # the documented pivot rule
     pivot = v.gather(-2, near.to(torch.uint8).argmax(-2, keepdim=True))
     assert (pivot.real > 0).all()
     if v.is_complex():

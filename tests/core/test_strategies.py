@@ -16,7 +16,7 @@ CUDA_STRATEGIES = sorted(name for name, s in STRATEGIES.items() if "cuda" in s.d
 
 
 def test_the_cpu_registry_has_the_documented_paths():
-    assert {"torch", "torch-threads", "numpy", "scipy"} <= set(CPU_STRATEGIES)
+    assert {"torch", "numpy", "scipy"} <= set(CPU_STRATEGIES)
 
 
 @pytest.mark.parametrize("strategy", CPU_STRATEGIES)
