@@ -57,3 +57,20 @@ def test_bad_k_dtype_and_type():
         spectra.eigh("not a matrix")
     with pytest.raises(ValueError, match="unknown strategy"):
         spectra.eigh(np.eye(3), strategy="magic")
+
+
+def test_symmetric_inf_alone_is_still_named():
+    a = np.stack([np.eye(3)] * 8)
+    a[5, 0, 0] = np.inf
+    with pytest.raises(ValueError, match=r"NaN or Inf.*\[5\]"):
+        spectra.eigh(a, workers=2)
+    with pytest.raises(ValueError, match=r"NaN or Inf.*\[5\]"):
+        spectra.eigvalsh(a, workers=2)
+
+
+def test_bad_matrices_in_different_worker_parts_are_all_named():
+    a = np.stack([np.eye(3)] * 8)
+    a[1, 0, 2] = 0.5
+    a[7, 1, 0] = 0.5
+    with pytest.raises(ValueError, match=r"not symmetric.*\[1, 7\]"):
+        spectra.eigh(a, workers=2)
