@@ -11,7 +11,7 @@ array([[-3.,  3.]])
 
 from ._bloch import BlochData, bloch_sum, hamiltonian_chunk, solve_chunk
 from ._builders import cut, supercell
-from ._dos import dos, fermi_level
+from ._dos import dos, fermi_level, integrated_dos
 from ._kpoints import KPath, kpath, monkhorst_pack, special_points
 from ._model import CONVENTIONS, Model
 from ._models import chain, cubic, graphene, haldane, ssh
@@ -38,6 +38,7 @@ __all__ = [
     "fock_overlap",
     "graphene",
     "haldane",
+    "integrated_dos",
     "hamiltonian_chunk",
     "kpath",
     "monkhorst_pack",

@@ -47,7 +47,9 @@ def dos(energies: Any, grid: Any, *, sigma: float | None = None, weights: Any = 
     weights : k-point weights ``(nk,)`` summing to 1 (default uniform).
     method : ``"gaussian"`` or ``"tetrahedron"`` (linear tetrahedra in 3D, triangles in
         2D, segments in 1D), which needs ``energies`` on a full periodic grid in C order
-        (as :func:`monkhorst_pack` makes) and its shape ``kgrid``.
+        (as :func:`monkhorst_pack` makes) and its shape ``kgrid``. The value at each grid
+        energy is the average over its bin (the integrated DOS differenced between the
+        midpoints of the grid), so flat bands stay finite and the sum integrates exactly.
 
     Examples
     --------
@@ -123,44 +125,83 @@ def _tetrahedron(e: np.ndarray, x: np.ndarray, kgrid: tuple[int, ...], chunk: in
     if int(np.prod(kgrid)) != e.shape[0]:
         raise ValueError(f"kgrid {kgrid} has {int(np.prod(kgrid))} points but energies has "
                          f"{e.shape[0]} k-points")
+    if x.size < 2 or np.any(np.diff(x) <= 0):
+        raise ValueError("the tetrahedron DOS needs an increasing grid of at least 2 energies")
     simp = _simplices(e, kgrid)
     nsimp_per_band = simp.shape[0] / e.shape[1]
-    out = np.zeros_like(x)
-    step = max(1, chunk // max(x.size, 1))
-    for s in range(0, simp.shape[0], step):
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            out += _simplex_dos(simp[s:s + step], x, dim)
-    return out / nsimp_per_band
+    mid = 0.5 * (x[1:] + x[:-1])
+    edges = np.concatenate([[x[0] - (mid[0] - x[0])], mid, [x[-1] + (x[-1] - mid[-1])]])
+    counts = _simplex_count(simp, edges, dim, chunk)
+    return np.diff(counts) / np.diff(edges) / nsimp_per_band
 
 
-def _simplex_dos(c: np.ndarray, x: np.ndarray, dim: int) -> np.ndarray:
-    """Sum over the simplices ``c`` (sorted corner energies) of their linear DOS at ``x``."""
+def integrated_dos(energies: Any, grid: Any, kgrid: Sequence[int]) -> np.ndarray:
+    """Number of states per cell below each ``grid`` energy, by linear tetrahedra
+    (triangles in 2D, segments in 1D) on a full periodic C-order ``kgrid``."""
+    e = _to_numpy(energies, "energies")
+    e = e[:, None] if e.ndim == 1 else e
+    x = _to_numpy(grid, "grid").reshape(-1)
+    kg = tuple(int(q) for q in kgrid)
+    if int(np.prod(kg)) != e.shape[0] or not 1 <= len(kg) <= 3:
+        raise ValueError(f"kgrid {kg} does not match {e.shape[0]} k-points (1D-3D grids)")
+    simp = _simplices(e, kg)
+    if x.size > 1 and np.any(np.diff(x) < 0):
+        raise ValueError("grid must be non-decreasing")
+    return _simplex_count(simp, x, len(kg)) / (simp.shape[0] / e.shape[1])
+
+
+def _simplex_count(c: np.ndarray, x: np.ndarray, dim: int, chunk: int = 2**21) -> np.ndarray:
+    """Sum over the simplices ``c`` (sorted corner energies) of the fraction of each below
+    ``x`` (the integrated linear DOS, each simplex normalized to 1).
+
+    Only the (simplex, energy) pairs with ``e_1 <= x < e_last`` need the polynomial; the
+    simplices entirely below an energy are counted by a sorted search.
+    """
+    x = np.ascontiguousarray(x)
+    lo = np.searchsorted(x, c[:, 0], side="left")
+    hi = np.searchsorted(x, c[:, -1], side="left")
+    full = np.cumsum(np.bincount(hi, minlength=x.size + 1)[: x.size]).astype(float)
+    width = hi - lo
+    ends = np.cumsum(width)
+    out = full
+    start = 0
+    while start < c.shape[0]:
+        base = ends[start - 1] if start else 0
+        stop = int(np.searchsorted(ends, base + chunk, side="right"))
+        stop = max(stop, start + 1)
+        w = width[start:stop]
+        npair = int(w.sum())
+        if npair:
+            which = np.repeat(np.arange(start, stop), w)
+            first = np.repeat(np.cumsum(w) - w, w)
+            xi = lo[which] + (np.arange(npair) - first)
+            frac = _piece(x[xi], c[which], dim)
+            out = out + np.bincount(xi, weights=frac, minlength=x.size)
+        start = stop
+    return out
+
+
+def _piece(ee: np.ndarray, c: np.ndarray, dim: int) -> np.ndarray:
+    """Fraction of each simplex (corner energies ``c``, sorted) below ``ee``, for
+    ``e_1 <= ee < e_last`` (one energy per simplex)."""
     tiny = 1e-300
-    ee = x[:, None]
-    if dim == 1:
-        e1, e2 = c[:, 0], c[:, 1]
-        inside = (ee >= e1) & (ee < e2)
-        g = inside / np.maximum(e2 - e1, tiny)
-    elif dim == 2:
-        e1, e2, e3 = c[:, 0], c[:, 1], c[:, 2]
-        d21, d31, d32 = (np.maximum(v, tiny) for v in (e2 - e1, e3 - e1, e3 - e2))
-        lo = (ee >= e1) & (ee < e2)
-        hi = (ee >= e2) & (ee < e3)
-        g = np.where(lo, 2 * (ee - e1) / (d21 * d31), 0.0)
-        g = g + np.where(hi, 2 * (e3 - ee) / (d31 * d32), 0.0)
-    else:
-        e1, e2, e3, e4 = c[:, 0], c[:, 1], c[:, 2], c[:, 3]
-        d21, d31, d41, d32, d42, d43 = (np.maximum(v, tiny) for v in (
-            e2 - e1, e3 - e1, e4 - e1, e3 - e2, e4 - e2, e4 - e3))
-        r1 = (ee >= e1) & (ee < e2)
-        r2 = (ee >= e2) & (ee < e3)
-        r3 = (ee >= e3) & (ee < e4)
-        g = np.where(r1, 3 * (ee - e1) ** 2 / (d21 * d31 * d41), 0.0)
-        mid = (3 * d21 + 6 * (ee - e2) - 3 * (d31 + d42) * (ee - e2) ** 2 / (d32 * d42)) / (
-            d31 * d41)
-        g = g + np.where(r2, mid, 0.0)
-        g = g + np.where(r3, 3 * (e4 - ee) ** 2 / (d41 * d42 * d43), 0.0)
-    return g.sum(1)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore", under="ignore"):
+        if dim == 1:
+            n = (ee - c[:, 0]) / np.maximum(c[:, 1] - c[:, 0], tiny)
+        elif dim == 2:
+            e1, e2, e3 = c[:, 0], c[:, 1], c[:, 2]
+            d21, d31, d32 = (np.maximum(v, tiny) for v in (e2 - e1, e3 - e1, e3 - e2))
+            n = np.where(ee < e2, (ee - e1) ** 2 / (d21 * d31), 1 - (e3 - ee) ** 2 / (d31 * d32))
+        else:
+            e1, e2, e3, e4 = c[:, 0], c[:, 1], c[:, 2], c[:, 3]
+            d21, d31, d41, d32, d42, d43 = (np.maximum(v, tiny) for v in (
+                e2 - e1, e3 - e1, e4 - e1, e3 - e2, e4 - e2, e4 - e3))
+            u = ee - e2
+            middle = (d21**2 + 3 * d21 * u + 3 * u**2 - (d31 + d42) / (d32 * d42) * u**3) / (
+                d31 * d41)
+            n = np.where(ee < e2, (ee - e1) ** 3 / (d21 * d31 * d41),
+                         np.where(ee < e3, middle, 1 - (e4 - ee) ** 3 / (d41 * d42 * d43)))
+    return np.nan_to_num(np.clip(n, 0.0, 1.0), nan=0.0)
 
 
 def fermi_level(energies: Any, nelectrons: float, *, weights: Any = None,
@@ -232,4 +273,4 @@ def fermi_level(energies: Any, nelectrons: float, *, weights: Any = None,
     return 0.5 * (lo + hi)
 
 
-__all__ = ["dos", "fermi_level"]
+__all__ = ["dos", "fermi_level", "integrated_dos"]
