@@ -38,6 +38,12 @@ def _plus_plus(x: torch.Tensor, valid: torch.Tensor, k: int,
     return torch.stack(centers, 1) if k else x.new_zeros((b, 0, d))
 
 
+def _sq_dist(x: torch.Tensor, centers: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+    """``(B, N, k)`` squared distances ``|x|^2 + |c|^2 - 2 x.c`` (``x2 = |x|^2``, ``(B, N, 1)``)."""
+    c2 = (centers * centers).sum(-1).unsqueeze(-2)
+    return torch.baddbmm(x2 + c2, x, centers.mT, alpha=-2.0).clamp_min_(0.0)
+
+
 def _canonical(labels: torch.Tensor, valid: torch.Tensor, k: int) -> torch.Tensor:
     """Renumber clusters by first appearance along the nodes (node 0's cluster is 0)."""
     b, n = labels.shape
@@ -85,21 +91,23 @@ def batched_kmeans(
     vr = valid.repeat_interleave(n_init, 0)
     vf = vr.to(x.dtype)
     centers = _plus_plus(xr.cpu(), vr.cpu(), k, generator).to(x.device)
-    scale = ((xr ** 2).sum(-1) * vf).sum(-1).clamp_min(1e-300)
+    d = x.shape[-1]
+    weighted = xr * vf.unsqueeze(-1)
+    x2 = (xr * xr).sum(-1, keepdim=True)
+    scale = (x2.squeeze(-1) * vf).sum(-1).clamp_min(1e-300)
     for _ in range(max_iter):
-        dist = torch.cdist(xr, centers) ** 2
-        labels = dist.argmin(-1)
-        onehot = torch.nn.functional.one_hot(labels, k).to(x.dtype) * vf.unsqueeze(-1)
-        counts = onehot.sum(1)
-        sums = onehot.mT @ xr
+        labels = _sq_dist(xr, centers, x2).argmin(-1)
+        counts = torch.zeros(xr.shape[0], k, dtype=x.dtype, device=x.device)
+        counts.scatter_add_(1, labels, vf)
+        sums = torch.zeros_like(centers).scatter_add_(
+            1, labels.unsqueeze(-1).expand(-1, -1, d), weighted)
         new = torch.where(counts.unsqueeze(-1) > 0,
                           sums / counts.clamp_min(1).unsqueeze(-1), centers)
         shift = ((new - centers) ** 2).sum((-2, -1))
         centers = new
         if bool((shift <= tol * scale).all()):
             break
-    dist = torch.cdist(xr, centers) ** 2
-    best_d, labels = dist.min(-1)
+    best_d, labels = _sq_dist(xr, centers, x2).min(-1)
     inertia = (best_d * vf).sum(-1).view(b, n_init)
     pick = inertia.argmin(-1)
     rows = torch.arange(b, device=x.device) * n_init + pick
