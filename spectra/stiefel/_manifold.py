@@ -52,7 +52,8 @@ def check_frames(x: torch.Tensor, name: str = "X") -> None:
 
 
 def _check_finite(t: torch.Tensor, name: str) -> None:
-    bad = ~torch.isfinite(t).flatten(-2).all(-1)
+    # one reduction instead of elementwise isfinite: NaN/Inf survive the sum of each matrix
+    bad = ~torch.isfinite(t.sum((-2, -1)))
     if bool(bad.any()):
         raise ValueError(f"{name} contains NaN or Inf at batch indices "
                          f"{_batch_indices(bad)[:20] if bad.ndim else '()'}")
@@ -156,9 +157,15 @@ class Stiefel:
         if xi.shape[-2:] != x.shape[-2:]:
             raise ValueError(f"xi has shape {tuple(xi.shape)}, expected (..., "
                              f"{x.shape[-2]}, {x.shape[-1]}) like X")
-        _check_finite(x.detach(), "X")
-        _check_finite(xi.detach(), "xi")
-        return RETRACTIONS[method](x, xi)
+        try:
+            y = RETRACTIONS[method](x, xi)
+            if method != "polar":  # polar already checked its Gram eigenvalues
+                _check_finite(y.detach(), f"retract(method={method!r}) output")
+        except ValueError:  # name the culprit input (checked on the error path only)
+            _check_finite(x.detach(), "X")
+            _check_finite(xi.detach(), "xi")
+            raise
+        return y
 
     retr = retract
 
@@ -172,8 +179,11 @@ class Stiefel:
     def projx(self, x: Any) -> Any:
         """The nearest point on the manifold (Frobenius norm): the polar factor of ``x``."""
         check_frames(x)
-        _check_finite(x.detach(), "X")
-        return polar(x, where="projx")
+        try:
+            return polar(x, where="projx")
+        except ValueError:
+            _check_finite(x.detach(), "X")
+            raise
 
     def random(self, *shape: int, dtype: torch.dtype | None = None,
                device: Any = None, generator: torch.Generator | None = None) -> torch.Tensor:

@@ -38,8 +38,9 @@ def _eig_sqrt(g: torch.Tensor, where: str) -> tuple[torch.Tensor, torch.Tensor]:
     with torch.no_grad():
         w, u = eigh(g.detach(), check=False)
         eps = torch.finfo(w.dtype).eps
-        top = w.amax(-1).clamp_min(torch.finfo(w.dtype).tiny)
-        bad = ~(w.amin(-1) > eps * top) | ~torch.isfinite(w).all(-1)
+        # ascending eigenvalues: the first is the smallest, the last the largest
+        top = w[..., -1].clamp_min(torch.finfo(w.dtype).tiny)
+        bad = ~(w[..., 0] > eps * top) | ~torch.isfinite(top)
         if bool(bad.any()):
             raise LinAlgError(
                 f"{where}: the Gram matrix Y^H Y is singular or not finite (Y is not of full "
