@@ -6,18 +6,27 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 extras="${1:-test}"
 venv="${SPECTRA_VENV:-$root/.venv}"
 py="${PYTHON:-python3}"
+log="$venv/install.log"
+pipq() {  # pip, quiet; its log is shown only when it fails
+  if ! "$venv/bin/python" -m pip install --quiet "$@" >>"$log" 2>&1; then
+    tail -40 "$log" >&2
+    echo "spectra: 'pip install $*' failed (log: $log)" >&2
+    exit 1
+  fi
+}
 if [ ! -x "$venv/bin/python" ]; then
   "$py" -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  echo "spectra: creating $venv (one-time install of torch and the extras)" >&2
+  pipq --upgrade pip
 fi
 stamp="$venv/.spectra-$extras-$(cat "$root/pyproject.toml" "$root/scripts/venv.sh" | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
   # torch first, pinned: a CPU build lies on local disk on our machines; an unpinned
   # requirement would pull a multi-GB CUDA build. Any torch >= 2.12 already present is kept.
   if ! "$venv/bin/python" -c "import torch, sys; v=tuple(int(x) for x in torch.__version__.split('+')[0].split('.')[:2]); sys.exit(v < (2, 12))" 2>/dev/null; then
-    "$venv/bin/python" -m pip install --quiet "torch==${SPECTRA_TORCH_VERSION:-2.13.0}"
+    pipq "torch==${SPECTRA_TORCH_VERSION:-2.13.0}"
   fi
-  "$venv/bin/python" -m pip install --quiet -e "$root[$extras]"
+  pipq -e "$root[$extras]"
   touch "$stamp"
 fi
 export PATH="$venv/bin:$PATH"
