@@ -43,3 +43,16 @@ def test_single_graph_and_bad_times():
                                atol=1e-12)
     with pytest.raises(ValueError, match="diffusion times"):
         heat_kernel_diagonal(ei, 3, times=[-1.0])
+
+
+def test_gradients_flow_to_edge_weights():
+    # heat-kernel diagonals are gauge invariant: their gradient w.r.t. the weights is exact
+    rng = np.random.default_rng(31)
+    ei, ew = random_graph(rng, 6, weighted=True)
+    half = ew[: ew.numel() // 2].clone().requires_grad_(True)
+
+    def f(w):
+        return heat_kernel_diagonal(ei, 6, times=[0.5, 2.0], edge_weight=torch.cat([w, w]),
+                                    dtype=torch.float64)
+
+    assert torch.autograd.gradcheck(f, (half,), atol=1e-6)
