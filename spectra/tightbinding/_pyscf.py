@@ -79,7 +79,8 @@ def pyscf_bands(kmf: Any, kpts: Any, *, lindep: float | str | None = "pyscf",
     threshold = lindep_threshold() if lindep == "pyscf" else lindep
     if threshold is not None and not isinstance(threshold, (int, float)):
         raise ValueError(f"lindep must be a float, None or 'pyscf', got {lindep!r}")
-    ovlp = np.broadcast_to(ovlp, fock.shape)
+    if ovlp.shape != fock.shape:  # unrestricted: one overlap for both spins
+        ovlp = np.ascontiguousarray(np.broadcast_to(ovlp, fock.shape))
     w, v = spectra.eigh(fock, ovlp, lindep=threshold, lindep_fill=lindep_fill, **eigh_kw)
     if single:
         w, v = w[..., 0, :], v[..., 0, :, :]

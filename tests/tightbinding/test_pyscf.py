@@ -1,0 +1,86 @@
+"""PySCF bridge: diamond (gth-szv) bands equal kmf.get_bands, including dropped directions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pyscf = pytest.importorskip("pyscf")
+
+from pyscf.pbc import dft, gto  # noqa: E402
+from pyscf.scf import hf as mol_hf  # noqa: E402
+
+from spectra.tightbinding import fock_overlap, kpath, pyscf_bands  # noqa: E402
+from spectra.tightbinding._pyscf import lindep_threshold  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def diamond():
+    cell = gto.Cell()
+    cell.atom = "C 0 0 0; C 0.8925 0.8925 0.8925"
+    cell.a = [[0, 1.785, 1.785], [1.785, 0, 1.785], [1.785, 1.785, 0]]
+    cell.basis = "gth-szv"
+    cell.pseudo = "gth-pade"
+    cell.mesh = [11, 11, 11]
+    cell.verbose = 0
+    cell.build()
+    kmf = dft.KRKS(cell, cell.make_kpts([2, 1, 1]))
+    kmf.xc = "lda"
+    kmf.conv_tol = 1e-10
+    kmf.kernel()
+    assert kmf.converged
+    return cell, kmf
+
+
+def test_bands_equal_get_bands(diamond):
+    cell, kmf = diamond
+    path = kpath(cell.lattice_vectors(), "L,G,X,W", 8)
+    kpts = cell.get_abs_kpts(path.k)
+    e, c = pyscf_bands(kmf, kpts)
+    ref_e, ref_c = kmf.get_bands(kpts)
+    ref_e = np.asarray(ref_e)
+    assert e.shape == ref_e.shape == (8, cell.nao)
+    assert np.abs(e - ref_e).max() < 1e-8
+    # coefficients: S-orthonormal eigenvectors of the same F(k), S(k)
+    f, s = fock_overlap(kmf, kpts)
+    np.testing.assert_allclose(f @ c, s @ c * e[:, None, :], atol=1e-8)
+    np.testing.assert_allclose(np.einsum("kia,kij,kjb->kab", c.conj(), s, c),
+                               np.broadcast_to(np.eye(cell.nao), (8, cell.nao, cell.nao)),
+                               atol=1e-8)
+    # the same subspaces as PySCF's (a gauge-free comparison): projectors per band
+    ref_c = np.asarray(ref_c)
+    p_ours = np.einsum("kia,kja->kaij", c, c.conj())
+    p_ref = np.einsum("kia,kja->kaij", ref_c, ref_c.conj())
+    gaps = np.diff(e, axis=1)
+    simple = np.concatenate([gaps[:, :1] > 1e-4, (gaps[:, 1:] > 1e-4) & (gaps[:, :-1] > 1e-4),
+                             gaps[:, -1:] > 1e-4], axis=1)
+    np.testing.assert_allclose(p_ours[simple], p_ref[simple], atol=1e-6)
+
+
+def test_single_kpoint_like_get_bands(diamond):
+    cell, kmf = diamond
+    k = cell.get_abs_kpts([0.1, 0.2, 0.3])
+    e, c = pyscf_bands(kmf, k)
+    ref_e, _ = kmf.get_bands(k)
+    assert e.shape == (cell.nao,) and c.shape == (cell.nao, cell.nao)
+    assert np.abs(e - np.asarray(ref_e)).max() < 1e-8
+
+
+def test_dropped_overlap_directions_match_pyscf(diamond, monkeypatch):
+    cell, kmf = diamond
+    kpts = cell.get_abs_kpts(np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.25, 0.3, 0.1]]))
+    _, s = fock_overlap(kmf, kpts)
+    from spectra.core import reference_eigh
+
+    sval = np.stack([reference_eigh(x)[0] for x in s])
+    # a threshold between overlap eigenvalues, so that some directions are dropped
+    thr = float(0.5 * (np.sort(sval.ravel())[3] + np.sort(sval.ravel())[4]))
+    monkeypatch.setattr(mol_hf, "overlap_zero_eigenvalue_threshold", thr)
+    assert lindep_threshold() == thr
+    e, c = pyscf_bands(kmf, kpts)
+    ref_e, ref_c = kmf.get_bands(kpts)
+    ref_e = np.asarray(ref_e)
+    dropped = ref_e == 1e30
+    assert dropped.any() and (e[dropped] == 1e30).all()
+    assert np.abs(e[~dropped] - ref_e[~dropped]).max() < 1e-8
+    assert np.all(c[np.broadcast_to(dropped[:, None, :], c.shape)] == 0)
