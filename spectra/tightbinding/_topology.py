@@ -125,8 +125,9 @@ def wilson_loop(model: Model, kloop: Any, bands: int | Sequence[int]) -> Any:
     ``(-pi, pi]``, shape ``(..., nbands)``; their sum is :func:`berry_phase` (mod 2 pi).
 
     Each link matrix ``<u(k_i)|u(k_i+1)>`` is replaced by its unitary polar factor (as
-    PythTB does, through the core's eigh of ``M^H M``) and the product's phases are read from the Hermitian Cayley transform
-    ``i (1 - V)(1 + V)^-1`` of a rotated ``V = exp(-i phi) U``: one more core call.
+    PythTB does, through the core's eigh of ``M^H M``) and the product's phases are read
+    from the Hermitian Cayley transform ``i (1 - V)(1 + V)^-1`` of a rotated
+    ``V = exp(-i phi) U``: one more core call.
 
     >>> import numpy as np
     >>> from spectra.tightbinding import Model, wilson_loop

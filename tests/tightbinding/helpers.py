@@ -46,7 +46,7 @@ def to_pythtb(m: Model) -> pythtb.tb_model:
                         nspin=m.nspin)
     rv, hr, _ = m.blocks()
     ns = m.nspin
-    zero = [i for i, r in enumerate(rv) if not r.any()][0]
+    zero = next(i for i, r in enumerate(rv) if not r.any())
     onsite = [hr[zero][i * ns:(i + 1) * ns, i * ns:(i + 1) * ns] for i in range(m.norb)]
     p.set_onsite([np.real(o[0, 0]) if ns == 1 else o for o in onsite])
     seen = set()

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from spectra.cli import main  # noqa: E402
-from spectra.tightbinding import dos, graphene, kpath, monkhorst_pack, plot_bands  # noqa: E402
+from spectra.cli import main
+from spectra.tightbinding import dos, graphene, kpath, monkhorst_pack, plot_bands
 
 
 def test_bands_default_model_png(tmp_path, capsys):

@@ -196,7 +196,7 @@ def test_set_blocks_roundtrip_and_hermiticity_check(rng):
     with pytest.raises(ValueError, match="not Hermitian"):
         twin.set_blocks(rv, bad)
     with pytest.raises(ValueError, match="partner"):
-        nonzero = [i for i, r in enumerate(rv) if r.any()][0]
+        nonzero = next(i for i, r in enumerate(rv) if r.any())
         twin.set_blocks(np.delete(rv, nonzero, 0), np.delete(hr, nonzero, 0))
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-import pythtb
 import pytest
+import pythtb
 import torch
 
 from spectra.tightbinding import (
