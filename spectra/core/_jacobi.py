@@ -11,14 +11,16 @@ step the pairs are ``(2i, 2i + 1)``, so a step is
 
 1. the rotation of each pair from its 2x2 block (Rutishauser's stable formulas, a phase
    first making ``a_pq`` real for complex Hermitian input),
-2. ``J^H A`` as one batched matmul of 2x2 blocks, then ``J^H (J^H A)^H = J^H A J`` (the
-   result is Hermitian) as a second one, the rotated 2x2 blocks set exactly,
+2. ``J^H A J``: the pairs of rows, then the pairs of columns, each mixed by two broadcast
+   elementwise kernels (no transposes), the rotated 2x2 blocks then set exactly,
 3. one gather that moves the basis to the next step's pairing (the same permutation for
    every step, cached per ``(m, device)``; after a sweep the basis is the original one).
 
-Eigenvectors accumulate as ``W = V^H`` so that they too rotate by rows (one matmul and one
+Eigenvectors accumulate as ``W = V^H`` so that they too rotate by rows (two kernels and one
 gather per step). Convergence is checked once per sweep with one batched reduction
-(``off(A) <= tol * ||A||_F`` per matrix); converged matrices leave the active batch. The
+(``off(A) <= tol * ||A||_F`` per matrix); converged matrices leave the active batch. Entries
+below ``eps^2 ||A||`` (``eps^2`` in ``W``) are flushed to zero once per sweep: quadratic
+convergence would otherwise drive them into the subnormal range, 100x slower on CPUs. The
 matrices that have not converged after ``max_sweeps`` sweeps are flagged
 (:class:`JacobiResult.converged`); the registered strategy recomputes those few with
 ``torch.linalg.eigh``, so its output is always a full answer.
@@ -81,14 +83,14 @@ def _off_mask(m: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
 def _rotations(a: torch.Tensor, skip: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """The rotations of the pairs ``(2i, 2i + 1)`` of each matrix of ``a`` (``(B, m, m)``).
 
-    Returns ``gh`` (``(B, m/2, 2, 2)``, the blocks of ``J^H``), the rotated 2x2 blocks'
-    entries ``(app', aqq', apq')``. Pairs with ``|a_pq| <= skip`` (``(B, 1)``, a roundoff
+    Returns ``gh`` (``(B, m/2, 2, 2)``, the blocks of ``J^H``) and the rotated 2x2 blocks
+    (``(B, 2, 2, m/2)``). Pairs with ``|a_pq| <= skip`` (``(B, 1)``, a roundoff
     level) are left alone: rotating noise inside a cluster of equal eigenvalues by large
     angles would mix the couplings to the rest of the spectrum and turn the final
     quadratic convergence into a slow linear one.
 
     With ``d = a_qq - a_pp`` and ``tau = 2 a_pq sgn(d) / (|d| + hypot(d, 2|a_pq|))``
-    (the smaller root, ``|tau| <= 1``; no division by ``a_pq``),
+    (the smaller root, ``|tau| <= 1``; no division by ``a_pq``; either sign at ``d = 0``),
     ``c = 1/sqrt(1 + |tau|^2)``, ``J = [[c, c tau], [-c conj(tau), c]]`` and
     ``app' = app - r |a_pq|^2``, ``aqq' = aqq + r |a_pq|^2`` where ``tau = r a_pq``.
     """
@@ -97,16 +99,17 @@ def _rotations(a: torch.Tensor, skip: torch.Tensor) -> tuple[torch.Tensor, ...]:
     apq = torch.diagonal(a, offset=1, dim1=-2, dim2=-1)[:, 0::2]
     mag = apq.abs()
     d = aqq - app
-    den = d.abs() + torch.hypot(d, 2 * mag)
-    rotate = (mag > skip) & (den > 0)
-    ratio = torch.where(rotate, 2 / torch.where(rotate, den, 1), 0)
-    ratio = torch.where(d < 0, -ratio, ratio)
-    shift = ratio * mag * mag
-    c = torch.rsqrt(1 + (ratio * mag) ** 2)
-    sigma = (c * ratio).to(a.dtype) * apq
-    cc = c.to(a.dtype)
-    gh = torch.stack((cc, -sigma, sigma.conj(), cc), dim=-1).view(*apq.shape, 2, 2)
-    return gh, app - shift, aqq + shift, torch.where(rotate, 0, apq)
+    den = d.abs() + torch.hypot(d, 2 * mag)  # > 0 wherever mag > skip >= 0
+    rotate = mag > skip
+    ratio = torch.where(rotate, torch.copysign(2 / den, d), 0)
+    rm = ratio * mag  # the tangent of the angle, |rm| <= 1
+    c = torch.rsqrt(1 + rm * rm)
+    sigma = (c * ratio) * apq
+    shift = rm * mag
+    gh = torch.stack((c, -sigma, sigma.conj(), c), dim=-1).view(*apq.shape, 2, 2)
+    kept = torch.where(rotate, 0, apq)
+    block = torch.stack((app - shift, kept, kept.conj(), aqq + shift), dim=1)
+    return gh, block.view(apq.shape[0], 2, 2, apq.shape[1])
 
 
 def _step(a: torch.Tensor, w: torch.Tensor | None, skip: torch.Tensor, flat: torch.Tensor,
@@ -114,16 +117,33 @@ def _step(a: torch.Tensor, w: torch.Tensor | None, skip: torch.Tensor, flat: tor
     """One parallel step: rotate every pair of every matrix, move to the next pairing."""
     b, m = a.shape[0], a.shape[-1]
     k = m // 2
-    gh, app, aqq, apq = _rotations(a, skip)
-    x = torch.matmul(gh, a.view(b, k, 2, m)).view(b, m, m)  # J^H A
-    a2 = torch.matmul(gh, x.mH.reshape(b, k, 2, m)).view(b, m, m)  # J^H A J (Hermitian)
-    torch.diagonal(a2, dim1=-2, dim2=-1).view(b, k, 2).copy_(torch.stack((app, aqq), -1))
-    torch.diagonal(a2, offset=1, dim1=-2, dim2=-1)[:, 0::2] = apq
-    torch.diagonal(a2, offset=-1, dim1=-2, dim2=-1)[:, 0::2] = apq.conj()
+    gh, block = _rotations(a, skip)
+    a2 = _rotate_columns(_rotate_rows(gh, a.view(b, k, 2, m)).view(b, m, k, 2), gh.conj())
+    # the rotated 2x2 blocks, set exactly (Rutishauser): a2[2i + x, 2i + y] = block[x, y, i]
+    torch.diagonal(a2.view(b, k, 2, k, 2), dim1=1, dim2=3).copy_(block)
     a = a2.view(b, m * m).index_select(1, flat).view(b, m, m)
     if w is not None:
-        w = torch.matmul(gh, w.view(b, k, 2, m)).view(b, m, m).index_select(1, perm)
+        w = _rotate_rows(gh, w.view(b, k, 2, m)).view(b, m, m).index_select(1, perm)
     return a, w
+
+
+def _rotate_rows(gh: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``J^H X`` for rows in pairs: ``gh (B, k, 2, 2)`` times ``x (B, k, 2, m)``.
+
+    Two broadcast elementwise kernels (as fast as a batched matmul of 2x2 blocks on the
+    GPU, and 2x faster on the CPU).
+    """
+    g = gh.unsqueeze(-1)
+    return torch.addcmul(g[:, :, :, 0] * x[:, :, None, 0], g[:, :, :, 1], x[:, :, None, 1])
+
+
+def _rotate_columns(x: torch.Tensor, ghc: torch.Tensor) -> torch.Tensor:
+    """``X J`` for columns in pairs: ``x (B, m, k, 2)``, ``ghc = conj(gh) (B, k, 2, 2)``.
+
+    ``(X J)[:, (j, y)] = sum_x X[:, (j, x)] conj(gh[j, y, x])``; no transpose needed.
+    """
+    g = ghc.unsqueeze(1)
+    return torch.addcmul(x[..., 0:1] * g[..., 0], x[..., 1:2], g[..., 1])
 
 
 def default_tol(n: int, dtype: torch.dtype) -> float:
@@ -222,6 +242,9 @@ def _jacobi(a: torch.Tensor, vectors: bool, tol: float, max_sweeps: int) -> Jaco
             active, h, norm = active[rest], h[rest], norm[rest]
             w = w[rest] if w is not None else None
         skip = (eps * norm)[:, None]
+        if sweeps:
+            h = torch.where(h.abs() < (skip * eps)[:, :, None], 0, h)
+            w = torch.where(w.abs() < eps * eps, 0, w) if w is not None else None
         for _ in range(m - 1):
             h, w = _step(h, w, skip, flat, perm)
         sweeps += 1
