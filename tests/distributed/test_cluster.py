@@ -8,13 +8,14 @@ import time
 
 import dask
 import dask.array as da
+import distributed
 import numpy as np
 import pytest
 
 import spectra
 import spectra.distributed as sd
 
-from .helpers import DTYPES, assert_same, hermitian, positive_definite, tol
+from .helpers import DTYPES, assert_same, assert_same_pairs, hermitian, positive_definite, tol
 
 UNEVEN = (3, 5, 1, 2, 4)  # blocks of unequal sizes, a single-matrix block included
 
@@ -25,13 +26,20 @@ def test_eigh_equals_the_core_on_the_whole_array(client, dtype, n):
     x = hermitian((sum(UNEVEN),), n, dtype, seed=n)
     xd = da.from_array(x, chunks=(UNEVEN, n, n))
     w, v = client.compute(list(sd.eigh(xd)), sync=True)
-    ref = spectra.eigh(x)
-    assert_same(w, ref.eigenvalues)
-    assert_same(v, ref.eigenvectors)
+    assert_same_pairs(w, v, spectra.eigh(x))
     # and the core agrees with the independent SciPy reference
     sref = spectra.reference(x)
     scale = max(1.0, float(np.abs(sref.eigenvalues).max()))
     assert np.abs(w - sref.eigenvalues).max() <= 10 * tol(dtype) * scale
+
+
+@pytest.mark.xfail(strict=True, reason="core: complex gauge multiply is not bitwise "
+                   "position-invariant (reported); remove this xfail once it is")
+def test_complex_gauge_is_bitwise_position_invariant(client):
+    x = hermitian((15,), 7, np.complex128, seed=7)
+    xd = da.from_array(x, chunks=(UNEVEN, 7, 7))
+    v = sd.eigh(xd).eigenvectors.compute()
+    assert_same(v, spectra.eigh(x).eigenvectors)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128])
@@ -42,9 +50,7 @@ def test_eigvalsh_k_largest_and_two_batch_axes(client, dtype):
     assert w.shape == (4, 6, 3) and w.dtype == spectra.eigvalsh(x[:1, :1]).dtype
     assert_same(w.compute(), spectra.eigvalsh(x, k=3, largest=True))
     wk, vk = dask.compute(*sd.eigh(xd, k=2))
-    ref = spectra.eigh(x, k=2)
-    assert_same(wk, ref.eigenvalues)
-    assert_same(vk, ref.eigenvectors)
+    assert_same_pairs(wk, vk, spectra.eigh(x, k=2))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -54,9 +60,7 @@ def test_generalized_batched_b_with_other_chunks(client, dtype):
     xd = da.from_array(x, chunks=(UNEVEN, 8, 8))
     bd = da.from_array(b, chunks=(6, 8, 8))  # rechunked to x's blocks
     w, v = dask.compute(*sd.eigh(xd, bd))
-    ref = spectra.eigh(x, b)
-    assert_same(w, ref.eigenvalues)
-    assert_same(v, ref.eigenvectors)
+    assert_same_pairs(w, v, spectra.eigh(x, b))
     # V^H B V = I, independently of the core
     gram = np.conj(np.swapaxes(v, -1, -2)) @ b @ v
     assert np.abs(gram - np.eye(8)).max() < 100 * tol(dtype)
@@ -81,7 +85,7 @@ def test_blocks_run_on_both_workers(client):
     x = hermitian((16,), 5, np.float64, seed=8)
     w, v = sd.eigh(da.from_array(x, chunks=(2, 5, 5)))
     w, v = client.persist([w, v])
-    dask.distributed.wait([w, v])
+    distributed.wait([w, v])
     holders = {addr for keys in client.who_has(w).values() for addr in keys}
     assert len(holders) == 2
     assert_same(w.compute(), spectra.eigh(x).eigenvalues)
@@ -93,9 +97,7 @@ def test_matrix_axes_split_are_rechunked_with_a_warning(client):
     with pytest.warns(da.core.PerformanceWarning, match="chunked inside its matrices"):
         w, v = sd.eigh(xd)
     assert w.chunks == ((3, 3), (8,))
-    ref = spectra.eigh(x)
-    assert_same(w.compute(), ref.eigenvalues)
-    assert_same(v.compute(), ref.eigenvectors)
+    assert_same_pairs(*dask.compute(w, v), spectra.eigh(x))
 
 
 def test_nan_in_one_block_raises_the_core_error_with_global_indices(client):
@@ -152,7 +154,8 @@ def test_bands_of_a_tightbinding_model(client):
         g.add_hopping(-1.0, 0, 1, r)
     k = np.random.default_rng(12).uniform(-0.5, 0.5, size=(40, 2))
     e = sd.bands(g, da.from_array(k, chunks=(15, 2))).compute()
-    np.testing.assert_array_equal(e, g.bands(k[:15]).__class__(e))  # same array kind
+    assert isinstance(e, np.ndarray)
+    np.testing.assert_array_equal(e[15:30], g.bands(k[15:30]))  # each block is model.bands
     # graphene: E = +-|1 + e^{-2 pi i k1} + e^{-2 pi i k2}| (independent of the model code)
     f = np.abs(1 + np.exp(-2j * np.pi * k[:, 0]) + np.exp(-2j * np.pi * k[:, 1]))
     np.testing.assert_allclose(e, np.stack([-f, f], -1), atol=1e-10)
@@ -209,6 +212,4 @@ def test_a_worker_killed_mid_computation_loses_and_duplicates_nothing(client):
     assert victim not in after  # the worker really died (the nanny started a new one)
     data = np.concatenate([hermitian((3,), n, np.complex128, seed=100 + i)
                            for i in range(blocks)])
-    ref = spectra.eigh(data)
-    assert_same(got_w, ref.eigenvalues)
-    assert_same(got_v, ref.eigenvectors)
+    assert_same_pairs(got_w, got_v, spectra.eigh(data))
