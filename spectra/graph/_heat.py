@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from ._layout import as_torch, dense_adjacency, make_layout
-from ._spectrum import LaplacianSpectrum, padded_laplacian_eigh
+from ._layout import as_torch, edges_of, make_layout
+from ._spectrum import LaplacianSpectrum, edges_laplacian_eigh
 
 
 def _times(times: Sequence[float] | torch.Tensor, dtype: torch.dtype,
@@ -84,9 +84,9 @@ def heat_kernel_diagonal(
     ew = ew.to(solve_device) if ew is not None else None
     bt = bt.to(solve_device) if bt is not None else None
     layout = make_layout(ei, num_nodes, bt, num_graphs)
-    adj = dense_adjacency(ei, ew, layout, torch.float64)
+    edges = edges_of(ei, ew, layout, torch.float64)
     norm = "sym" if normalization == "rw" else normalization
-    spec = padded_laplacian_eigh(adj, layout, norm)
+    spec = edges_laplacian_eigh(edges, norm)
     heat = heat_kernel_from_spectrum(spec, times)
     nodes = heat[layout.batch, layout.local] if layout.num_nodes else heat.new_zeros(
         (0, heat.shape[-1]))

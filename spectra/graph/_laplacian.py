@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ._layout import as_torch, check_normalization, dense_adjacency, make_layout
+from ._layout import Edges, as_torch, check_normalization, edges_of, make_layout
 
 
 def laplacian_from_adjacency(adj: torch.Tensor, normalization: str | None,
@@ -29,10 +29,7 @@ def laplacian_from_adjacency(adj: torch.Tensor, normalization: str | None,
         lap = torch.rsub(adj, 0.0)  # 0 - adj: no negative zeros
         lap.diagonal(dim1=-2, dim2=-1).add_(deg)
         return lap, deg
-    if bool((deg < 0).any()):
-        bad = (deg < 0).nonzero()[0].tolist()
-        raise ValueError(f"negative weighted degree at {bad}: normalized Laplacians need "
-                         "non-negative degrees")
+    _check_degree(deg)
     connected = deg > 0
     inv_sqrt = torch.where(connected, deg, torch.ones_like(deg)).rsqrt() * connected
     if normalization == "sym":
@@ -40,6 +37,39 @@ def laplacian_from_adjacency(adj: torch.Tensor, normalization: str | None,
     else:
         lap = torch.rsub((inv_sqrt * inv_sqrt).unsqueeze(-1) * adj, 0.0)
     lap.diagonal(dim1=-2, dim2=-1).add_(connected.to(adj.dtype))
+    return lap, deg
+
+
+def _check_degree(deg: torch.Tensor) -> None:
+    if bool((deg < 0).any()):
+        bad = (deg < 0).nonzero().squeeze(-1).tolist()[:10]
+        raise ValueError(f"negative weighted degree at node(s) {bad}: normalized Laplacians "
+                         "need non-negative degrees")
+
+
+def edge_laplacian(edges: Edges, normalization: str | None
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(G, n_max, n_max)`` Laplacian straight from the edge list, and the ``(N,)`` degrees.
+
+    One scatter of the normalized edge weights plus the diagonal; the same conventions as
+    :func:`laplacian_from_adjacency` (isolated nodes: zero row).
+    """
+    check_normalization(normalization)
+    deg = edges.degree()
+    src, dst, w = edges.src, edges.dst, edges.weight
+    if normalization is None:
+        values, diag = torch.rsub(w, 0.0), deg
+    else:
+        _check_degree(deg)
+        connected = deg > 0
+        inv_sqrt = torch.where(connected, deg, torch.ones_like(deg)).rsqrt() * connected
+        # the product of the two node factors first: exactly symmetric for symmetric weights
+        pair = inv_sqrt[src] * inv_sqrt[dst] if normalization == "sym" else (
+            inv_sqrt[src] * inv_sqrt[src])
+        values, diag = torch.rsub(w * pair, 0.0), connected.to(w.dtype)
+    lap = edges.padded(values)
+    lay = edges.layout
+    lap = lap.index_put((lay.batch, lay.local, lay.local), diag, accumulate=True)
     return lap, deg
 
 
@@ -116,9 +146,8 @@ def laplacian(
         raise TypeError(f"dtype must be a real floating dtype, got {dtype}")
     layout = make_layout(ei, num_nodes, bt.to(ei.device) if bt is not None else None,
                          num_graphs)
-    adj = dense_adjacency(ei, ew, layout, dtype)
+    lap, _ = edge_laplacian(edges_of(ei, ew, layout, dtype), normalization)
     mask = layout.node_mask()
-    lap, _ = laplacian_from_adjacency(adj, normalization, mask)
     if padding_diagonal != 0.0:
         lap = lap + torch.diag_embed((~mask).to(dtype) * padding_diagonal)
     if bt is None:

@@ -110,12 +110,34 @@ def make_layout(edge_index: torch.Tensor, num_nodes: int | None,
     return Layout(batch, local, counts, ptr, n_max)
 
 
-def dense_adjacency(edge_index: torch.Tensor, edge_weight: torch.Tensor | None, layout: Layout,
-                    dtype: torch.dtype) -> torch.Tensor:
-    """``(G, n_max, n_max)`` weighted adjacency, self-loops removed, duplicates summed (as PyG)."""
-    g, n = layout.num_graphs, layout.n_max
+@dataclass(frozen=True)
+class Edges:
+    """The edges of a (batched) graph, self-loops removed: global ``src -> dst`` and weights."""
+
+    layout: Layout
+    src: torch.Tensor
+    dst: torch.Tensor
+    weight: torch.Tensor
+
+    def degree(self) -> torch.Tensor:
+        """``(N,)`` weighted out-degree (row sums, as PyG's ``get_laplacian``)."""
+        deg = torch.zeros(self.layout.num_nodes, dtype=self.weight.dtype,
+                          device=self.weight.device)
+        return deg.index_add(0, self.src, self.weight)
+
+    def padded(self, values: torch.Tensor) -> torch.Tensor:
+        """Edge values ``(E,)`` summed into a zero ``(G, n_max, n_max)`` batch."""
+        lay = self.layout
+        out = torch.zeros((lay.num_graphs, lay.n_max, lay.n_max), dtype=values.dtype,
+                          device=values.device)
+        return out.index_put_((lay.batch[self.src], lay.local[self.src], lay.local[self.dst]),
+                              values, accumulate=True)
+
+
+def edges_of(edge_index: torch.Tensor, edge_weight: torch.Tensor | None, layout: Layout,
+             dtype: torch.dtype) -> Edges:
+    """Check ``edge_weight``, drop self-loops, cast the weights to ``dtype``."""
     device = edge_index.device
-    adj = torch.zeros((g, n, n), dtype=dtype, device=device)
     if edge_weight is not None:
         if edge_weight.ndim != 1 or edge_weight.numel() != edge_index.shape[1]:
             raise ValueError(f"edge_weight must have shape (E,) = ({edge_index.shape[1]},), "
@@ -125,18 +147,13 @@ def dense_adjacency(edge_index: torch.Tensor, edge_weight: torch.Tensor | None, 
         if not bool(torch.isfinite(edge_weight).all()):
             bad = (~torch.isfinite(edge_weight)).nonzero().flatten()[:5].tolist()
             raise ValueError(f"edge_weight holds NaN/Inf at edges {bad}")
-    if not edge_index.numel():
-        return adj
     src, dst = edge_index[0], edge_index[1]
     keep = src != dst
-    src, dst = src[keep], dst[keep]
     if edge_weight is None:
-        w = torch.ones(src.numel(), dtype=dtype, device=device)
+        w = torch.ones(int(keep.sum()), dtype=dtype, device=device)
     else:
         w = edge_weight.to(device=device, dtype=dtype)[keep]
-    gi = layout.batch[src]
-    adj.index_put_((gi, layout.local[src], layout.local[dst]), w, accumulate=True)
-    return adj
+    return Edges(layout, src[keep], dst[keep], w)
 
 
 def asymmetric_graphs(adj: torch.Tensor, tol: float) -> list[int]:

@@ -7,8 +7,8 @@ from typing import Any, NamedTuple
 
 import torch
 
-from ._layout import Layout, as_torch, dense_adjacency, make_layout
-from ._spectrum import LaplacianSpectrum, padded_laplacian_eigh
+from ._layout import Layout, as_torch, edges_of, make_layout
+from ._spectrum import LaplacianSpectrum, edges_laplacian_eigh
 
 
 class LaplacianPEResult(NamedTuple):
@@ -162,8 +162,8 @@ def laplacian_pe(
     ew = ew.to(solve_device) if ew is not None else None
     bt = bt.to(solve_device) if bt is not None else None
     layout = make_layout(ei, num_nodes, bt, num_graphs)
-    adj = dense_adjacency(ei, ew, layout, torch.float64)
-    spec = padded_laplacian_eigh(adj, layout, normalization, **dict(eigh_options or {}))
+    edges = edges_of(ei, ew, layout, torch.float64)
+    spec = edges_laplacian_eigh(edges, normalization, **dict(eigh_options or {}))
     pe, mask, vals, groups = select_pe(spec, layout, k, drop_trivial, multiplicity_tol)
     if random_sign:
         signs = random_signs(layout.num_graphs, k, generator).to(solve_device)

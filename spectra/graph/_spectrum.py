@@ -9,12 +9,13 @@ import numpy as np
 import torch
 
 from .. import eigh, fix_gauge
-from ._laplacian import laplacian_from_adjacency
+from ._laplacian import edge_laplacian, laplacian_from_adjacency
 from ._layout import (
+    Edges,
     Layout,
     as_torch,
     check_normalization,
-    dense_adjacency,
+    edges_of,
     make_layout,
     require_undirected,
 )
@@ -43,70 +44,105 @@ class LaplacianSpectrum(NamedTuple):
         return ar < self.num_nodes.to(ar.device).unsqueeze(-1)
 
 
+def _labels_per_graph(rows: np.ndarray, cols: np.ndarray, layout: Layout) -> torch.Tensor:
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n_total = layout.num_nodes
+    graph = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n_total, n_total))
+    _, labels = connected_components(graph, directed=False)
+    labels_t = torch.from_numpy(labels.astype(np.int64))
+    first = torch.full((int(labels.max()) + 1,), -1, dtype=torch.long)
+    first.scatter_(0, labels_t, layout.batch.cpu())
+    return torch.bincount(first, minlength=layout.num_graphs)
+
+
 def count_components(adj: torch.Tensor, layout: Layout) -> torch.Tensor:
     """Connected components per graph of a padded adjacency (``(G,)`` long, on adj's device).
 
     Combinatorial (SciPy's ``csgraph.connected_components`` on the whole batch at once),
     not a threshold on small eigenvalues: an edge counts when its weight is nonzero.
     """
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    n_total = layout.num_nodes
-    if layout.num_graphs == 0:
-        return torch.zeros(0, dtype=torch.long, device=adj.device)
-    if n_total == 0:
+    if layout.num_nodes == 0:
         return torch.zeros(layout.num_graphs, dtype=torch.long, device=adj.device)
     g, i, j = (adj != 0).nonzero(as_tuple=True)
     ptr = layout.ptr.to(adj.device)
-    rows = (ptr[g] + i).cpu().numpy()
-    cols = (ptr[g] + j).cpu().numpy()
-    graph = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n_total, n_total))
-    _, labels = connected_components(graph, directed=False)
-    labels_t = torch.from_numpy(labels.astype(np.int64))
-    batch = layout.batch.cpu()
-    first = torch.full((int(labels.max()) + 1,), -1, dtype=torch.long)
-    first.scatter_(0, labels_t, batch)
-    counts = torch.bincount(first, minlength=layout.num_graphs)
-    return counts.to(adj.device)
+    rows, cols = (ptr[g] + i).cpu().numpy(), (ptr[g] + j).cpu().numpy()
+    return _labels_per_graph(rows, cols, layout).to(adj.device)
+
+
+def count_edge_components(edges: Edges) -> torch.Tensor:
+    """Connected components per graph from an edge list (edges of nonzero weight)."""
+    layout = edges.layout
+    device = edges.weight.device
+    if layout.num_nodes == 0:
+        return torch.zeros(layout.num_graphs, dtype=torch.long, device=device)
+    nz = edges.weight != 0
+    rows, cols = edges.src[nz].cpu().numpy(), edges.dst[nz].cpu().numpy()
+    return _labels_per_graph(rows, cols, layout).to(device)
+
+
+def _solve(lap: torch.Tensor, deg: torch.Tensor, layout: Layout, comps: torch.Tensor,
+           normalization: str | None, bound: torch.Tensor | None,
+           eigh_kw: dict[str, Any]) -> LaplacianSpectrum:
+    """Push the padding above the spectrum, make the one core call, strip the padding."""
+    mask = layout.node_mask()
+    g, n = layout.num_graphs, layout.n_max
+    if g == 0 or n == 0:
+        return LaplacianSpectrum(lap.new_zeros((g, n)), lap.new_zeros((g, n, n)),
+                                 layout.counts, comps, deg)
+    if bound is None:  # Gershgorin: |lambda| <= max row abs sum
+        bound = lap.abs().sum(-1).amax(-1)
+    lap = lap + torch.diag_embed((bound + 1.0).unsqueeze(-1) * ~mask)
+    eigh_kw.setdefault("check", False)  # finite and symmetric by construction (checked)
+    w, v = eigh(lap, **eigh_kw)
+    # real eigenpairs: the first counts[g] columns; real nodes: the first counts[g] rows
+    v = v * (mask.unsqueeze(-1) & mask.unsqueeze(-2))
+    w = w * mask
+    if normalization == "rw":
+        connected = deg > 0
+        scale = torch.where(connected, deg, torch.ones_like(deg)).rsqrt()
+        v = fix_gauge(v * scale.unsqueeze(-1))
+    return LaplacianSpectrum(w, v, layout.counts, comps, deg)
 
 
 def padded_laplacian_eigh(adj: torch.Tensor, layout: Layout, normalization: str | None,
                           **eigh_kw: Any) -> LaplacianSpectrum:
     """Eigenpairs of the Laplacians of a padded ``(G, n_max, n_max)`` adjacency, one core call.
 
-    The padded rows get a diagonal above each graph's Gershgorin bound, so the padding's
-    eigenpairs are the top ones and never mix with the real spectrum; they are then
-    stripped. ``rw`` is solved through the symmetric ``sym`` Laplacian (same eigenvalues),
-    the eigenvectors scaled by ``D^{-1/2}`` (1 at isolated nodes) and re-gauged.
+    The padded rows get a diagonal above each graph's spectrum (2 for ``sym`` with
+    non-negative weights, else the Gershgorin bound), so the padding's eigenpairs are the
+    top ones and never mix with the real spectrum; they are then stripped. ``rw`` is
+    solved through the symmetric ``sym`` Laplacian (same eigenvalues), the eigenvectors
+    scaled by ``D^{-1/2}`` (1 at isolated nodes) and re-gauged.
     """
     check_normalization(normalization)
     require_undirected(adj)
-    mask = layout.node_mask()
     sym_norm = "sym" if normalization == "rw" else normalization
     lap, deg = laplacian_from_adjacency(adj, sym_norm, has_diagonal=False)
-    g, n = layout.num_graphs, layout.n_max
-    counts = layout.counts
     comps = count_components(adj, layout)
-    if g == 0 or n == 0:
-        return LaplacianSpectrum(lap.new_zeros((g, n)), lap.new_zeros((g, n, n)), counts,
-                                 comps, deg)
+    bound = None
     if sym_norm == "sym" and bool((adj >= 0).all()):
-        bound = torch.full((g,), 2.0, dtype=lap.dtype, device=lap.device)
-    else:  # Gershgorin: |lambda| <= max row abs sum
-        bound = lap.abs().sum(-1).amax(-1)
-    lap.diagonal(dim1=-2, dim2=-1).add_((bound + 1.0).unsqueeze(-1) * ~mask)
-    eigh_kw.setdefault("check", False)  # finite and symmetric by construction (checked above)
-    w, v = eigh(lap, **eigh_kw)
-    col = mask  # real eigenpairs are the first counts[g] columns, as real nodes are rows
-    both = mask.unsqueeze(-1) & col.unsqueeze(-2)
-    v = v * both.to(v.dtype)
-    w = w * col.to(w.dtype)
-    if normalization == "rw":
-        connected = deg > 0
-        scale = torch.where(connected, deg, torch.ones_like(deg)).rsqrt()
-        v = fix_gauge(v * scale.unsqueeze(-1))
-    return LaplacianSpectrum(w, v, counts, comps, deg)
+        bound = torch.full((layout.num_graphs,), 2.0, dtype=lap.dtype, device=lap.device)
+    return _solve(lap, deg, layout, comps, normalization, bound, eigh_kw)
+
+
+def edges_laplacian_eigh(edges: Edges, normalization: str | None,
+                         **eigh_kw: Any) -> LaplacianSpectrum:
+    """As :func:`padded_laplacian_eigh`, the Laplacians assembled from an edge list."""
+    check_normalization(normalization)
+    sym_norm = "sym" if normalization == "rw" else normalization
+    lap, deg = edge_laplacian(edges, sym_norm)
+    require_undirected(lap)
+    comps = count_edge_components(edges)
+    layout = edges.layout
+    deg_padded = lap.new_zeros((layout.num_graphs, layout.n_max))
+    if layout.num_nodes:
+        deg_padded = deg_padded.index_put((layout.batch, layout.local), deg)
+    bound = None
+    if sym_norm == "sym" and bool((edges.weight >= 0).all()):
+        bound = torch.full((layout.num_graphs,), 2.0, dtype=lap.dtype, device=lap.device)
+    return _solve(lap, deg_padded, layout, comps, normalization, bound, eigh_kw)
 
 
 def laplacian_eigh(
@@ -163,5 +199,5 @@ def laplacian_eigh(
     if not dtype.is_floating_point:
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
     layout = make_layout(ei, num_nodes, bt, num_graphs)
-    adj = dense_adjacency(ei, ew, layout, dtype)
-    return padded_laplacian_eigh(adj, layout, normalization, **dict(eigh_options or {}))
+    edges = edges_of(ei, ew, layout, dtype)
+    return edges_laplacian_eigh(edges, normalization, **dict(eigh_options or {}))

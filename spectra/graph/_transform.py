@@ -15,9 +15,9 @@ from torch_geometric.data import Batch, Data  # noqa: E402
 from torch_geometric.transforms import BaseTransform  # noqa: E402
 
 from ._heat import heat_kernel_from_spectrum  # noqa: E402
-from ._layout import dense_adjacency, make_layout  # noqa: E402
+from ._layout import edges_of, make_layout  # noqa: E402
 from ._pe import random_signs, select_pe  # noqa: E402
-from ._spectrum import padded_laplacian_eigh  # noqa: E402
+from ._spectrum import edges_laplacian_eigh  # noqa: E402
 
 
 class LaplacianPE(BaseTransform):
@@ -140,8 +140,8 @@ class LaplacianPE(BaseTransform):
         num_graphs = data.num_graphs if isinstance(data, Batch) else None
         layout = make_layout(edge_index.to(solve), data.num_nodes,
                              batch.to(solve) if batch is not None else None, num_graphs)
-        adj = dense_adjacency(edge_index.to(solve), weight, layout, torch.float64)
-        spec = padded_laplacian_eigh(adj, layout, self.normalization, **self.eigh_options)
+        edges = edges_of(edge_index.to(solve), weight, layout, torch.float64)
+        spec = edges_laplacian_eigh(edges, self.normalization, **self.eigh_options)
         pe, mask, vals, groups = select_pe(spec, layout, self.k, self.drop_trivial,
                                            self.multiplicity_tol)
         if self.random_sign:
@@ -158,7 +158,7 @@ class LaplacianPE(BaseTransform):
         if self.heat_times is not None:
             vectors = spec.eigenvectors
             if self.normalization == "rw":  # the orthonormal (sym) vectors are needed
-                spec = padded_laplacian_eigh(adj, layout, "sym", **self.eigh_options)
+                spec = edges_laplacian_eigh(edges, "sym", **self.eigh_options)
                 vectors = spec.eigenvectors
             heat = heat_kernel_from_spectrum(spec, self.heat_times, vectors)
             feats[self.heat_attr] = heat[layout.batch, layout.local].to(out_device, self.dtype)
