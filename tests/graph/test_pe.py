@@ -171,6 +171,17 @@ def test_rw_normalization_vectors():
     np.testing.assert_allclose(pe.T @ np.diag(a.sum(1)) @ pe, np.eye(3), atol=1e-10)
 
 
+def test_heat_features_from_rw_transform_equal_sym():
+    rng = np.random.default_rng(29)
+    data = Data(edge_index=random_graph(rng, 9, weighted=True)[0], num_nodes=11)
+    sym = LaplacianPE(3, heat_times=[0.3, 3.0], dtype=torch.float64)(data)
+    rw = LaplacianPE(3, normalization="rw", heat_times=[0.3, 3.0], dtype=torch.float64)(data)
+    torch.testing.assert_close(rw.heat_kernel_diag, sym.heat_kernel_diag, atol=1e-12, rtol=0)
+    lap = ref_laplacian(dense_adj(data.edge_index, 11), "sym")
+    ref = np.stack([np.diag(scipy.linalg.expm(-t * lap)) for t in (0.3, 3.0)], 1)
+    np.testing.assert_allclose(sym.heat_kernel_diag.numpy(), ref, atol=1e-12)
+
+
 def test_attr_name_none_concatenates_to_x_and_pre_transform(tmp_path):
     from torch_geometric.data import InMemoryDataset
 
