@@ -18,6 +18,7 @@ Rows (all implementations timed in the same run, medians in seconds):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 from typing import Any
 
@@ -157,10 +158,8 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
         _tb_row("random 64-orbital 2D model", _big_model(64), 2_000 if quick else 10_000,
                 device, repeats, budget, pythtb_nk=40 if quick else 500),
     ]
-    try:
+    if importlib.util.find_spec("pyscf") is not None:  # pyscf is an optional extra
         rows.append(_pyscf_row(20 if quick else 100, 1 if quick else 2, repeats, budget))
-    except ImportError:  # pragma: no cover - pyscf is an optional extra
-        pass
     return rows
 
 
