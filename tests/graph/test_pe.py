@@ -267,7 +267,10 @@ def test_batch_with_many_graph_sizes_one_core_call(monkeypatch):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_data_gives_same_pe_as_cpu():
     rng = np.random.default_rng(28)
-    datas = [Data(edge_index=random_graph(rng, n)[0], num_nodes=n) for n in (6, 17, 33, 40)]
+    datas = []
+    for n in (6, 17, 33, 40):  # weighted: simple eigenvalues, so vectors are unique up to sign
+        ei, ew = random_graph(rng, n, weighted=True)
+        datas.append(Data(edge_index=ei, edge_weight=ew, num_nodes=n))
     batch = Batch.from_data_list(datas)
     cpu = LaplacianPE(6)(batch).laplacian_eigenvector_pe
     on_gpu = LaplacianPE(6, device=None)(batch.to("cuda")).laplacian_eigenvector_pe
