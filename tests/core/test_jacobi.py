@@ -207,6 +207,18 @@ def test_not_converged_is_flagged_and_solve_falls_back(gen):
     check_pairs(a, w2, None)
 
 
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_solve_workers(workers, gen):
+    """On the CPU the batch is split across workers (one intra-op thread each)."""
+    a = hermitian(5, 9, torch.complex128, gen)
+    threads = torch.get_num_threads()
+    w, v = jac.solve(a, True, workers)
+    assert torch.get_num_threads() == threads  # restored
+    check_pairs(a, w, v)
+    w1, _ = jac.solve(a, False, 1)
+    torch.testing.assert_close(w1, w, atol=1e-13, rtol=0)
+
+
 def test_nan_does_not_hang():
     a = torch.eye(5, dtype=torch.float64).repeat(2, 1, 1)
     a[0, 1, 2] = a[0, 2, 1] = float("nan")
