@@ -278,3 +278,13 @@ def test_cuda_data_gives_same_pe_as_cpu():
     assert on_gpu.device.type == "cuda" and via_cpu.device.type == "cuda"
     torch.testing.assert_close(via_cpu.cpu(), cpu)
     torch.testing.assert_close(on_gpu.cpu(), cpu, atol=1e-5, rtol=0)
+
+
+def test_solving_where_the_data_lives_matches_default():
+    # the CUDA test's code path (device=None), on the CPU
+    rng = np.random.default_rng(30)
+    ei, ew = random_graph(rng, 12, weighted=True)
+    data = Data(edge_index=ei, edge_weight=ew.float(), num_nodes=12)
+    a = LaplacianPE(4, device=None, eigh_options={"workers": 1})(data)
+    b = LaplacianPE(4)(data)
+    assert torch.equal(a.laplacian_eigenvector_pe, b.laplacian_eigenvector_pe)
