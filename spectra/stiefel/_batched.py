@@ -37,6 +37,11 @@ class Job:
     vectors: list[torch.Tensor] = field(default_factory=list)
 
 
+def _stack(tensors: list[torch.Tensor], shape: tuple[int, ...]) -> torch.Tensor:
+    flat = [t.reshape(-1, *shape) for t in tensors]
+    return flat[0] if len(flat) == 1 else torch.cat(flat)
+
+
 def run_jobs(jobs: list[Job]) -> None:
     """Retract every job's parameter in place (grouped), then transport its vectors."""
     buckets: dict[tuple, list[Job]] = {}
@@ -48,8 +53,8 @@ def run_jobs(jobs: list[Job]) -> None:
         buckets.setdefault(key, []).append(job)
     for (shape, _, _, method), members in buckets.items():
         manifold = members[0].manifold
-        x = torch.cat([j.param.detach().reshape(-1, *shape) for j in members])
-        xi = torch.cat([j.step.reshape(-1, *shape) for j in members])
+        x = _stack([j.param.detach() for j in members], shape)
+        xi = _stack([j.step for j in members], shape)
         y = manifold.retract(x, xi, method)
         start = 0
         for j in members:
