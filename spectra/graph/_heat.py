@@ -19,15 +19,27 @@ def _times(times: Sequence[float] | torch.Tensor, dtype: torch.dtype,
     return t
 
 
-def heat_kernel_from_spectrum(spec: LaplacianSpectrum, times: Sequence[float] | torch.Tensor,
-                              symmetric_vectors: torch.Tensor | None = None) -> torch.Tensor:
+def heat_kernel_from_spectrum(spec: LaplacianSpectrum,
+                              times: Sequence[float] | torch.Tensor) -> torch.Tensor:
     """``(G, n_max, T)``: ``diag(exp(-t L))`` per graph from its padded eigenpairs.
 
-    ``sum_j exp(-t w_j) u_ij^2`` over the real eigenpairs; padded rows are 0. The
-    eigenvectors must be orthonormal (those of ``L`` or of the ``sym`` Laplacian).
+    ``sum_j exp(-t w_j) u_ij^2`` over the real eigenpairs, ``u`` orthonormal (for an
+    ``"rw"`` spectrum ``u = D^{1/2} v``, the ``sym`` eigenvectors: the diagonal is the same);
+    padded rows are 0. Reuses a decomposition, e.g. the one behind positional encodings.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from spectra.graph import heat_kernel_from_spectrum, laplacian_eigh
+    >>> spec = laplacian_eigh(torch.tensor([[0, 1], [1, 0]]), 2)
+    >>> heat_kernel_from_spectrum(spec, [0.0, 1.0])
+    tensor([[[1.0000, 0.5677],
+             [1.0000, 0.5677]]], dtype=torch.float64)
     """
-    w = spec.eigenvalues
-    v = spec.eigenvectors if symmetric_vectors is None else symmetric_vectors
+    w, v = spec.eigenvalues, spec.eigenvectors
+    if spec.normalization == "rw":
+        deg = spec.degree
+        v = v * torch.where(deg > 0, deg, torch.ones_like(deg)).sqrt().unsqueeze(-1)
     t = _times(times, w.dtype, w.device)
     decay = torch.exp(-t.view(1, 1, -1) * w.unsqueeze(-1))  # (G, n, T)
     decay = decay * spec.column_mask().unsqueeze(-1)
@@ -85,8 +97,7 @@ def heat_kernel_diagonal(
     bt = bt.to(solve_device) if bt is not None else None
     layout = make_layout(ei, num_nodes, bt, num_graphs)
     edges = edges_of(ei, ew, layout, torch.float64)
-    norm = "sym" if normalization == "rw" else normalization
-    spec = edges_laplacian_eigh(edges, norm)
+    spec = edges_laplacian_eigh(edges, normalization)
     heat = heat_kernel_from_spectrum(spec, times)
     nodes = heat[layout.batch, layout.local] if layout.num_nodes else heat.new_zeros(
         (0, heat.shape[-1]))

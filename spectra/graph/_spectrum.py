@@ -28,7 +28,8 @@ class LaplacianSpectrum(NamedTuple):
     (columns). Column ``j`` of graph ``g`` is real for ``j < num_nodes[g]``; padded columns
     hold value 0 and a zero vector, padded rows are zero. ``num_components`` counts the
     connected components of each graph (isolated nodes included), which is the
-    multiplicity of the eigenvalue 0. ``degree`` is ``(G, n_max)``.
+    multiplicity of the eigenvalue 0. ``degree`` is ``(G, n_max)``. ``normalization`` is
+    the Laplacian's (``"rw"`` eigenvectors are ``D``-orthonormal, the others orthonormal).
     """
 
     eigenvalues: torch.Tensor
@@ -36,6 +37,7 @@ class LaplacianSpectrum(NamedTuple):
     num_nodes: torch.Tensor
     num_components: torch.Tensor
     degree: torch.Tensor
+    normalization: str | None = "sym"
 
     def column_mask(self) -> torch.Tensor:
         """``(G, n_max)`` bool: True for the real (non-padding) eigenpairs."""
@@ -90,7 +92,7 @@ def _solve(lap: torch.Tensor, deg: torch.Tensor, layout: Layout, comps: torch.Te
     g, n = layout.num_graphs, layout.n_max
     if g == 0 or n == 0:
         return LaplacianSpectrum(lap.new_zeros((g, n)), lap.new_zeros((g, n, n)),
-                                 layout.counts, comps, deg)
+                                 layout.counts, comps, deg, normalization)
     if bound is None:  # Gershgorin: |lambda| <= max row abs sum
         bound = lap.abs().sum(-1).amax(-1)
     lap = lap + torch.diag_embed((bound + 1.0).unsqueeze(-1) * ~mask)
@@ -103,7 +105,7 @@ def _solve(lap: torch.Tensor, deg: torch.Tensor, layout: Layout, comps: torch.Te
         connected = deg > 0
         scale = torch.where(connected, deg, torch.ones_like(deg)).rsqrt()
         v = fix_gauge(v * scale.unsqueeze(-1))
-    return LaplacianSpectrum(w, v, layout.counts, comps, deg)
+    return LaplacianSpectrum(w, v, layout.counts, comps, deg, normalization)
 
 
 def padded_laplacian_eigh(adj: torch.Tensor, layout: Layout, normalization: str | None,

@@ -156,12 +156,7 @@ class LaplacianPE(BaseTransform):
         if self.groups_attr is not None:
             feats[self.groups_attr] = groups[node_graph].to(out_device)
         if self.heat_times is not None:
-            vectors = spec.eigenvectors
-            if self.normalization == "rw":  # back to the orthonormal sym vectors: D^{1/2} v
-                deg = spec.degree
-                vectors = vectors * torch.where(deg > 0, deg, torch.ones_like(deg)).sqrt()[
-                    ..., None]
-            heat = heat_kernel_from_spectrum(spec, self.heat_times, vectors)
+            heat = heat_kernel_from_spectrum(spec, self.heat_times)
             feats[self.heat_attr] = heat[layout.batch, layout.local].to(out_device, self.dtype)
         return feats
 
