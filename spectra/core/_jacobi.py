@@ -208,13 +208,15 @@ def _jacobi(a: torch.Tensor, vectors: bool, tol: float, max_sweeps: int) -> Jaco
     m = n + n % 2
     # Hermitian part, padded with zero dummy rows/columns, scaled by a power of two (exact)
     # so that |entries| < 1 and no norm over- or underflows.
-    h = (a + a.mH) / 2
+    h = a * 0.5 + a.mH * 0.5  # halves first: no overflow near the largest float
     if m != n:
         h = torch.nn.functional.pad(h, (0, m - n, 0, m - n))
     peak = h.abs().flatten(1).amax(-1)
     _, exponent = torch.frexp(torch.where(peak > 0, peak, torch.ones_like(peak)))
-    scale = torch.ldexp(torch.ones_like(peak), exponent)
-    h = h / scale.to(h.dtype)[:, None, None]
+    # 2^exponent as two finite factors (2^1024 itself overflows float64)
+    one = torch.ones_like(peak)
+    scale = (torch.ldexp(one, exponent // 2), torch.ldexp(one, exponent - exponent // 2))
+    h = h / scale[0].to(h.dtype)[:, None, None] / scale[1].to(h.dtype)[:, None, None]
     norm = torch.linalg.matrix_norm(h)
     eps = torch.finfo(real).eps
     mask = _off_mask(m, h.dtype, dev)
@@ -250,7 +252,7 @@ def _jacobi(a: torch.Tensor, vectors: bool, tol: float, max_sweeps: int) -> Jaco
             h, w = _step(h, w, skip, flat, perm)
         sweeps += 1
 
-    eig = diag_out[:, :n] * scale[:, None]
+    eig = diag_out[:, :n] * scale[0][:, None] * scale[1][:, None]
     eig, order = torch.sort(eig, dim=-1)
     vecs = None
     if w_out is not None:

@@ -180,6 +180,20 @@ def test_extreme_scales(dtype, gen):
     assert orth <= tol(9, dtype)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
+def test_near_overflow(dtype):
+    """``a + a^H`` would overflow; the eigenvalues (+-big) do not."""
+    big = torch.finfo(REAL.get(dtype, dtype)).max * 0.75
+    a = torch.zeros(1, 3, 3, dtype=dtype)
+    a[0, 0, 2] = a[0, 2, 0] = big
+    w, v, converged, _ = jac.jacobi_eigh(a)
+    assert bool(converged.all())
+    torch.testing.assert_close(w[0].double(), torch.tensor([-big, 0.0, big], dtype=torch.float64),
+                               rtol=1e-6, atol=0)
+    expect = torch.tensor([[1.0, 0, 1], [0, 2 ** 0.5, 0], [-1, 0, 1]]).to(dtype) / 2 ** 0.5
+    torch.testing.assert_close(v[0].abs(), expect.abs(), atol=1e-6, rtol=0)
+
+
 def test_mixed_batch_keeps_order(gen):
     """Matrices converging at different sweeps leave the active batch; order is kept."""
     n = 10
