@@ -289,3 +289,32 @@ def test_optimizer_argument_errors():
     q.grad = torch.ones(4)
     with pytest.raises(TypeError, match="carries a manifold Sphere"):
         opt.step()
+
+
+def test_module_conversion_and_deepcopy_keep_the_manifold():
+    m = torch.nn.Module()
+    m.w = StiefelParameter(Stiefel().random(5, 2), manifold=Stiefel("cayley"))
+    m.double()
+    assert isinstance(m.w, StiefelParameter) and m.w.dtype == torch.float64
+    assert m.w.manifold == Stiefel("cayley")
+    m2 = copy.deepcopy(m)
+    assert isinstance(m2.w, StiefelParameter) and m2.w.manifold == Stiefel("cayley")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("method", ["polar", "qr", "cayley"])
+def test_cuda_matches_cpu(method):
+    a, nw, _, _ = brockett_problem(batch=8, seed=9)
+    x0 = haar(8, 6, 3, generator=torch.Generator().manual_seed(9))
+
+    def make(p):
+        return RiemannianSGD(p, lr=0.02, momentum=0.9, retraction=method)
+
+    cpu, _ = optimize(make, a, nw, 30, x0)
+    gpu, _ = optimize(make, a.cuda(), nw.cuda(), 30, x0.cuda())
+    assert gpu.device.type == "cuda"
+    assert torch.allclose(gpu.cpu(), cpu, atol=1e-10)
+    xi = Stiefel().proj(x0.cuda(), torch.randn(x0.shape, dtype=x0.dtype).cuda())
+    y = Stiefel().retract(x0.cuda(), xi, method)
+    assert float(Stiefel().orthogonality_error(y).max()) < 1e-12
