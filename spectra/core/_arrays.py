@@ -33,7 +33,10 @@ def as_tensor(x: Any, name: str = "a") -> tuple[torch.Tensor, Origin]:
         if arr.dtype.kind not in "biufc":
             raise TypeError(f"{name}: expected a torch.Tensor or numpy.ndarray of numbers, "
                             f"got {type(x).__name__} of dtype {arr.dtype}")
-        t, kind = torch.from_numpy(np.ascontiguousarray(arr)), "numpy"
+        arr = np.ascontiguousarray(arr)
+        if arr.ctypes.data % arr.dtype.itemsize:
+            arr = arr.copy()  # torch assumes natural alignment (complex128: 16 bytes)
+        t, kind = torch.from_numpy(arr), "numpy"
     elif hasattr(x, "__dlpack__") and hasattr(x, "__cuda_array_interface__"):
         t, kind = torch.from_dlpack(x), "torch"  # e.g. CuPy arrays
     else:

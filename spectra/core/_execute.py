@@ -16,7 +16,7 @@ from ._arrays import real_dtype
 from ._checks import InputRejected
 from ._plan import Plan
 from ._strategies import STRATEGIES
-from ._threads import fan_out
+from ._threads import fan_out, single_threaded_kernels
 
 Pre = Callable[[torch.Tensor, int], None]
 Post = Callable[[torch.Tensor], torch.Tensor]
@@ -78,6 +78,9 @@ def execute(
 
     chunks = p.chunks()
     if len(chunks) == 1 and p.workers == 1:
+        if p.single_threaded:
+            with single_threaded_kernels(strategy.blas_pool):
+                return block(a, 0)
         return block(a, 0)
     w = torch.empty((p.batch, p.n), dtype=real_dtype(a.dtype), device=a.device)
     v = torch.empty_like(a) if p.vectors else None
@@ -89,5 +92,9 @@ def execute(
             if v is not None:
                 v[start + lo:start + hi] = vi
 
-        fan_out(part, stop - start, p.workers, blas=strategy.blas_pool)
+        if p.workers == 1 and p.single_threaded:
+            with single_threaded_kernels(strategy.blas_pool):
+                part(0, stop - start)
+        else:
+            fan_out(part, stop - start, p.workers, blas=strategy.blas_pool)
     return w, v

@@ -22,6 +22,28 @@ def _pivot_first_near_max(vectors: torch.Tensor) -> torch.Tensor:
     return near.to(torch.uint8).argmax(-2, keepdim=True)
 
 
+def _complex_phase_(vectors: torch.Tensor) -> torch.Tensor:
+    """Multiply complex columns in place by ``conj(p)/|p|`` using real arithmetic only.
+
+    torch's vectorized complex kernels round differently depending on where an element
+    sits in memory (SIMD body vs tail), so ``vectors * phase`` could differ in the last bit
+    between a batch and a slice of it. Separate real multiplies and adds round the same
+    everywhere: results stay bitwise independent of chunking.
+    """
+    pivot = vectors.gather(-2, _pivot_first_near_max(vectors))
+    pr, pi = pivot.real, pivot.imag
+    size = torch.sqrt(pr * pr + pi * pi)
+    nonzero = size > 0
+    safe = torch.where(nonzero, size, torch.ones_like(size))
+    cr = torch.where(nonzero, pr / safe, torch.ones_like(pr))
+    ci = torch.where(nonzero, -pi / safe, torch.zeros_like(pi))
+    parts = torch.view_as_real(vectors)
+    vr, vi = parts[..., 0].clone(), parts[..., 1].clone()
+    parts[..., 0] = vr * cr - vi * ci
+    parts[..., 1] = vr * ci + vi * cr
+    return vectors
+
+
 def gauge_phase(vectors: torch.Tensor) -> torch.Tensor:
     """Per-column factor (sign, or unit phase) that puts ``vectors`` in the spectra gauge.
 
@@ -60,6 +82,10 @@ def fix_gauge(vectors: torch.Tensor) -> torch.Tensor:
     """
     if vectors.numel() == 0:
         return vectors
+    if vectors.is_complex():
+        if vectors.requires_grad:
+            return vectors * gauge_phase(vectors)
+        return _complex_phase_(vectors.clone())
     return vectors * gauge_phase(vectors)
 
 
@@ -67,4 +93,6 @@ def fix_gauge_(vectors: torch.Tensor) -> torch.Tensor:
     """In-place :func:`fix_gauge` for solver outputs the core owns (no autograd history)."""
     if vectors.numel() == 0:
         return vectors
+    if vectors.is_complex():
+        return _complex_phase_(vectors)
     return vectors.mul_(gauge_phase(vectors))

@@ -20,6 +20,10 @@ from ._threads import cpu_count
 #: torch releases before 2.12 batch CUDA eigh only for n <= 32 (syevjBatched) and loop
 #: syevd per matrix above it: a size class that padding must not push a bucket into.
 LEGACY_CUDA_BATCHED_MAX_N = 32
+#: Below this size one CPU matrix gains nothing from threaded LAPACK; running every CPU
+#: solve with one kernel thread also keeps results bitwise independent of how the batch
+#: is split. Larger matrices in a single-worker plan use the caller's thread settings.
+THREADED_LAPACK_MIN_N = 256
 _BYTES_FACTOR = 4  # input copy + eigenvectors + LAPACK/cuSOLVER workspace, in matrices
 _MIN_PARALLEL_BATCH = 2
 
@@ -51,6 +55,7 @@ class Plan:
     bytes_per_matrix: int
     memory_budget: int
     reasons: tuple[str, ...] = field(default=())
+    single_threaded: bool = False  # one intra-op/BLAS thread per solve (CPU)
 
     @property
     def n_chunks(self) -> int:
@@ -232,5 +237,9 @@ def _plan_cached(n, batch, dtype, device, vectors, strategy, chunk_size, budget,
                            "thread pool, 1 intra-op/BLAS thread each")
         else:
             reasons.append("one core or one matrix: a single call in the caller's thread")
+    single = device.type == "cpu" and (used_workers > 1 or n < THREADED_LAPACK_MIN_N)
+    if device.type == "cpu" and used_workers == 1:
+        reasons.append("one kernel thread per solve" if single else
+                       f"n >= {THREADED_LAPACK_MIN_N}: threaded LAPACK inside the one call")
     return Plan(n, batch, dtype, device, vectors, name, size, used_workers, do_verify,
-                per_matrix, budget, tuple(reasons))
+                per_matrix, budget, tuple(reasons), single)

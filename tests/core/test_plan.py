@@ -122,3 +122,22 @@ def test_legacy_cuda_planning_stays_batched(monkeypatch):
                            1 << 30, 1, None, None)
     assert p.strategy == "torch"
     _plan._plan_cached.cache_clear()
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex64, torch.complex128])
+def test_results_are_bitwise_independent_of_position_in_the_batch(dtype):
+    a = random_hermitian((23,), 7, dtype, seed=6)
+    w, v = spectra.eigh(a)
+    for start in range(0, 11):
+        ws, vs = spectra.eigh(a[start:11])
+        assert torch.equal(vs[-1], v[10]) and torch.equal(ws[-1], w[10])
+    for i in (0, 10, 22):  # a single matrix runs in the caller's thread: same bits
+        assert torch.equal(spectra.eigh(a[i]).eigenvectors, v[i])
+
+
+def test_misaligned_numpy_memory_is_copied_not_crashed():
+    buf = bytearray(8 + 16 * 9)
+    arr = np.frombuffer(buf, np.complex128, offset=8).reshape(3, 3)
+    arr[:] = np.diag([3.0, 1.0, 2.0])
+    w, _ = spectra.eigh(arr)
+    np.testing.assert_allclose(w, [1.0, 2.0, 3.0])

@@ -33,8 +33,6 @@ def test_eigh_equals_the_core_on_the_whole_array(client, dtype, n):
     assert np.abs(w - sref.eigenvalues).max() <= 10 * tol(dtype) * scale
 
 
-@pytest.mark.xfail(strict=True, reason="core: complex gauge multiply is not bitwise "
-                   "position-invariant (reported); remove this xfail once it is")
 def test_complex_gauge_is_bitwise_position_invariant(client):
     x = hermitian((15,), 7, np.complex128, seed=7)
     xd = da.from_array(x, chunks=(UNEVEN, 7, 7))
