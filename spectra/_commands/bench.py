@@ -62,11 +62,11 @@ def run(args: argparse.Namespace) -> int:
               "device_name": name, "cores": cpu_count(), "torch": torch.__version__,
               "numpy": np.__version__, "rows": rows}
     if args.dask:
+        from spectra.distributed._bench import format_rows as dask_rows
         from spectra.distributed._bench import run_dask_bench
 
         report["dask"] = run_dask_bench(args.dask, quick=args.quick)
-        for row in report["dask"]:
-            print(row)
+        print(dask_rows(report["dask"]))
     if args.domains:
         report["domains"] = {}
         for mod in ("pca", "tightbinding", "graph", "stiefel"):
