@@ -75,7 +75,7 @@ def heat_kernel_diagonal(
 
     Returns
     -------
-    ``(N, T)`` tensor on ``edge_index``'s device.
+    ``(N, T)`` tensor on ``edge_index``'s device (NumPy for a NumPy ``edge_index``).
 
     Examples
     --------
@@ -86,7 +86,7 @@ def heat_kernel_diagonal(
     tensor([[1.0000, 0.5677],
             [1.0000, 0.5677]], dtype=torch.float64)
     """
-    ei, _ = as_torch(edge_index, "edge_index")
+    ei, from_numpy = as_torch(edge_index, "edge_index")
     assert ei is not None
     ew, _ = as_torch(edge_weight, "edge_weight")
     bt, _ = as_torch(batch, "batch")
@@ -101,4 +101,5 @@ def heat_kernel_diagonal(
     heat = heat_kernel_from_spectrum(spec, times)
     nodes = heat[layout.batch, layout.local] if layout.num_nodes else heat.new_zeros(
         (0, heat.shape[-1]))
-    return nodes.to(device=out_device, dtype=dtype)
+    nodes = nodes.to(device=out_device, dtype=dtype)
+    return nodes.numpy() if from_numpy else nodes

@@ -50,6 +50,12 @@ def as_torch(x: Any, name: str) -> tuple[torch.Tensor | None, bool]:
     raise TypeError(f"{name}: expected a torch.Tensor or numpy.ndarray, got {type(x).__name__}")
 
 
+def to_numpy_fields(result: Any) -> Any:
+    """A NamedTuple of tensors with every tensor field as a NumPy array (NumPy in, out)."""
+    return type(result)(*(x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
+                          for x in result))
+
+
 def check_normalization(normalization: str | None) -> None:
     if normalization not in NORMALIZATIONS:
         raise ValueError(

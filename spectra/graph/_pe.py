@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from ._layout import Layout, as_torch, edges_of, make_layout
+from ._layout import Layout, as_torch, edges_of, make_layout, to_numpy_fields
 from ._spectrum import LaplacianSpectrum, edges_laplacian_eigh
 
 
@@ -133,7 +133,8 @@ def laplacian_pe(
     Returns
     -------
     LaplacianPEResult
-        ``(pe, mask, eigenvalues, groups, num_components)``.
+        ``(pe, mask, eigenvalues, groups, num_components)``: tensors on ``edge_index``'s
+        device, NumPy arrays for a NumPy ``edge_index``.
 
     Examples
     --------
@@ -152,7 +153,7 @@ def laplacian_pe(
         raise ValueError(f"k must be a non-negative integer, got {k!r}")
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
-    ei, _ = as_torch(edge_index, "edge_index")
+    ei, from_numpy = as_torch(edge_index, "edge_index")
     assert ei is not None
     ew, _ = as_torch(edge_weight, "edge_weight")
     bt, _ = as_torch(batch, "batch")
@@ -168,10 +169,11 @@ def laplacian_pe(
     if random_sign:
         signs = random_signs(layout.num_graphs, k, generator).to(solve_device)
         pe = pe * signs[layout.batch]
-    return LaplacianPEResult(
+    result = LaplacianPEResult(
         pe.to(device=out_device, dtype=dtype),
         mask.to(out_device),
         vals.to(device=out_device, dtype=dtype),
         groups.to(out_device),
         spec.num_components.to(out_device),
     )
+    return to_numpy_fields(result) if from_numpy else result

@@ -18,6 +18,7 @@ from ._layout import (
     edges_of,
     make_layout,
     require_undirected,
+    to_numpy_fields,
 )
 
 
@@ -39,11 +40,12 @@ class LaplacianSpectrum(NamedTuple):
     degree: torch.Tensor
     normalization: str | None = "sym"
 
-    def column_mask(self) -> torch.Tensor:
+    def column_mask(self) -> Any:
         """``(G, n_max)`` bool: True for the real (non-padding) eigenpairs."""
-        n_max = self.eigenvalues.shape[-1]
-        ar = torch.arange(n_max, device=self.eigenvalues.device)
-        return ar < self.num_nodes.to(ar.device).unsqueeze(-1)
+        w = torch.as_tensor(self.eigenvalues)
+        ar = torch.arange(w.shape[-1], device=w.device)
+        mask = ar < torch.as_tensor(self.num_nodes).to(w.device).unsqueeze(-1)
+        return mask.numpy() if isinstance(self.eigenvalues, np.ndarray) else mask
 
 
 def _labels_per_graph(rows: np.ndarray, cols: np.ndarray, layout: Layout) -> torch.Tensor:
@@ -174,7 +176,8 @@ def laplacian_eigh(
     -------
     LaplacianSpectrum
         padded per graph; eigenvectors in the spectra gauge (largest-|entry| positive). With
-        ``"rw"`` the eigenvectors are those of ``I - D^{-1} A``, ``D``-orthonormal.
+        ``"rw"`` the eigenvectors are those of ``I - D^{-1} A``, ``D``-orthonormal. NumPy
+        arrays for a NumPy ``edge_index``.
 
     Examples
     --------
@@ -188,7 +191,7 @@ def laplacian_eigh(
     >>> spec.num_components
     tensor([1, 1])
     """
-    ei, _ = as_torch(edge_index, "edge_index")
+    ei, from_numpy = as_torch(edge_index, "edge_index")
     assert ei is not None
     ew, _ = as_torch(edge_weight, "edge_weight")
     bt, _ = as_torch(batch, "batch")
@@ -202,4 +205,5 @@ def laplacian_eigh(
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
     layout = make_layout(ei, num_nodes, bt, num_graphs)
     edges = edges_of(ei, ew, layout, dtype)
-    return edges_laplacian_eigh(edges, normalization, **dict(eigh_options or {}))
+    spec = edges_laplacian_eigh(edges, normalization, **dict(eigh_options or {}))
+    return to_numpy_fields(spec) if from_numpy else spec

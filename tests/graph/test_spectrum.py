@@ -124,3 +124,20 @@ def test_cuda_matches_cpu():
     assert gpu.eigenvectors.device.type == "cuda"
     torch.testing.assert_close(gpu.eigenvalues.cpu(), cpu.eigenvalues, atol=1e-10, rtol=0)
     torch.testing.assert_close(gpu.eigenvectors.cpu(), cpu.eigenvectors, atol=1e-8, rtol=0)
+
+
+def test_numpy_in_numpy_out():
+    from spectra.graph import heat_kernel_diagonal, laplacian_pe
+
+    rng = np.random.default_rng(15)
+    ei, ew = random_graph(rng, 7, weighted=True)
+    spec_np = laplacian_eigh(ei.numpy(), 7, ew.numpy())
+    spec_t = laplacian_eigh(ei, 7, ew)
+    assert isinstance(spec_np.eigenvectors, np.ndarray)
+    np.testing.assert_array_equal(spec_np.eigenvectors, spec_t.eigenvectors.numpy())
+    assert spec_np.column_mask().tolist() == spec_t.column_mask().tolist()
+    pe = laplacian_pe(ei.numpy(), 7, 3, edge_weight=ew.numpy())
+    assert isinstance(pe.pe, np.ndarray) and pe.pe.dtype == np.float32
+    np.testing.assert_array_equal(pe.pe, laplacian_pe(ei, 7, 3, edge_weight=ew).pe.numpy())
+    heat = heat_kernel_diagonal(ei.numpy(), 7, times=[1.0], edge_weight=ew.numpy())
+    assert isinstance(heat, np.ndarray) and heat.shape == (7, 1)
