@@ -18,7 +18,7 @@ from ._checks import (
     quick_check,
 )
 from ._gauge import fix_gauge
-from ._ragged import bucket_of, choose_buckets, pad_stack
+from ._ragged import choose_buckets, group_by_bucket, pad_stack
 from ._solve import SolverOptions, solve_canonical, solve_cholesky, solve_standard
 
 
@@ -145,8 +145,9 @@ def _ragged(a: Sequence[Any], b: Any, vectors, k, largest, lindep, fill, check, 
             device, opts):
     if b is not None and (not isinstance(b, (list, tuple)) or len(b) != len(a)):
         raise ValueError("with a ragged list a, b must be a list of the same length")
+    # shapes per item here; values are checked per bucket, on the stacked batch
     items = [
-        _prepare(ai, None if b is None else b[i], f"a[{i}]", check, symmetry_tol, device)
+        _prepare(ai, None if b is None else b[i], f"a[{i}]", False, symmetry_tol, device)
         for i, ai in enumerate(a)
     ]
     for i, (ai, _, _) in enumerate(items):
@@ -166,9 +167,10 @@ def _ragged(a: Sequence[Any], b: Any, vectors, k, largest, lindep, fill, check, 
     ceilings = choose_buckets(sizes, items[0][0].device, pad=b is None)
     out_w: list[Any] = [None] * len(items)
     out_v: list[Any] = [None] * len(items)
-    for ceiling in ceilings:
-        members = [i for i, s in enumerate(sizes) if bucket_of(s, ceilings) == ceiling]
+    for ceiling, members in group_by_bucket(sizes, ceilings).items():
         mats = [items[i][0].to(dtype) for i in members]
+        if check:
+            _check_members(items, members, symmetry_tol)
         if b is None:
             stack, inactive = pad_stack(mats, ceiling)
             w, v = solve_standard(stack, vectors, opts, inactive=inactive, gauge=True)
@@ -184,6 +186,23 @@ def _ragged(a: Sequence[Any], b: Any, vectors, k, largest, lindep, fill, check, 
             out_w[i] = restore(wi, items[i][2])
             out_v[i] = restore(vi, items[i][2]) if vi is not None else None
     return out_w, out_v
+
+
+def _check_members(items: list, members: list[int], symmetry_tol: float | None) -> None:
+    """Check a bucket's matrices (and b's) in one batched pass per size; name ``a[i]``."""
+    for pos in (0, 1):
+        mats = [items[i][pos] for i in members]
+        if mats[0] is None:
+            continue
+        for size in {m.shape[-1] for m in mats}:
+            group = [i for i, m in zip(members, mats, strict=True) if m.shape[-1] == size]
+            try:
+                quick_check(torch.stack([items[i][pos] for i in group]), symmetry_tol)
+            except InputRejected:
+                for i in group:
+                    name = f"{'ab'[pos]}[{i}]"
+                    check_finite(items[i][pos], name)
+                    check_hermitian(items[i][pos], symmetry_tol, name)
 
 
 def eigh(

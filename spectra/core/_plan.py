@@ -26,6 +26,16 @@ LEGACY_CUDA_BATCHED_MAX_N = 32
 THREADED_LAPACK_MIN_N = 256
 _BYTES_FACTOR = 4  # input copy + eigenvectors + LAPACK/cuSOLVER workspace, in matrices
 _MIN_PARALLEL_BATCH = 2
+#: Fanning out costs a thread hand-off (tens of microseconds, milliseconds under load):
+#: batches whose serial solve is estimated below this stay in the caller's thread.
+_MIN_PARALLEL_SECONDS = 1e-3
+
+
+def cpu_solve_seconds(n: int, dtype: torch.dtype) -> float:
+    """Rough single-thread time of one eigh of size ``n`` (LAPACK syevd, measured on x86)."""
+    complex_factor = 4.0 if dtype.is_complex else 1.0
+    return complex_factor * (5e-6 + 1.5e-9 * n**3)
+
 
 
 def torch_version() -> tuple[int, int]:
@@ -231,12 +241,15 @@ def _plan_cached(n, batch, dtype, device, vectors, strategy, chunk_size, budget,
         reasons.append("CUDA results are checked (cuSOLVER has shipped silent eigenvector bugs)")
     used_workers = 1
     if device.type == "cpu" and STRATEGIES[name].threadable:
-        if workers > 1 and min(size, batch) >= _MIN_PARALLEL_BATCH:
+        serial = min(size, batch) * cpu_solve_seconds(n, dtype)
+        if workers > 1 and min(size, batch) >= _MIN_PARALLEL_BATCH \
+                and serial >= _MIN_PARALLEL_SECONDS:
             used_workers = min(workers, size)
             reasons.append(f"{used_workers} workers: each chunk split across a persistent "
                            "thread pool, 1 intra-op/BLAS thread each")
         else:
-            reasons.append("one core or one matrix: a single call in the caller's thread")
+            reasons.append("one core, or too little work to share: a single call in the "
+                           "caller's thread")
     single = device.type == "cpu" and (used_workers > 1 or n < THREADED_LAPACK_MIN_N)
     if device.type == "cpu" and used_workers == 1:
         reasons.append("one kernel thread per solve" if single else

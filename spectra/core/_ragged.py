@@ -7,22 +7,30 @@ bottom ``n_i`` of each padded matrix, with exact zeros in the padded rows.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
 import torch
 
-from ._plan import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
+from ._plan import LEGACY_CUDA_BATCHED_MAX_N, cpu_solve_seconds, cuda_batched_everywhere
 
 
 def call_overhead(device: torch.device) -> float:
-    """Fixed cost of one batched call, in units of one n=1 flop-equivalent (the cost model)."""
-    return 2e5 if device.type == "cuda" else 3e4
+    """Fixed cost in seconds of one batched core call (planning, checks, launches)."""
+    return 5e-4 if device.type == "cuda" else 2e-4
+
+
+def matrix_seconds(n: int, device: torch.device) -> float:
+    """Per-matrix cost of size ``n`` in a batched call (the cost model)."""
+    if device.type == "cuda":
+        return 1e-7 + 1e-11 * n**3  # batched cuSOLVER: throughput-bound
+    return cpu_solve_seconds(n, torch.float64)
 
 
 def choose_buckets(
     sizes: Sequence[int], device: torch.device, pad: bool = True
 ) -> list[int]:
-    """Bucket ceilings for ``sizes``: minimise ``sum(calls * overhead + count * N^3)``.
+    """Bucket ceilings for ``sizes``: minimise ``sum(overhead + count * t(ceiling))``.
 
     A dynamic program over the sorted distinct sizes. On CUDA with torch < 2.12 no bucket
     crosses n = 32 (batched below, a per-matrix loop above). ``pad=False`` gives one
@@ -45,7 +53,7 @@ def choose_buckets(
             if legacy and distinct[i - 1] <= LEGACY_CUDA_BATCHED_MAX_N < ceiling:
                 break
             members += counts[distinct[i - 1]]
-            cost = best[i - 1] + overhead + members * float(max(ceiling, 4)) ** 3
+            cost = best[i - 1] + overhead + members * matrix_seconds(ceiling, device)
             if cost < best[j]:
                 best[j], cut[j] = cost, i - 1
     ceilings, j = [], len(distinct)
@@ -55,12 +63,12 @@ def choose_buckets(
     return sorted(ceilings)
 
 
-def bucket_of(size: int, ceilings: Sequence[int]) -> int:
-    """The smallest ceiling that holds ``size``."""
-    for c in ceilings:
-        if size <= c:
-            return c
-    raise ValueError(f"size {size} above every bucket")  # pragma: no cover
+def group_by_bucket(sizes: Sequence[int], ceilings: Sequence[int]) -> dict[int, list[int]]:
+    """Item indices per ceiling: each size goes to the smallest ceiling that holds it."""
+    groups: dict[int, list[int]] = {c: [] for c in ceilings}
+    for i, size in enumerate(sizes):
+        groups[ceilings[bisect.bisect_left(ceilings, size)]].append(i)
+    return groups
 
 
 def pad_stack(mats: Sequence[torch.Tensor], size: int) -> tuple[torch.Tensor, torch.Tensor]:
