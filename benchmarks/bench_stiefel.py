@@ -15,8 +15,9 @@ For a batch of 4,096 frames 64 x 8 (float32), in the same run:
 - ``drift``: ``max |X^T X - I|`` after 1,000 float32 steps with random gradients (lr 0.1),
   on a smaller batch (256 frames) to keep the run short.
 
-``--quick`` (< 60 s) times 1,024 frames instead of 4,096 with fewer repeats and measures the
-drift over 200 steps on 16 frames.
+``--quick`` (< 60 s) times 1,024 frames instead of 4,096 with fewer repeats, measures the
+drift over 200 steps on 16 frames, and runs with one torch thread unless ``--threads`` says
+otherwise.
 
 Ratios are ``peer_time / spectra_polar_time`` (> 1: spectra is faster).
 
@@ -165,6 +166,8 @@ def run(quick: bool = False, device: str = "cpu",
         threads: int | None = None) -> list[dict[str, Any]]:
     """Time every implementation; one dict per (measure, implementation)."""
     old = torch.get_num_threads()
+    if threads is None and quick:
+        threads = 1  # keeps --quick under a minute on a loaded machine (see the module doc)
     if threads is not None:
         torch.set_num_threads(threads)
     try:
@@ -195,9 +198,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", help="also write the rows to this JSON file")
     parser.add_argument("--threads", type=int, help="torch intra-op threads for all rows")
     args = parser.parse_args(argv)
-    print(f"Stiefel: {BATCH // 4 if args.quick else BATCH} frames {N} x {P}, float32, "
-          f"device {args.device}, torch threads {args.threads or torch.get_num_threads()}")
     rows = run(quick=args.quick, device=args.device, threads=args.threads)
+    print(f"Stiefel: {rows[0]['batch']} frames {N} x {P}, float32, device {args.device}, "
+          f"torch threads {rows[0]['threads']}")
     _print(rows)
     if args.json:
         with open(args.json, "w") as fh:

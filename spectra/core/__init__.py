@@ -1,6 +1,6 @@
 """The one batched eigh engine of spectra: plan, execute, check against SciPy."""
 
-from ._arrays import as_tensor, default_tolerance, restore
+from ._arrays import as_tensor, default_tolerance, is_dask_collection, restore
 from ._autograd import eigh_backward
 from ._eigh import EighResult, eigh, eigvalsh
 from ._errors import LinAlgError
@@ -28,6 +28,7 @@ __all__ = [
     "execute",
     "fan_out",
     "fix_gauge",
+    "is_dask_collection",
     "orthonormality_error",
     "plan",
     "reference_eigh",

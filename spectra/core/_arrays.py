@@ -72,3 +72,8 @@ def real_dtype(dtype: torch.dtype) -> torch.dtype:
 def default_tolerance(dtype: torch.dtype) -> float:
     """Relative tolerance for checks and comparisons at the precision of ``dtype``."""
     return 1e-4 if real_dtype(dtype) == torch.float32 else 1e-10
+
+
+def is_dask_collection(x: Any) -> bool:
+    """Whether ``x`` is a Dask collection (checked without importing dask)."""
+    return type(x).__module__.split(".", 1)[0] == "dask" and hasattr(x, "__dask_graph__")

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 import torch
 
-from ..core import as_tensor, restore
+from ..core import as_tensor, is_dask_collection, restore
 from ..core._arrays import Origin
 from ._inputs import Batch, as_batch, check_finite, is_ragged, zero_padding
 from ._moments import centered, scatter_of
@@ -141,7 +141,19 @@ class BatchPCA:
         >>> pca = BatchPCA(2).fit([rng.normal(size=(n, 5)) for n in (10, 40, 7)])
         >>> pca.n_samples_
         array([10, 40,  7])
+
+        A Dask array ``(B, N, D)`` (or a list of Dask arrays, e.g. one per file) is fitted
+        without gathering it: per-dataset moments are reduced on the workers and the fit is
+        finished from them (:func:`spectra.distributed.fit_pca`, covariance route).
         """
+        if is_dask_collection(X) or (isinstance(X, (list, tuple)) and X
+                                     and all(is_dask_collection(x) for x in X)):
+            if lengths is not None or mask is not None:
+                raise ValueError("lengths/mask are not supported with Dask input: pass a list "
+                                 "of Dask arrays with different sample counts instead")
+            from spectra.distributed import fit_pca
+
+            return fit_pca(self, X)
         batch = as_batch(X, lengths=lengths, mask=mask)
         self._fit_batch(batch)
         return self

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from spectra.core import restore
+from spectra.core import is_dask_collection, restore
 
 from ._bloch import (
     CONVENTIONS,
@@ -390,8 +390,15 @@ class Model:
         """Band energies ``(nk, nstates)`` (ascending) at reduced ``k``.
 
         k is processed in chunks that fit ``max_memory`` bytes (default 512 MiB), each chunk
-        one batched core call; extra keywords go to :func:`spectra.eigvalsh`.
+        one batched core call; extra keywords go to :func:`spectra.eigvalsh`. A Dask array
+        of k-points gives a lazy Dask array of energies, block by block on the workers
+        (:func:`spectra.distributed.bands`).
         """
+        if is_dask_collection(k):
+            from spectra.distributed import bands as distributed_bands
+
+            return distributed_bands(self, k, convention=convention, max_memory=max_memory,
+                                     **eigh_kw)
         w, _ = solve(k, self.data(), self._convention(convention), vectors=False,
                      max_memory=max_memory, **eigh_kw)
         return w

@@ -210,3 +210,26 @@ def test_bands_needs_a_picklable_model_with_bands():
         sd.bands(Locked(), np.zeros((3, 1)))
     with pytest.raises(TypeError, match="bands"):
         sd.bands(object(), np.zeros((3, 1)))
+
+
+def test_domain_methods_accept_dask_arrays_directly():
+    import dask.array as da
+    import numpy as np
+    from sklearn.decomposition import PCA
+
+    from spectra.pca import BatchPCA
+    from spectra.tightbinding import graphene
+
+    model = graphene()
+    k = np.random.default_rng(0).random((50, 2))
+    lazy = model.bands(da.from_array(k, chunks=(17, 2)))
+    assert hasattr(lazy, "dask")
+    with dask.config.set(scheduler="synchronous"):
+        np.testing.assert_allclose(lazy.compute(), model.bands(k), atol=1e-12)
+        x = np.random.default_rng(1).normal(size=(3, 40, 5))
+        pca = BatchPCA(2).fit(da.from_array(x, chunks=(1, 20, 5)))
+    for i in range(3):
+        ref = PCA(2, svd_solver="full").fit(x[i])
+        np.testing.assert_allclose(pca.components_[i], ref.components_, atol=1e-10)
+        np.testing.assert_allclose(pca.explained_variance_[i], ref.explained_variance_,
+                                   rtol=1e-10)
