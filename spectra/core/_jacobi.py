@@ -308,4 +308,5 @@ def _solve_checked(a: torch.Tensor, vectors: bool,
 
 register(Strategy("jacobi", ("cpu", "cuda"), solve,
                   "spectra's batched parallel cyclic Jacobi in torch ops (stays batched on "
-                  "CUDA for torch < 2.12; non-converged matrices recomputed by eigh)"))
+                  "CUDA for torch < 2.12; non-converged matrices recomputed by eigh)",
+                  threadable=True, tunable_on=("cuda",), memory_factor=9.0))

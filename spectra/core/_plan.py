@@ -24,7 +24,6 @@ LEGACY_CUDA_BATCHED_MAX_N = 32
 #: solve with one kernel thread also keeps results bitwise independent of how the batch
 #: is split. Larger matrices in a single-worker plan use the caller's thread settings.
 THREADED_LAPACK_MIN_N = 256
-_BYTES_FACTOR = 4  # input copy + eigenvectors + LAPACK/cuSOLVER workspace, in matrices
 _MIN_PARALLEL_BATCH = 2
 #: Fanning out costs a thread hand-off (tens of microseconds, milliseconds under load):
 #: batches whose serial solve is estimated below this stay in the caller's thread.
@@ -176,7 +175,7 @@ def _autotune(n: int, batch_class: int, dtype: torch.dtype, device: torch.device
     sample = random_hermitian((min(batch_class, 256),), n, dtype, seed=0).to(device)
     timings = []
     for name, s in STRATEGIES.items():
-        if not (s.tunable and s.supports(device)):
+        if not (device.type in s.tunable_on and s.supports(device)):
             continue
         try:
             s.solve(sample, vectors, workers)  # warm-up (kernels, workspaces, caches)
@@ -197,18 +196,6 @@ def _autotune(n: int, batch_class: int, dtype: torch.dtype, device: torch.device
 def _plan_cached(n, batch, dtype, device, vectors, strategy, chunk_size, budget, workers,
                  verify, autotune) -> Plan:
     reasons: list[str] = []
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    per_matrix = max(1, _BYTES_FACTOR * n * n * itemsize + 2 * n * itemsize)
-    fits = max(1, budget // per_matrix)
-    if chunk_size is not None:
-        if chunk_size < 1:
-            raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
-        size = chunk_size
-        reasons.append(f"chunk_size={chunk_size} given")
-    else:
-        size = max(1, min(batch, fits))
-        if batch > fits:
-            reasons.append(f"batch cut into chunks of {size} to fit the {budget:,} B budget")
     if strategy is not None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; registered: {sorted(STRATEGIES)}")
@@ -236,6 +223,18 @@ def _plan_cached(n, batch, dtype, device, vectors, strategy, chunk_size, budget,
                                "spectra's batched Jacobi stays batched")
         else:
             reasons.append("one batched cuSOLVER call per chunk")
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    per_matrix = max(1, int(STRATEGIES[name].memory_factor * n * n * itemsize) + 2 * n * itemsize)
+    fits = max(1, budget // per_matrix)
+    if chunk_size is not None:
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        size = chunk_size
+        reasons.append(f"chunk_size={chunk_size} given")
+    else:
+        size = max(1, min(batch, fits))
+        if batch > fits:
+            reasons.append(f"batch cut into chunks of {size} to fit the {budget:,} B budget")
     do_verify = device.type == "cuda" if verify is None else bool(verify)
     if do_verify and verify is None:
         reasons.append("CUDA results are checked (cuSOLVER has shipped silent eigenvector bugs)")

@@ -29,7 +29,8 @@ class Strategy:
     solve: SolveFn
     description: str
     available: Callable[[], bool] = lambda: True
-    tunable: bool = True  # may the autotuner pick it (the slow reference may not)
+    tunable_on: tuple[str, ...] = ("cpu", "cuda")  # device types the autotuner may pick it on
+    memory_factor: float = 4.0  # peak working set per matrix, in n x n matrices
     threadable: bool = False  # releases the GIL: the executor may fan a CPU batch out
     blas_pool: bool = False  # runs on the BLAS thread pool (limited to 1 thread per worker)
 
@@ -109,6 +110,6 @@ register(Strategy("torch", ("cpu", "cuda"), _torch_batched,
 register(Strategy("numpy", ("cpu",), _numpy_solve, "numpy.linalg.eigh (LAPACK looped in C)",
                   threadable=True, blas_pool=True))
 register(Strategy("scipy", ("cpu",), _scipy_loop,
-                  "scipy.linalg.eigh per matrix (the reference; slow)", tunable=False))
+                  "scipy.linalg.eigh per matrix (the reference; slow)", tunable_on=()))
 register(Strategy("cupy-syevj", ("cuda",), _cupy_syevj,
                   "CuPy batched syevj through DLPack", available=_cupy_available))
