@@ -56,9 +56,10 @@ def _one_thread(fn: Callable[[], Any]) -> Callable[[], Any]:
 LOOP_SAMPLE = {"cpu": 2048, "cuda": 256}
 
 
-def _peers(a: torch.Tensor, device: str) -> dict[str, tuple[Callable[[], Any], float]]:
+def _peers(a: torch.Tensor, device: str, loop_sample: int
+           ) -> dict[str, tuple[Callable[[], Any], float]]:
     """Each peer with the factor that scales its measured time to the whole batch."""
-    m = min(len(a), LOOP_SAMPLE["cuda" if device.startswith("cuda") else "cpu"])
+    m = min(len(a), loop_sample)
     scale = len(a) / max(m, 1)
     sub = a[:m]
     peers: dict[str, tuple[Callable[[], Any], float]] = {
@@ -81,8 +82,14 @@ def bench_core(
     repeats: int = 7,
     budget_s: float = 3.0,
     progress: Callable[[str], None] | None = None,
+    loop_sample: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Time spectra.eigh and its peers for every (n, batch, dtype); one row each."""
+    """Time spectra.eigh and its peers for every (n, batch, dtype); one row each.
+
+    The chunked run gets a budget of ``batch // 8`` matrices, but at least one per worker
+    (a budget of one matrix would forbid using more than one core).
+    """
+    sample = loop_sample or LOOP_SAMPLE["cuda" if device.startswith("cuda") else "cpu"]
     rows = []
     for dtype in dtypes:
         for n, batch in sizes:
@@ -90,17 +97,17 @@ def bench_core(
                 progress(f"n={n} batch={batch} {str(dtype)[6:]}")
             a = random_hermitian((batch,), n, dtype, seed=n).to(device)
             times = {name: scale * _median(fn, repeats, device, budget_s)
-                     for name, (fn, scale) in _peers(a, device).items()}
+                     for name, (fn, scale) in _peers(a, device, sample).items()}
             w, _ = eigh(a)
             times["spectra"] = _median(lambda a=a: eigh(a), repeats, device, budget_s)
             p = plan(n, batch, dtype, device)
-            small = max(1, batch // 8) * p.bytes_per_matrix
+            small = max(batch // 8, p.workers, 1) * p.bytes_per_matrix
             times["spectra chunked"] = _median(lambda a=a, m=small: eigh(a, max_memory=m),
                                                repeats, device, budget_s)
-            sample = a[: min(batch, 64)].cpu()
-            ref = np.stack([scipy.linalg.eigh(m, eigvals_only=True) for m in sample.numpy()])
-            norm = float(torch.linalg.matrix_norm(sample.double(), ord=2).max())
-            agree = float(np.abs(w[: len(sample)].cpu().numpy() - ref).max()) / norm
+            head = a[: min(batch, 64)].cpu()
+            ref = np.stack([scipy.linalg.eigh(m, eigvals_only=True) for m in head.numpy()])
+            norm = float(torch.linalg.matrix_norm(head.double(), ord=2).max())
+            agree = float(np.abs(w[: len(head)].cpu().numpy() - ref).max()) / norm
             peers = [k for k in (CPU_PEERS if device == "cpu" else ("torch batched",))
                      if k in times]
             best = min(peers, key=lambda k: times[k])
@@ -111,8 +118,7 @@ def bench_core(
                 "speedup_vs_best_peer": times[best] / times["spectra"],
                 "speedup": {k: times[k] / times["spectra"] for k in times if k != "spectra"},
                 "loop_over_batched": times["torch loop"] / times["torch batched"],
-                "loops_timed_on": min(batch, LOOP_SAMPLE["cuda" if device.startswith("cuda")
-                                                         else "cpu"]),
+                "loops_timed_on": min(batch, sample),
                 "chunked_over_unchunked": times["spectra chunked"] / times["spectra"],
                 "max_eigenvalue_error_vs_scipy": agree,
             })
