@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     update, close = _progress()
     try:
         rows = bench_core(device, dtypes, repeats=3 if args.quick else 7,
-                          budget_s=0.6 if args.quick else 4.0, progress=update,
+                          budget_s=0.6 if args.quick else 3.0, progress=update,
                           loop_sample=512 if args.quick else None)
     finally:
         close()

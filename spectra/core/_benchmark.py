@@ -24,19 +24,28 @@ SIZES: tuple[tuple[int, int], ...] = ((8, 16384), (32, 4096), (64, 1024), (128, 
 CPU_PEERS = ("torch batched", "torch 1-thread", "numpy batched", "scipy loop")
 
 
-def _median(fn: Callable[[], Any], repeats: int, device: str, budget_s: float) -> float:
-    def once() -> float:
+def _interleaved_medians(fns: dict[str, Callable[[], Any]], repeats: int, device: str,
+                         budget_s: float) -> dict[str, float]:
+    """Median wall time of each function, timed round-robin.
+
+    On a shared machine the speed drifts over seconds; timing the implementations in
+    turn, repeat by repeat, exposes all of them to the same drift, so ratios stay honest.
+    """
+
+    def once(fn: Callable[[], Any]) -> float:
         t0 = time.perf_counter()
         fn()
         if device.startswith("cuda"):
             torch.cuda.synchronize()
         return time.perf_counter() - t0
 
-    first = once()  # warm-up (also the estimate for slow peers)
-    if first > budget_s:
-        return first
-    times = [once() for _ in range(max(1, min(repeats, int(budget_s / max(first, 1e-6)))))]
-    return statistics.median(times)
+    first = {k: once(fn) for k, fn in fns.items()}  # warm-up, and the cost of one round
+    rounds = max(1, min(repeats, int(budget_s * len(fns) / max(sum(first.values()), 1e-6))))
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            times[k].append(once(fn))
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def _one_thread(fn: Callable[[], Any]) -> Callable[[], Any]:
@@ -96,21 +105,23 @@ def bench_core(
             if progress:
                 progress(f"n={n} batch={batch} {str(dtype)[6:]}")
             a = random_hermitian((batch,), n, dtype, seed=n).to(device)
-            times = {name: scale * _median(fn, repeats, device, budget_s)
-                     for name, (fn, scale) in _peers(a, device, sample).items()}
-            w, _ = eigh(a)
-            times["spectra"] = _median(lambda a=a: eigh(a), repeats, device, budget_s)
+            peers = _peers(a, device, sample)
             p = plan(n, batch, dtype, device)
             small = max(batch // 8, p.workers, 1) * p.bytes_per_matrix
-            times["spectra chunked"] = _median(lambda a=a, m=small: eigh(a, max_memory=m),
-                                               repeats, device, budget_s)
+            fns = {name: fn for name, (fn, _) in peers.items()}
+            fns["spectra"] = lambda a=a: eigh(a)
+            fns["spectra chunked"] = lambda a=a, m=small: eigh(a, max_memory=m)
+            times = _interleaved_medians(fns, repeats, device, budget_s)
+            for name, (_, scale) in peers.items():
+                times[name] *= scale
+            w, _ = eigh(a)
             head = a[: min(batch, 64)].cpu()
             ref = np.stack([scipy.linalg.eigh(m, eigvals_only=True) for m in head.numpy()])
             norm = float(torch.linalg.matrix_norm(head.double(), ord=2).max())
             agree = float(np.abs(w[: len(head)].cpu().numpy() - ref).max()) / norm
-            peers = [k for k in (CPU_PEERS if device == "cpu" else ("torch batched",))
-                     if k in times]
-            best = min(peers, key=lambda k: times[k])
+            contenders = [k for k in (CPU_PEERS if device == "cpu" else ("torch batched",))
+                          if k in times]
+            best = min(contenders, key=lambda k: times[k])
             rows.append({
                 "n": n, "batch": batch, "dtype": str(dtype)[6:], "device": device,
                 "strategy": p.strategy, "seconds": times,
