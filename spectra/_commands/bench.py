@@ -50,9 +50,10 @@ def run(args: argparse.Namespace) -> int:
               "both": (torch.float32, torch.float64)}[args.dtype]
     update, close = _progress()
     try:
-        rows = bench_core(device, dtypes, repeats=3 if args.quick else 7,
+        rows = bench_core(device, dtypes, repeats=1 if args.quick else 7,
                           budget_s=0.6 if args.quick else 3.0, progress=update,
-                          loop_sample=512 if args.quick else None)
+                          loop_sample=512 if args.quick else None,
+                          pause_s=0.1 if args.quick else 0.2)
     finally:
         close()
     name = torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor()

@@ -21,11 +21,12 @@ from ._plan import plan
 from ._samples import random_hermitian
 
 SIZES: tuple[tuple[int, int], ...] = ((8, 16384), (32, 4096), (64, 1024), (128, 256), (512, 8))
+_PAUSE_S = 0.2
 CPU_PEERS = ("torch batched", "torch 1-thread", "numpy batched", "scipy loop")
 
 
 def _interleaved_medians(fns: dict[str, Callable[[], Any]], repeats: int, device: str,
-                         budget_s: float) -> dict[str, float]:
+                         budget_s: float, pause_s: float = _PAUSE_S) -> dict[str, float]:
     """Median wall time of each function, timed round-robin.
 
     On a shared machine the speed drifts over seconds; timing the implementations in
@@ -33,6 +34,9 @@ def _interleaved_medians(fns: dict[str, Callable[[], Any]], repeats: int, device
     """
 
     def once(fn: Callable[[], Any]) -> float:
+        # BLAS/OpenMP pools spin after a call (OpenBLAS ~0.1 s); a pause keeps one
+        # implementation's spinning threads from slowing the next one down
+        time.sleep(pause_s)
         t0 = time.perf_counter()
         fn()
         if device.startswith("cuda"):
@@ -92,6 +96,7 @@ def bench_core(
     budget_s: float = 3.0,
     progress: Callable[[str], None] | None = None,
     loop_sample: int | None = None,
+    pause_s: float = _PAUSE_S,
 ) -> list[dict[str, Any]]:
     """Time spectra.eigh and its peers for every (n, batch, dtype); one row each.
 
@@ -111,7 +116,7 @@ def bench_core(
             fns = {name: fn for name, (fn, _) in peers.items()}
             fns["spectra"] = lambda a=a: eigh(a)
             fns["spectra chunked"] = lambda a=a, m=small: eigh(a, max_memory=m)
-            times = _interleaved_medians(fns, repeats, device, budget_s)
+            times = _interleaved_medians(fns, repeats, device, budget_s, pause_s)
             for name, (_, scale) in peers.items():
                 times[name] *= scale
             w, _ = eigh(a)

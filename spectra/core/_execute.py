@@ -18,6 +18,10 @@ from ._plan import Plan
 from ._strategies import STRATEGIES
 from ._threads import fan_out, single_threaded_kernels
 
+#: On CPU each worker walks its part in sub-blocks of about this many input bytes, so the
+#: check, the solve, the gauge and the copy-out of a sub-block all hit a warm cache.
+SUB_BLOCK_BYTES = 2 << 20
+
 Pre = Callable[[torch.Tensor, int], None]
 Post = Callable[[torch.Tensor], torch.Tensor]
 
@@ -77,7 +81,9 @@ def execute(
         return w, v
 
     chunks = p.chunks()
-    if len(chunks) == 1 and p.workers == 1:
+    step = p.batch if p.device.type != "cpu" else \
+        max(1, SUB_BLOCK_BYTES // max(1, p.n * p.n * a.element_size()))
+    if len(chunks) == 1 and p.workers == 1 and p.batch <= step:
         if p.single_threaded:
             with single_threaded_kernels(strategy.blas_pool):
                 return block(a, 0)
@@ -87,10 +93,12 @@ def execute(
     for start, stop in chunks:
 
         def part(lo: int, hi: int, start: int = start) -> None:
-            wi, vi = block(a[start + lo:start + hi], start + lo)
-            w[start + lo:start + hi] = wi
-            if v is not None:
-                v[start + lo:start + hi] = vi
+            for s in range(start + lo, start + hi, step):
+                e = min(start + hi, s + step)
+                wi, vi = block(a[s:e], s)
+                w[s:e] = wi
+                if v is not None:
+                    v[s:e] = vi
 
         if p.workers == 1 and p.single_threaded:
             with single_threaded_kernels(strategy.blas_pool):
