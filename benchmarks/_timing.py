@@ -37,3 +37,27 @@ def median_time(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1,
         if budget_s is not None and spent > budget_s:
             break
     return statistics.median(times)
+
+
+def bench_main(doc: str | None, run: Callable[..., list[dict[str, Any]]],
+               print_rows: Callable[[list[dict[str, Any]]], None],
+               argv: list[str] | None = None, threads: bool = False) -> None:
+    """The command line every ``benchmarks/bench_*.py`` shares:
+    ``[--quick] [--device cpu|cuda] [--json FILE]`` (and ``--threads N`` where offered)."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller, faster run (< 60 s)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (spectra's device)")
+    parser.add_argument("--json", help="also write the rows to this JSON file")
+    if threads:
+        parser.add_argument("--threads", type=int, default=None,
+                            help="pin torch/BLAS threads for every row (e.g. 1)")
+    args = parser.parse_args(argv)
+    extra = {"threads": args.threads} if threads else {}
+    rows = run(quick=args.quick, device=args.device, **extra)
+    print_rows(rows)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=2, default=str)

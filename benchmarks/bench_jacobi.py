@@ -13,12 +13,10 @@ torch batched, and of a Python loop of ``torch.linalg.eigh`` (sampled on CPU), t
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 from typing import Any
 
-from benchmarks._timing import median_time
+from benchmarks._timing import bench_main, median_time
 
 CASES = [(32, 512, "float64"), (64, 256, "float64"), (32, 512, "float32"), (64, 256, "float32")]
 QUICK = [(32, 128, "float64"), (64, 64, "float64")]
@@ -92,16 +90,7 @@ def _print(rows: list[dict[str, Any]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small CPU rows (< 60 s)")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda")
-    parser.add_argument("--json", help="also write the rows to this JSON file")
-    args = parser.parse_args(argv)
-    rows = run(quick=args.quick, device=args.device)
-    _print(rows)
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
+    bench_main(__doc__, run, _print, argv, threads=False)
 
 
 if __name__ == "__main__":

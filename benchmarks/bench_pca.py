@@ -12,13 +12,11 @@ the CPU rows; with ``--device cuda`` spectra gets the data already on the GPU.
 
 from __future__ import annotations
 
-import argparse
-import json
 from typing import Any
 
 import numpy as np
 
-from benchmarks._timing import median_time
+from benchmarks._timing import bench_main, median_time
 
 CASES = [
     # name, B, N, D, k, dtype
@@ -110,18 +108,7 @@ def _print(rows: list[dict[str, Any]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="the issue's case only (< 60 s)")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda (spectra's device)")
-    parser.add_argument("--json", help="also write the rows to this JSON file")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="pin torch/BLAS threads and eigh workers (e.g. 1)")
-    args = parser.parse_args(argv)
-    rows = run(quick=args.quick, device=args.device, threads=args.threads)
-    _print(rows)
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
+    bench_main(__doc__, run, _print, argv, threads=True)
 
 
 if __name__ == "__main__":

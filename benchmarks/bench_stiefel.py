@@ -29,15 +29,13 @@ threads make tiny batched kernels 100x slower (a 16 x 64 x 8 bmm: 6 ms with 2 th
 
 from __future__ import annotations
 
-import argparse
-import json
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from benchmarks._timing import median_time
+from benchmarks._timing import bench_main, median_time
 
 BATCH, N, P = 4096, 64, 8
 
@@ -191,20 +189,14 @@ def _print(rows: list[dict[str, Any]]) -> None:
             print(f"{r['name']:24} {r['implementation']:26} {r['orthogonality_error']:10.2e}")
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats, small drift batch")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda")
-    parser.add_argument("--json", help="also write the rows to this JSON file")
-    parser.add_argument("--threads", type=int, help="torch intra-op threads for all rows")
-    args = parser.parse_args(argv)
-    rows = run(quick=args.quick, device=args.device, threads=args.threads)
-    print(f"Stiefel: {rows[0]['batch']} frames {N} x {P}, float32, device {args.device}, "
+def _print_with_header(rows: list[dict[str, Any]]) -> None:
+    print(f"Stiefel: {rows[0]['batch']} frames {N} x {P}, float32, device {rows[0]['device']}, "
           f"torch threads {rows[0]['threads']}")
     _print(rows)
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
+
+
+def main(argv: list[str] | None = None) -> None:
+    bench_main(__doc__, run, _print_with_header, argv, threads=True)
 
 
 if __name__ == "__main__":

@@ -17,14 +17,12 @@ Rows (all implementations timed in the same run, medians in seconds):
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
-import json
 from typing import Any
 
 import numpy as np
 
-from benchmarks._timing import median_time
+from benchmarks._timing import bench_main, median_time
 
 
 def _pythtb(model: Any) -> Any:
@@ -187,16 +185,7 @@ def _print(rows: list[dict[str, Any]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes (< 60 s)")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda (spectra's device)")
-    parser.add_argument("--json", help="also write the rows to this JSON file")
-    args = parser.parse_args(argv)
-    rows = run(quick=args.quick, device=args.device)
-    _print(rows)
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
+    bench_main(__doc__, run, _print, argv, threads=False)
 
 
 if __name__ == "__main__":
