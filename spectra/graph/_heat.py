@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ._layout import as_torch, edges_of, make_layout
+from ._layout import graph_input
 from ._spectrum import LaplacianSpectrum, edges_laplacian_eigh
 
 
@@ -86,17 +86,8 @@ def heat_kernel_diagonal(
     tensor([[1.0000, 0.5677],
             [1.0000, 0.5677]], dtype=torch.float64)
     """
-    ei, from_numpy = as_torch(edge_index, "edge_index")
-    assert ei is not None
-    ew, _ = as_torch(edge_weight, "edge_weight")
-    bt, _ = as_torch(batch, "batch")
-    out_device = ei.device
-    solve_device = ei.device if device is None else torch.device(device)
-    ei = ei.to(solve_device)
-    ew = ew.to(solve_device) if ew is not None else None
-    bt = bt.to(solve_device) if bt is not None else None
-    layout = make_layout(ei, num_nodes, bt, num_graphs)
-    edges = edges_of(ei, ew, layout, torch.float64)
+    edges, layout, from_numpy, out_device = graph_input(
+        edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64)
     spec = edges_laplacian_eigh(edges, normalization)
     heat = heat_kernel_from_spectrum(spec, times)
     nodes = heat[layout.batch, layout.local] if layout.num_nodes else heat.new_zeros(

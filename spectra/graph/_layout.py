@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -179,3 +179,29 @@ def require_undirected(adj: torch.Tensor, tol: float = 1e-10) -> None:
             f"graph(s) {shown} are directed (edge weights not symmetric); spectral features "
             "need undirected graphs: use torch_geometric.utils.to_undirected first"
         )
+
+
+class GraphInput(NamedTuple):
+    """Edges and layout of a (batched) graph input, ready for the solver."""
+
+    edges: Edges
+    layout: Layout
+    from_numpy: bool  # NumPy in, NumPy out
+    out_device: torch.device  # where the caller's tensors live
+
+
+def graph_input(edge_index: Any, edge_weight: Any, batch: Any, num_nodes: int | None,
+                num_graphs: int | None, device: Any, dtype: torch.dtype) -> GraphInput:
+    """Convert the public arguments shared by the graph functions, solved on ``device``
+    (default: the device of ``edge_index``)."""
+    ei, from_numpy = as_torch(edge_index, "edge_index")
+    assert ei is not None
+    ew, _ = as_torch(edge_weight, "edge_weight")
+    bt, _ = as_torch(batch, "batch")
+    out_device = ei.device
+    solve_device = ei.device if device is None else torch.device(device)
+    ei = ei.to(solve_device)
+    ew = ew.to(solve_device) if ew is not None else None
+    bt = bt.to(solve_device) if bt is not None else None
+    layout = make_layout(ei, num_nodes, bt, num_graphs)
+    return GraphInput(edges_of(ei, ew, layout, dtype), layout, from_numpy, out_device)

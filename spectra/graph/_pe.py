@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from ._layout import Layout, as_torch, edges_of, make_layout, to_numpy_fields
+from ._layout import Layout, graph_input, to_numpy_fields
 from ._spectrum import LaplacianSpectrum, edges_laplacian_eigh
 
 
@@ -153,21 +153,12 @@ def laplacian_pe(
         raise ValueError(f"k must be a non-negative integer, got {k!r}")
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
-    ei, from_numpy = as_torch(edge_index, "edge_index")
-    assert ei is not None
-    ew, _ = as_torch(edge_weight, "edge_weight")
-    bt, _ = as_torch(batch, "batch")
-    out_device = ei.device
-    solve_device = ei.device if device is None else torch.device(device)
-    ei = ei.to(solve_device)
-    ew = ew.to(solve_device) if ew is not None else None
-    bt = bt.to(solve_device) if bt is not None else None
-    layout = make_layout(ei, num_nodes, bt, num_graphs)
-    edges = edges_of(ei, ew, layout, torch.float64)
+    edges, layout, from_numpy, out_device = graph_input(
+        edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64)
     spec = edges_laplacian_eigh(edges, normalization, **dict(eigh_options or {}))
     pe, mask, vals, groups = select_pe(spec, layout, k, drop_trivial, multiplicity_tol)
     if random_sign:
-        signs = random_signs(layout.num_graphs, k, generator).to(solve_device)
+        signs = random_signs(layout.num_graphs, k, generator).to(pe.device)
         pe = pe * signs[layout.batch]
     result = LaplacianPEResult(
         pe.to(device=out_device, dtype=dtype),

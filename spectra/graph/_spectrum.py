@@ -13,10 +13,8 @@ from ._laplacian import edge_laplacian, laplacian_from_adjacency
 from ._layout import (
     Edges,
     Layout,
-    as_torch,
     check_normalization,
-    edges_of,
-    make_layout,
+    graph_input,
     require_undirected,
     to_numpy_fields,
 )
@@ -191,19 +189,9 @@ def laplacian_eigh(
     >>> spec.num_components
     tensor([1, 1])
     """
-    ei, from_numpy = as_torch(edge_index, "edge_index")
-    assert ei is not None
-    ew, _ = as_torch(edge_weight, "edge_weight")
-    bt, _ = as_torch(batch, "batch")
-    if device is not None:
-        ei = ei.to(device)
-        ew = ew.to(device) if ew is not None else None
-        bt = bt.to(device) if bt is not None else None
-    elif bt is not None:
-        bt = bt.to(ei.device)
     if not dtype.is_floating_point:
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
-    layout = make_layout(ei, num_nodes, bt, num_graphs)
-    edges = edges_of(ei, ew, layout, dtype)
+    edges, _, from_numpy, _ = graph_input(edge_index, edge_weight, batch, num_nodes,
+                                          num_graphs, device, dtype)
     spec = edges_laplacian_eigh(edges, normalization, **dict(eigh_options or {}))
     return to_numpy_fields(spec) if from_numpy else spec
