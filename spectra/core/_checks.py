@@ -92,13 +92,19 @@ class InputRejected(Exception):
     checks on the whole input, so the error names every bad index."""
 
 
-def quick_check(a: torch.Tensor, tol: float | None = None) -> None:
+def quick_check(a: torch.Tensor, tol: float | None = None, finite: bool = False) -> None:
     """Fused finite-and-Hermitian test of a flat block: one pass in the common case.
 
-    NaN/Inf make the asymmetry NaN, so a single comparison catches both.
+    NaN/Inf make the asymmetry NaN, so a single comparison catches both. An exactly
+    Hermitian block returns at once: NaN never equals itself, and a symmetric Inf is caught
+    after the solve by the executor, or here with ``finite=True``.
     """
-    if a.numel() == 0 or torch.equal(a, a.mH):
-        return  # exactly Hermitian (NaN never equals itself; Inf is caught after the solve)
+    if a.numel() == 0:
+        return
+    if torch.equal(a, a.mH):
+        if finite and not bool(torch.isfinite(a).all()):
+            raise InputRejected
+        return
     tol = symmetry_tolerance(a.dtype) if tol is None else tol
     diff = _max_abs(a - a.mH)
     scale = _max_abs(a)

@@ -197,7 +197,8 @@ def _check_members(items: list, members: list[int], symmetry_tol: float | None) 
         for size in {m.shape[-1] for m in mats}:
             group = [i for i, m in zip(members, mats, strict=True) if m.shape[-1] == size]
             try:
-                quick_check(torch.stack([items[i][pos] for i in group]), symmetry_tol)
+                quick_check(torch.stack([items[i][pos] for i in group]), symmetry_tol,
+                            finite=True)
             except InputRejected:
                 for i in group:
                     name = f"{'ab'[pos]}[{i}]"

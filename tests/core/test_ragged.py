@@ -58,3 +58,10 @@ def test_buckets_cost_model_and_legacy_cuda_boundary(monkeypatch):
     monkeypatch.setattr(_ragged, "cuda_batched_everywhere", lambda: False)
     assert choose_buckets([31, 32, 33], torch.device("cuda")) == [32, 33]
     assert choose_buckets([31, 32, 33], cpu) == [33]
+
+
+def test_symmetric_inf_in_a_ragged_list_is_named():
+    mats = [np.eye(2), np.eye(3), np.eye(3)]
+    mats[2][1, 1] = np.inf
+    with pytest.raises(ValueError, match=r"a\[2\] contains NaN or Inf"):
+        spectra.eigh(mats)
