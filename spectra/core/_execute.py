@@ -61,11 +61,16 @@ def execute(
     """
     strategy = STRATEGIES[p.strategy]
 
-    def block(x: torch.Tensor, offset: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def block(x: torch.Tensor, offset: int, w_out: torch.Tensor | None = None,
+              v_out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         if pre is not None:
             pre(x, offset)
         try:
-            w, v = strategy.solve(x, p.vectors, 1)
+            if w_out is not None and strategy.solve_into is not None:
+                strategy.solve_into(x, w_out, v_out)
+                w, v = w_out, v_out
+            else:
+                w, v = strategy.solve(x, p.vectors, 1)
         except RuntimeError:
             if pre is not None and not bool(torch.isfinite(x).all()):
                 raise InputRejected from None  # Inf the quick check let through
@@ -89,16 +94,21 @@ def execute(
                 return block(a, 0)
         return block(a, 0)
     w = torch.empty((p.batch, p.n), dtype=real_dtype(a.dtype), device=a.device)
-    v = torch.empty_like(a) if p.vectors else None
+    v = None
+    if p.vectors:  # column-major like LAPACK's output, so solve_into writes in place
+        v = torch.empty_strided((p.batch, p.n, p.n), (p.n * p.n, 1, p.n), dtype=a.dtype,
+                                device=a.device)
     for start, stop in chunks:
 
         def part(lo: int, hi: int, start: int = start) -> None:
             for s in range(start + lo, start + hi, step):
                 e = min(start + hi, s + step)
-                wi, vi = block(a[s:e], s)
-                w[s:e] = wi
-                if v is not None:
-                    v[s:e] = vi
+                vs = v[s:e] if v is not None else None
+                wi, vi = block(a[s:e], s, w[s:e], vs)
+                if wi.data_ptr() != w[s:e].data_ptr():
+                    w[s:e] = wi
+                if vs is not None and vi is not None and vi.data_ptr() != vs.data_ptr():
+                    vs.copy_(vi)
 
         if p.workers == 1 and p.single_threaded:
             with single_threaded_kernels(strategy.blas_pool):

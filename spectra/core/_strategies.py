@@ -31,6 +31,9 @@ class Strategy:
     available: Callable[[], bool] = lambda: True
     tunable_on: tuple[str, ...] = ("cpu", "cuda")  # device types the autotuner may pick it on
     memory_factor: float = 4.0  # peak working set per matrix, in n x n matrices
+    #: optional ``solve_into(a, w_out, v_out_or_None)`` writing straight into the executor's
+    #: outputs (column-major eigenvectors, as LAPACK returns them: no copy-out)
+    solve_into: Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], None] | None = None
     threadable: bool = False  # releases the GIL: the executor may fan a CPU batch out
     blas_pool: bool = False  # runs on the BLAS thread pool (limited to 1 thread per worker)
 
@@ -57,6 +60,14 @@ def _torch_solve(a: torch.Tensor, vectors: bool) -> Result:
 
 def _torch_batched(a: torch.Tensor, vectors: bool, workers: int) -> Result:
     return _torch_solve(a, vectors)
+
+
+def _torch_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
+    with torch.no_grad():
+        if v is not None:
+            torch.linalg.eigh(a, out=(w, v))
+        else:
+            torch.linalg.eigvalsh(a, out=w)
 
 
 def _numpy_solve(a: torch.Tensor, vectors: bool, workers: int) -> Result:
@@ -106,7 +117,7 @@ def _cupy_syevj(a: torch.Tensor, vectors: bool, workers: int) -> Result:
 
 register(Strategy("torch", ("cpu", "cuda"), _torch_batched,
                   "batched torch.linalg.eigh (LAPACK syevd loop on CPU, cuSOLVER batched on "
-                  "CUDA)", threadable=True))
+                  "CUDA)", threadable=True, solve_into=_torch_into))
 register(Strategy("numpy", ("cpu",), _numpy_solve, "numpy.linalg.eigh (LAPACK looped in C)",
                   threadable=True, blas_pool=True))
 register(Strategy("scipy", ("cpu",), _scipy_loop,
