@@ -115,25 +115,18 @@ def _dense(a: torch.Tensor, b: torch.Tensor | None, vectors: bool, k: int | None
     return _slice_k(w, v, k, largest, active)
 
 
-def _options(kw: dict[str, Any]) -> SolverOptions:
-    return SolverOptions(**kw)
-
-
 def _run(a, b, *, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol, device,
          solver_kw):
-    opts = _options(solver_kw)
+    opts = SolverOptions(**solver_kw)
     if _is_ragged(a):
         return _ragged(a, b, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol,
                        device, opts)
     at, bt, origin = _prepare(a, b, "a", check, symmetry_tol, device, defer_a_check=True)
     _check_k(k, at.shape[-1])
-    if not (check and bt is None):
-        w, v = _dense(at, bt, vectors, k, largest, lindep, lindep_fill, opts)
-        return restore(w, origin), restore(v, origin)
     # the standard problem checks its input block by block inside the workers
+    pre = (lambda x, _offset: quick_check(x, symmetry_tol)) if check and bt is None else None
     try:
-        w, v = _dense(at, None, vectors, k, largest, lindep, lindep_fill, opts,
-                      pre=lambda x, _offset: quick_check(x, symmetry_tol))
+        w, v = _dense(at, bt, vectors, k, largest, lindep, lindep_fill, opts, pre=pre)
     except InputRejected:
         check_finite(at, "a")
         check_hermitian(at, symmetry_tol, "a")
