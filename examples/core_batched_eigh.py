@@ -33,7 +33,7 @@ def main() -> None:
     # the 3 largest eigenpairs, the generalized problem, and a ragged list
     w3, _ = spectra.eigh(a, k=3, largest=True)
     b = torch.eye(32, dtype=torch.float64) * 2.0
-    wb, vb = spectra.eigh(a, b)
+    wb, _ = spectra.eigh(a, b)
     ws, _ = spectra.eigh([a[0, :5, :5], a[1, :17, :17], a[2]])
     print(w3.shape, wb.shape, [x.shape for x in ws])
 
