@@ -70,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
         report["dask"] = run_dask_bench(args.dask, quick=args.quick)
         print(dask_rows(report["dask"]))
     if args.domains:
+        import os
+
+        if os.getcwd() not in sys.path:  # benchmarks/ lives in the source checkout
+            sys.path.insert(0, os.getcwd())
         report["domains"] = {}
         for mod in ("pca", "tightbinding", "graph", "stiefel"):
             try:
