@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from dataclasses import dataclass, field
 
 import torch
@@ -109,10 +110,24 @@ def available_memory(device: torch.device) -> int:
         return 8 << 30
 
 
+_BUDGET_CACHE: dict[torch.device, tuple[float, int]] = {}
+_BUDGET_TTL_S = 1.0
+
+
 def default_budget(device: torch.device) -> int:
-    """Half of the free memory, rounded down to 64 MiB so plans can be cached."""
+    """Half of the free memory, rounded down to 64 MiB so plans can be cached.
+
+    Re-read at most once a second per device: for small batches the query itself
+    (``/proc/meminfo``, ``cudaMemGetInfo``) was a visible share of the call.
+    """
+    now = time.monotonic()
+    hit = _BUDGET_CACHE.get(device)
+    if hit is not None and now - hit[0] < _BUDGET_TTL_S:
+        return hit[1]
     step = 64 << 20
-    return max(step, (available_memory(device) // 2) // step * step)
+    budget = max(step, (available_memory(device) // 2) // step * step)
+    _BUDGET_CACHE[device] = (now, budget)
+    return budget
 
 
 def plan(
@@ -168,7 +183,6 @@ def _size_class(batch: int) -> int:
 def _autotune(n: int, batch_class: int, dtype: torch.dtype, device: torch.device,
               vectors: bool, workers: int) -> tuple[str, tuple[tuple[str, float], ...]]:
     """Time each tunable strategy on a random sample; return the fastest and the timings."""
-    import time
 
     from ._samples import random_hermitian
 
