@@ -112,6 +112,17 @@ def quick_check(a: torch.Tensor, tol: float | None = None, finite: bool = False)
         raise InputRejected
 
 
+def check_values(a: torch.Tensor, tol: float | None = None, name: str = "a") -> None:
+    """Finite and Hermitian: the fused quick test, and the detailed, index-naming checks
+    only when it fails."""
+    try:
+        quick_check(a, tol, finite=True)
+    except InputRejected:
+        check_finite(a, name)
+        check_hermitian(a, tol, name)
+        raise  # pragma: no cover - the detailed checks always find what the quick one did
+
+
 def cholesky_checked(b: torch.Tensor) -> torch.Tensor:
     """Batched Cholesky factor of ``b``; ``LinAlgError`` names the non-positive-definite ones."""
     factor, info = torch.linalg.cholesky_ex(b)

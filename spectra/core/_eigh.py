@@ -15,6 +15,7 @@ from ._checks import (
     check_hermitian,
     check_pair,
     check_square,
+    check_values,
     quick_check,
 )
 from ._gauge import fix_gauge
@@ -54,12 +55,10 @@ def _prepare(a: Any, b: Any, name: str, check: bool, symmetry_tol: float | None,
         check_pair(at, bt)
     if check:
         if not (defer_a_check and bt is None):
-            check_finite(at, name)
-            check_hermitian(at, symmetry_tol, name)
+            check_values(at, symmetry_tol, name)
         if bt is not None:
             bname = "b" if name == "a" else name.replace("a", "b", 1)
-            check_finite(bt, bname)
-            check_hermitian(bt, symmetry_tol, bname)
+            check_values(bt, symmetry_tol, bname)
     return at, bt, origin
 
 
@@ -194,9 +193,7 @@ def _check_members(items: list, members: list[int], symmetry_tol: float | None) 
                             finite=True)
             except InputRejected:
                 for i in group:
-                    name = f"{'ab'[pos]}[{i}]"
-                    check_finite(items[i][pos], name)
-                    check_hermitian(items[i][pos], symmetry_tol, name)
+                    check_values(items[i][pos], symmetry_tol, f"{'ab'[pos]}[{i}]")
 
 
 def eigh(
