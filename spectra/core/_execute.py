@@ -9,6 +9,7 @@ cost of checks and gauge, which are O(n^2) per matrix but several passes each.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 
 import torch
 
@@ -98,21 +99,24 @@ def execute(
     if p.vectors:  # column-major like LAPACK's output, so solve_into writes in place
         v = torch.empty_strided((p.batch, p.n, p.n), (p.n * p.n, 1, p.n), dtype=a.dtype,
                                 device=a.device)
-    for start, stop in chunks:
+    threads = single_threaded_kernels(strategy.blas_pool) \
+        if p.workers > 1 or p.single_threaded else nullcontext()
+    with threads:  # set once for all chunks: changing torch's thread count is not free
+        for start, stop in chunks:
 
-        def part(lo: int, hi: int, start: int = start) -> None:
-            for s in range(start + lo, start + hi, step):
-                e = min(start + hi, s + step)
-                vs = v[s:e] if v is not None else None
-                wi, vi = block(a[s:e], s, w[s:e], vs)
-                if wi.data_ptr() != w[s:e].data_ptr():
-                    w[s:e] = wi
-                if vs is not None and vi is not None and vi.data_ptr() != vs.data_ptr():
-                    vs.copy_(vi)
+            def part(lo: int, hi: int, start: int = start) -> None:
+                for s in range(start + lo, start + hi, step):
+                    e = min(start + hi, s + step)
+                    vs = v[s:e] if v is not None else None
+                    wi, vi = block(a[s:e], s, w[s:e], vs)
+                    if wi.data_ptr() != w[s:e].data_ptr():
+                        w[s:e] = wi
+                    if vs is not None and vi is not None and vi.data_ptr() != vs.data_ptr():
+                        vs.copy_(vi)
 
-        if p.workers == 1 and p.single_threaded:
-            with single_threaded_kernels(strategy.blas_pool):
+            if p.workers == 1:
                 part(0, stop - start)
-        else:
-            fan_out(part, stop - start, p.workers, blas=strategy.blas_pool)
+            else:
+                fan_out(part, stop - start, p.workers, blas=strategy.blas_pool,
+                        set_threads=False)
     return w, v

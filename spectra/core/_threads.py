@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TypeVar
 
 import torch
@@ -84,11 +84,13 @@ def split_ranges(total: int, parts: int) -> list[tuple[int, int]]:
     return out
 
 
-def fan_out(fn: Callable[[int, int], T], total: int, workers: int, blas: bool = False) -> list[T]:
+def fan_out(fn: Callable[[int, int], T], total: int, workers: int, blas: bool = False,
+            set_threads: bool = True) -> list[T]:
     """Call ``fn(start, stop)`` on ``workers`` contiguous parts of ``range(total)`` in parallel.
 
     Workers run under ``torch.no_grad()`` (grad mode is per thread) with one kernel
-    thread each; exceptions raised in a worker propagate to the caller.
+    thread each (``set_threads=False``: the caller already holds
+    :func:`single_threaded_kernels`); exceptions raised in a worker propagate to the caller.
     """
     ranges = split_ranges(total, workers)
     if len(ranges) <= 1:
@@ -99,6 +101,6 @@ def fan_out(fn: Callable[[int, int], T], total: int, workers: int, blas: bool = 
         with torch.no_grad():
             return fn(r[0], r[1])
 
-    with single_threaded_kernels(blas):
+    with single_threaded_kernels(blas) if set_threads else nullcontext():
         futures = [pool.submit(run, r) for r in ranges]
         return [f.result() for f in futures]
