@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ._batched import Job, manifold_of, run_jobs
+from ._batched import Job, riemannian_grad, run_jobs
 from ._sgd import _check_retraction
 
 
@@ -71,18 +71,13 @@ class RiemannianAdam(torch.optim.Optimizer):
         for group in self.param_groups:
             _check_retraction(group["retraction"])
             beta1, beta2 = group["betas"]
-            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+            lr, eps = group["lr"], group["eps"]
             for p in group["params"]:
-                if p.grad is None:
+                grad = riemannian_grad(p, group, "RiemannianAdam")
+                if grad is None:
                     continue
-                if p.grad.is_sparse:
-                    raise RuntimeError("RiemannianAdam does not support sparse gradients")
-                manifold = manifold_of(p)
-                g = -p.grad if group["maximize"] else p.grad
-                if wd != 0:
-                    g = g.add(p, alpha=wd)
+                g, manifold = grad
                 if manifold is not None:
-                    g = manifold.proj(p, g)
                     sq = manifold.inner(p, g, keepdim=True)
                 else:
                     sq = g * g.conj() if g.is_complex() else g * g

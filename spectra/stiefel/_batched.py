@@ -26,6 +26,24 @@ def manifold_of(p: torch.Tensor) -> Stiefel | None:
     return m
 
 
+def riemannian_grad(p: torch.Tensor, group: dict, optimizer: str
+                    ) -> tuple[torch.Tensor, Stiefel | None] | None:
+    """The update direction both optimizers start from, ``None`` for a parameter without
+    gradient: the (negated, if maximizing) gradient plus weight decay, projected onto the
+    tangent space for a Stiefel parameter."""
+    if p.grad is None:
+        return None
+    if p.grad.is_sparse:
+        raise RuntimeError(f"{optimizer} does not support sparse gradients")
+    manifold = manifold_of(p)
+    g = -p.grad if group["maximize"] else p.grad
+    if group["weight_decay"] != 0:
+        g = g.add(p, alpha=group["weight_decay"])
+    if manifold is not None:
+        g = manifold.proj(p, g)
+    return g, manifold
+
+
 @dataclass
 class Job:
     """One pending Stiefel update: retract ``param`` along ``step``, transport ``vectors``."""

@@ -38,6 +38,20 @@ def _array_io(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _verdict(err: torch.Tensor, atol: float, raise_error: bool, what: str,
+             metric: str) -> bool:
+    """``True`` when every per-matrix ``err`` is within ``atol``; otherwise ``False``, or a
+    ``ValueError`` naming the batch indices with ``raise_error``."""
+    bad = ~(err <= atol)
+    if not bool(bad.any()):
+        return True
+    if raise_error:
+        where = _batch_indices(bad)[:20] if bad.ndim else "()"
+        raise ValueError(f"{what} (max {metric} = {float(err.max()):.3g} > atol={atol:g}) "
+                         f"at batch indices {where}")
+    return False
+
+
 def check_frames(x: torch.Tensor, name: str = "X") -> None:
     """Raise ``ValueError`` unless ``x`` is a floating/complex batch ``(..., n, p)``, p <= n."""
     if not isinstance(x, torch.Tensor):
@@ -231,15 +245,8 @@ class Stiefel:
         check_frames(t)
         atol = default_tolerance(t.dtype) if atol is None else atol
         err = self.orthogonality_error(t.detach())
-        bad = ~(err <= atol)
-        if bool(bad.any()):
-            if raise_error:
-                where = _batch_indices(bad)[:20] if bad.ndim else "()"
-                raise ValueError(f"X is not on the Stiefel manifold (max |X^H X - I| = "
-                                 f"{float(err.max()):.3g} > atol={atol:g}) at batch indices "
-                                 f"{where}")
-            return False
-        return True
+        return _verdict(err, atol, raise_error, "X is not on the Stiefel manifold",
+                        "|X^H X - I|")
 
     def check_tangent(self, x: Any, u: Any, *, atol: float | None = None,
                       raise_error: bool = False) -> bool:
@@ -250,12 +257,4 @@ class Stiefel:
         atol = default_tolerance(xt.dtype) if atol is None else atol
         s = xt.mH @ ut
         err = (s + s.mH).abs().flatten(-2).amax(-1) if xt.shape[-1] else s.real.sum((-2, -1))
-        bad = ~(err <= atol)
-        if bool(bad.any()):
-            if raise_error:
-                where = _batch_indices(bad)[:20] if bad.ndim else "()"
-                raise ValueError(f"u is not tangent at X (max |X^H u + u^H X| = "
-                                 f"{float(err.max()):.3g} > atol={atol:g}) at batch indices "
-                                 f"{where}")
-            return False
-        return True
+        return _verdict(err, atol, raise_error, "u is not tangent at X", "|X^H u + u^H X|")

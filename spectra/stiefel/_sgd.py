@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ._batched import Job, manifold_of, run_jobs
+from ._batched import Job, riemannian_grad, run_jobs
 from ._retractions import RETRACTIONS
 
 
@@ -81,18 +81,12 @@ class RiemannianSGD(torch.optim.Optimizer):
         for group in self.param_groups:
             _check_retraction(group["retraction"])
             lr, mom, damp = group["lr"], group["momentum"], group["dampening"]
-            wd, nesterov = group["weight_decay"], group["nesterov"]
+            nesterov = group["nesterov"]
             for p in group["params"]:
-                if p.grad is None:
+                grad = riemannian_grad(p, group, "RiemannianSGD")
+                if grad is None:
                     continue
-                if p.grad.is_sparse:
-                    raise RuntimeError("RiemannianSGD does not support sparse gradients")
-                manifold = manifold_of(p)
-                g = -p.grad if group["maximize"] else p.grad
-                if wd != 0:
-                    g = g.add(p, alpha=wd)
-                if manifold is not None:
-                    g = manifold.proj(p, g)
+                g, manifold = grad
                 state = self.state[p]
                 buf = None
                 if mom != 0:
