@@ -16,8 +16,13 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def median_time(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1,
-                device: str = "cpu", budget_s: float | None = None) -> float:
+def median_time(
+    fn: Callable[[], Any],
+    repeats: int = 5,
+    warmup: int = 1,
+    device: str = "cpu",
+    budget_s: float | None = None,
+) -> float:
     """Median wall time of ``fn()`` over ``repeats`` runs after ``warmup`` runs.
 
     With ``budget_s``, stops repeating early once that much time was spent (at least 1 run).
@@ -39,9 +44,13 @@ def median_time(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1,
     return statistics.median(times)
 
 
-def bench_main(doc: str | None, run: Callable[..., list[dict[str, Any]]],
-               print_rows: Callable[[list[dict[str, Any]]], None],
-               argv: list[str] | None = None, threads: bool = False) -> None:
+def bench_main(
+    doc: str | None,
+    run: Callable[..., list[dict[str, Any]]],
+    print_rows: Callable[[list[dict[str, Any]]], None],
+    argv: list[str] | None = None,
+    threads: bool = False,
+) -> None:
     """The command line every ``benchmarks/bench_*.py`` shares:
     ``[--quick] [--device cpu|cuda] [--json FILE]`` (and ``--threads N`` where offered)."""
     import argparse
@@ -52,8 +61,12 @@ def bench_main(doc: str | None, run: Callable[..., list[dict[str, Any]]],
     parser.add_argument("--device", default="cpu", help="cpu or cuda (spectra's device)")
     parser.add_argument("--json", help="also write the rows to this JSON file")
     if threads:
-        parser.add_argument("--threads", type=int, default=None,
-                            help="pin torch/BLAS threads for every row (e.g. 1)")
+        parser.add_argument(
+            "--threads",
+            type=int,
+            default=None,
+            help="pin torch/BLAS threads for every row (e.g. 1)",
+        )
     args = parser.parse_args(argv)
     extra = {"threads": args.threads} if threads else {}
     rows = run(quick=args.quick, device=args.device, **extra)

@@ -76,8 +76,9 @@ class _threads:
         torch.set_num_threads(self.saved)
 
 
-def _pe_rows(count: int, k: int, device: str, repeats: int, peer_repeats: int, budget: float
-             ) -> list[dict[str, Any]]:
+def _pe_rows(
+    count: int, k: int, device: str, repeats: int, peer_repeats: int, budget: float
+) -> list[dict[str, Any]]:
     from torch_geometric.data import Batch
     from torch_geometric.transforms import AddLaplacianEigenvectorPE
 
@@ -109,17 +110,27 @@ def _pe_rows(count: int, k: int, device: str, repeats: int, peer_repeats: int, b
             used = torch.get_num_threads()
             t_ours = median_time(fn, repeats=repeats, device=device, budget_s=budget)
             if threads not in peer_times:  # PyG's loop is long: timed once per setting
-                peer_times[threads] = median_time(pyg_loop, repeats=peer_repeats, warmup=0,
-                                                  budget_s=budget)
+                peer_times[threads] = median_time(
+                    pyg_loop, repeats=peer_repeats, warmup=0, budget_s=budget
+                )
         t_pyg = peer_times[threads]
-        rows.append({**base, "name": name, "threads": used, "spectra_s": t_ours,
-                     "peer": "pyg AddLaplacianEigenvectorPE", "peer_s": t_pyg,
-                     "ratio": t_pyg / t_ours})
+        rows.append(
+            {
+                **base,
+                "name": name,
+                "threads": used,
+                "spectra_s": t_ours,
+                "peer": "pyg AddLaplacianEigenvectorPE",
+                "peer_s": t_pyg,
+                "ratio": t_pyg / t_ours,
+            }
+        )
     return rows
 
 
-def _clustering_row(count: int, n: int, blocks: int, repeats: int, budget: float,
-                    device: str) -> dict[str, Any]:
+def _clustering_row(
+    count: int, n: int, blocks: int, repeats: int, budget: float, device: str
+) -> dict[str, Any]:
     from sklearn.cluster import SpectralClustering
 
     from spectra.graph import spectral_clustering
@@ -134,12 +145,25 @@ def _clustering_row(count: int, n: int, blocks: int, repeats: int, budget: float
             for m in mats:
                 SpectralClustering(blocks, affinity="precomputed", random_state=0).fit(m)
 
-    t_ours = median_time(lambda: spectral_clustering(ours_in, blocks), repeats=repeats,
-                         device=device, budget_s=budget)
+    t_ours = median_time(
+        lambda: spectral_clustering(ours_in, blocks),
+        repeats=repeats,
+        device=device,
+        budget_s=budget,
+    )
     t_sk = median_time(sklearn_loop, repeats=repeats, budget_s=budget)
-    return {"name": "clustering", "graphs": count, "nodes": str(n), "k": blocks,
-            "device": device, "threads": torch.get_num_threads(), "spectra_s": t_ours,
-            "peer": "sklearn SpectralClustering loop", "peer_s": t_sk, "ratio": t_sk / t_ours}
+    return {
+        "name": "clustering",
+        "graphs": count,
+        "nodes": str(n),
+        "k": blocks,
+        "device": device,
+        "threads": torch.get_num_threads(),
+        "spectra_s": t_ours,
+        "peer": "sklearn SpectralClustering loop",
+        "peer_s": t_sk,
+        "ratio": t_sk / t_ours,
+    }
 
 
 def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
@@ -151,14 +175,18 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
 
 
 def _print(rows: list[dict[str, Any]]) -> None:
-    head = (f"{'case':14} {'graphs':>6} {'nodes':>6} {'k':>3} {'dev':5} {'thr':>3} "
-            f"{'spectra s':>10} {'peer s':>9} {'ratio':>7}  peer")
+    head = (
+        f"{'case':14} {'graphs':>6} {'nodes':>6} {'k':>3} {'dev':5} {'thr':>3} "
+        f"{'spectra s':>10} {'peer s':>9} {'ratio':>7}  peer"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:
-        print(f"{r['name']:14} {r['graphs']:6d} {r['nodes']:>6} {r['k']:3d} {r['device']:5} "
-              f"{r['threads']:3d} {r['spectra_s']:10.4f} {r['peer_s']:9.4f} "
-              f"{r['ratio']:6.1f}x  {r['peer']}")
+        print(
+            f"{r['name']:14} {r['graphs']:6d} {r['nodes']:>6} {r['k']:3d} {r['device']:5} "
+            f"{r['threads']:3d} {r['spectra_s']:10.4f} {r['peer_s']:9.4f} "
+            f"{r['ratio']:6.1f}x  {r['peer']}"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -41,8 +41,18 @@ def _data(b: int, n: int, d: int, dtype: str, ragged: bool, seed: int = 0) -> An
     return [x[i, : sizes[i]] for i in range(b)]
 
 
-def _row(name: str, b: int, n: int, d: int, k: Any, dtype: str, device: str,
-         repeats: int, budget: float, threads: int | None) -> dict[str, Any]:
+def _row(
+    name: str,
+    b: int,
+    n: int,
+    d: int,
+    k: Any,
+    dtype: str,
+    device: str,
+    repeats: int,
+    budget: float,
+    threads: int | None,
+) -> dict[str, Any]:
     import torch
     from sklearn.decomposition import PCA
 
@@ -59,8 +69,11 @@ def _row(name: str, b: int, n: int, d: int, k: Any, dtype: str, device: str,
     if device == "cpu":
         spectra_in: Any = x
     else:
-        spectra_in = ([torch.from_numpy(xi).to(device) for xi in x] if ragged
-                      else torch.from_numpy(x).to(device))
+        spectra_in = (
+            [torch.from_numpy(xi).to(device) for xi in x]
+            if ragged
+            else torch.from_numpy(x).to(device)
+        )
 
     options = {} if threads is None else {"workers": threads}
 
@@ -70,15 +83,23 @@ def _row(name: str, b: int, n: int, d: int, k: Any, dtype: str, device: str,
     t_spectra = median_time(spectra_fit, repeats=repeats, device=device, budget_s=budget)
     t_sklearn = median_time(sklearn_loop, repeats=repeats, budget_s=budget)
     return {
-        "name": name, "datasets": b, "samples": n, "features": d, "n_components": k,
-        "dtype": dtype, "device": device, "threads": threads or "default",
-        "spectra_s": t_spectra, "sklearn_loop_s": t_sklearn,
+        "name": name,
+        "datasets": b,
+        "samples": n,
+        "features": d,
+        "n_components": k,
+        "dtype": dtype,
+        "device": device,
+        "threads": threads or "default",
+        "spectra_s": t_spectra,
+        "sklearn_loop_s": t_sklearn,
         "ratio_sklearn_over_spectra": t_sklearn / t_spectra,
     }
 
 
-def run(quick: bool = False, device: str = "cpu",
-        threads: int | None = None) -> list[dict[str, Any]]:
+def run(
+    quick: bool = False, device: str = "cpu", threads: int | None = None
+) -> list[dict[str, Any]]:
     """Time every case; returns one dict per row (medians in seconds and the ratio)."""
     import torch
     from threadpoolctl import threadpool_limits
@@ -90,21 +111,27 @@ def run(quick: bool = False, device: str = "cpu",
         if threads is not None:
             torch.set_num_threads(threads)
         with threadpool_limits(threads):
-            return [_row(*case, device=device, repeats=repeats, budget=budget, threads=threads)
-                    for case in cases]
+            return [
+                _row(*case, device=device, repeats=repeats, budget=budget, threads=threads)
+                for case in cases
+            ]
     finally:
         torch.set_num_threads(saved)
 
 
 def _print(rows: list[dict[str, Any]]) -> None:
-    head = (f"{'case':34} {'dtype':8} {'device':6} {'threads':>7} {'spectra s':>10} "
-            f"{'sklearn s':>10} {'ratio':>7}")
+    head = (
+        f"{'case':34} {'dtype':8} {'device':6} {'threads':>7} {'spectra s':>10} "
+        f"{'sklearn s':>10} {'ratio':>7}"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:
-        print(f"{r['name']:34} {r['dtype']:8} {r['device']:6} {r['threads']!s:>7} "
-              f"{r['spectra_s']:10.4f} "
-              f"{r['sklearn_loop_s']:10.4f} {r['ratio_sklearn_over_spectra']:6.1f}x")
+        print(
+            f"{r['name']:34} {r['dtype']:8} {r['device']:6} {r['threads']!s:>7} "
+            f"{r['spectra_s']:10.4f} "
+            f"{r['sklearn_loop_s']:10.4f} {r['ratio_sklearn_over_spectra']:6.1f}x"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:

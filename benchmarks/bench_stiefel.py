@@ -69,8 +69,10 @@ def _impls(device: str) -> dict[str, dict[str, Callable[..., Any]]]:
             "opt": lambda ps: RiemannianSGD(ps, lr=0.1),
             "frame": lambda p: p,
         }
-    for label, man in (("geoopt EuclideanStiefel", geoopt.EuclideanStiefel()),
-                       ("geoopt CanonicalStiefel", geoopt.CanonicalStiefel())):
+    for label, man in (
+        ("geoopt EuclideanStiefel", geoopt.EuclideanStiefel()),
+        ("geoopt CanonicalStiefel", geoopt.CanonicalStiefel()),
+    ):
         out[label] = {
             "retract": man.retr,
             "param": lambda x, man=man: geoopt.ManifoldParameter(x, manifold=man),
@@ -127,25 +129,48 @@ def _rows(quick: bool, device: str) -> list[dict[str, Any]]:
             "step": median_time(step, repeats=repeats, device=device, budget_s=budget),
         }
         drifts[name] = _drift(impl, x0[:drift_batch], device, drift_steps)
-        print(f"  {name}: retract {timings[name]['retract']:.4f} s, step "
-              f"{timings[name]['step']:.4f} s, drift {drifts[name]:.2e}", flush=True)
+        print(
+            f"  {name}: retract {timings[name]['retract']:.4f} s, step "
+            f"{timings[name]['step']:.4f} s, drift {drifts[name]:.2e}",
+            flush=True,
+        )
     rows = []
     base = timings["spectra polar"]
     for what in ("retract", "step"):
         for name, t in timings.items():
-            rows.append({"name": what, "implementation": name, "batch": batch, "n": N, "p": P,
-                         "dtype": "float32", "device": device, "median_s": t[what],
-                         "spectra_polar_s": base[what],
-                         "ratio_peer_over_spectra": t[what] / base[what]})
+            rows.append(
+                {
+                    "name": what,
+                    "implementation": name,
+                    "batch": batch,
+                    "n": N,
+                    "p": P,
+                    "dtype": "float32",
+                    "device": device,
+                    "median_s": t[what],
+                    "spectra_polar_s": base[what],
+                    "ratio_peer_over_spectra": t[what] / base[what],
+                }
+            )
     for name, d in drifts.items():
-        rows.append({"name": f"drift after {drift_steps} steps", "implementation": name,
-                     "batch": drift_batch, "n": N, "p": P, "dtype": "float32",
-                     "device": device, "orthogonality_error": d})
+        rows.append(
+            {
+                "name": f"drift after {drift_steps} steps",
+                "implementation": name,
+                "batch": drift_batch,
+                "n": N,
+                "p": P,
+                "dtype": "float32",
+                "device": device,
+                "orthogonality_error": d,
+            }
+        )
     return rows
 
 
-def _drift(impl: dict[str, Callable[..., Any]], x0: torch.Tensor, device: str,
-           steps: int = 1000) -> float:
+def _drift(
+    impl: dict[str, Callable[..., Any]], x0: torch.Tensor, device: str, steps: int = 1000
+) -> float:
     gen = torch.Generator(device=device).manual_seed(1)
     obj = impl["param"](x0.clone())
     opt = impl["opt"](_params_of(obj))
@@ -160,8 +185,9 @@ def _drift(impl: dict[str, Callable[..., Any]], x0: torch.Tensor, device: str,
         return float((x.mT @ x - eye).abs().max())
 
 
-def run(quick: bool = False, device: str = "cpu",
-        threads: int | None = None) -> list[dict[str, Any]]:
+def run(
+    quick: bool = False, device: str = "cpu", threads: int | None = None
+) -> list[dict[str, Any]]:
     """Time every implementation; one dict per (measure, implementation)."""
     old = torch.get_num_threads()
     if threads is None and quick:
@@ -183,15 +209,19 @@ def _print(rows: list[dict[str, Any]]) -> None:
     print("-" * len(head))
     for r in rows:
         if "median_s" in r:
-            print(f"{r['name']:24} {r['implementation']:26} {r['median_s']:10.4f} "
-                  f"{r['ratio_peer_over_spectra']:7.2f}x")
+            print(
+                f"{r['name']:24} {r['implementation']:26} {r['median_s']:10.4f} "
+                f"{r['ratio_peer_over_spectra']:7.2f}x"
+            )
         else:
             print(f"{r['name']:24} {r['implementation']:26} {r['orthogonality_error']:10.2e}")
 
 
 def _print_with_header(rows: list[dict[str, Any]]) -> None:
-    print(f"Stiefel: {rows[0]['batch']} frames {N} x {P}, float32, device {rows[0]['device']}, "
-          f"torch threads {rows[0]['threads']}")
+    print(
+        f"Stiefel: {rows[0]['batch']} frames {N} x {P}, float32, device {rows[0]['device']}, "
+        f"torch threads {rows[0]['threads']}"
+    )
     _print(rows)
 
 

@@ -44,11 +44,16 @@ def haldane_3d() -> Model:
 
 
 def main() -> None:
-    write_wannier90(graphene_3d(), HERE / "graphene_hr.dat",
-                    header="graphene, t = -2.7 eV (spectra data/make_tb_data.py)")
-    write_wannier90(haldane_3d(), HERE / "haldane_hr.dat",
-                    header="Haldane model t2 = 0.15, phi = pi/2, M = 0.1 "
-                           "(spectra data/make_tb_data.py)")
+    write_wannier90(
+        graphene_3d(),
+        HERE / "graphene_hr.dat",
+        header="graphene, t = -2.7 eV (spectra data/make_tb_data.py)",
+    )
+    write_wannier90(
+        haldane_3d(),
+        HERE / "haldane_hr.dat",
+        header="Haldane model t2 = 0.15, phi = pi/2, M = 0.1 (spectra data/make_tb_data.py)",
+    )
 
 
 if __name__ == "__main__":

@@ -19,16 +19,19 @@ from spectra.tightbinding import Model
 
 
 def graphene() -> Model:
-    g = Model([[1.0, 0.0], [0.5, 3 ** 0.5 / 2]], [[1 / 3, 1 / 3], [2 / 3, 2 / 3]])
+    g = Model([[1.0, 0.0], [0.5, 3**0.5 / 2]], [[1 / 3, 1 / 3], [2 / 3, 2 / 3]])
     for r in ([0, 0], [-1, 0], [0, -1]):
         g.add_hopping(-1.0, 0, 1, r)
     return g
 
 
 def main() -> None:
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1",
-                                  dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         print(f"dashboard: {client.dashboard_link}")
         g = graphene()
         k = da.random.default_rng(0).uniform(-0.5, 0.5, size=(20000, 2), chunks=(2500, 2))
@@ -42,8 +45,10 @@ def main() -> None:
         pca = sd.fit_pca(BatchPCA(3), x)
         ref = BatchPCA(3).fit(x.compute())
         err = np.abs(pca.components_ - ref.components_).max()
-        print(f"{'BatchPCA over 64 datasets':<28} {pca.components_.shape!s:>14}  "
-              f"max |dask - 1 process| = {err:.1e}")
+        print(
+            f"{'BatchPCA over 64 datasets':<28} {pca.components_.shape!s:>14}  "
+            f"max |dask - 1 process| = {err:.1e}"
+        )
 
 
 if __name__ == "__main__":

@@ -27,11 +27,14 @@ def main() -> None:
         client = distributed.Client(args.scheduler)
         cluster = None
     else:
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                           host="127.0.0.1", dashboard_address=":0")
+        cluster = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0"
+        )
         client = distributed.Client(cluster)
-    print(f"cluster: {len(client.scheduler_info()['workers'])} workers, "
-          f"dashboard {client.dashboard_link}")
+    print(
+        f"cluster: {len(client.scheduler_info()['workers'])} workers, "
+        f"dashboard {client.dashboard_link}"
+    )
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2000, 24, 24))
@@ -47,8 +50,9 @@ def main() -> None:
     for i, size in enumerate(w.chunks[0]):
         stop = start + size
         key = next(k for k in where if isinstance(k, tuple) and k[1] == i)
-        same = np.array_equal(w_np[start:stop], ref.eigenvalues[start:stop]) and \
-            np.array_equal(v_np[start:stop], ref.eigenvectors[start:stop])
+        same = np.array_equal(w_np[start:stop], ref.eigenvalues[start:stop]) and np.array_equal(
+            v_np[start:stop], ref.eigenvectors[start:stop]
+        )
         print(f"{i:>6} {f'{start}:{stop}':>11} {where[key][0]:>24} {same!s:>18}")
         start = stop
     client.close()

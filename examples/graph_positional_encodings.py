@@ -23,8 +23,7 @@ from torch_geometric.transforms import AddLaplacianEigenvectorPE
 from spectra.graph import LaplacianPE, laplacian_pe
 
 
-def molecule(rng: np.random.Generator, n: int, fragments: int = 1,
-             isolated: int = 0) -> Data:
+def molecule(rng: np.random.Generator, n: int, fragments: int = 1, isolated: int = 0) -> Data:
     """A sparse molecule-like graph: per fragment a random tree plus ring closures."""
     edges, start = [], 0
     sizes = np.array_split(np.arange(n - isolated), fragments)
@@ -77,8 +76,12 @@ class Molecules(InMemoryDataset):
 def main() -> None:
     k = 8
     graphs = make_graphs()
-    transform = LaplacianPE(k, eigenvalues_attr="laplacian_eigenvalues",
-                            groups_attr="laplacian_groups", heat_times=[0.5, 2.0, 8.0])
+    transform = LaplacianPE(
+        k,
+        eigenvalues_attr="laplacian_eigenvalues",
+        groups_attr="laplacian_groups",
+        heat_times=[0.5, 2.0, 8.0],
+    )
     with tempfile.TemporaryDirectory() as root:
         t0 = time.perf_counter()
         dataset = Molecules(root, graphs, pre_transform=transform)
@@ -87,16 +90,16 @@ def main() -> None:
     # PyG crashes when N <= k and keeps null vectors of disconnected graphs: compare on
     # the connected graphs with more than k + 1 nodes only.
     pyg = AddLaplacianEigenvectorPE(k, is_undirected=True)
-    comparable = [i for i, g in enumerate(graphs)
-                  if g.num_nodes > k + 1 and (i % 37 and i % 41)]
+    comparable = [i for i, g in enumerate(graphs) if g.num_nodes > k + 1 and (i % 37 and i % 41)]
     t0 = time.perf_counter()
     ref = [pyg(graphs[i]).laplacian_eigenvector_pe for i in comparable]
     t_pyg = time.perf_counter() - t0
     # Eigenvectors are defined up to sign only where the eigenvalue is simple: compare the
     # columns whose eigenvalue is 1e-3 away from its neighbours (k + 1 values, one call).
     sub = Batch.from_data_list([graphs[i] for i in comparable])
-    ext = laplacian_pe(sub.edge_index, sub.num_nodes, k + 1, batch=sub.batch,
-                       dtype=torch.float64).eigenvalues
+    ext = laplacian_pe(
+        sub.edge_index, sub.num_nodes, k + 1, batch=sub.batch, dtype=torch.float64
+    ).eigenvalues
     gap = torch.minimum(ext[:, 1:-1] - ext[:, :-2], ext[:, 2:] - ext[:, 1:-1])
     first_gap = ext[:, 1:2] - ext[:, :1]
     gap = torch.cat([first_gap, gap], 1)  # column 0's left neighbour is the null space
@@ -109,19 +112,29 @@ def main() -> None:
             worst = max(worst, float((ours * sign - r)[:, simple].abs().max()))
 
     masks = torch.stack([d.laplacian_eigenvector_pe_mask[0] for d in dataset])
-    repeated = sum(int(len(set(d.laplacian_groups[0].tolist()) - {-1})
-                       < int(d.laplacian_eigenvector_pe_mask[0].sum())) for d in dataset)
+    repeated = sum(
+        int(
+            len(set(d.laplacian_groups[0].tolist()) - {-1})
+            < int(d.laplacian_eigenvector_pe_mask[0].sum())
+        )
+        for d in dataset
+    )
     print(f"{'graphs':32} {len(dataset)}")
-    print(f"{'nodes per graph':32} {min(g.num_nodes for g in graphs)}-"
-          f"{max(g.num_nodes for g in graphs)}")
+    print(
+        f"{'nodes per graph':32} {min(g.num_nodes for g in graphs)}-"
+        f"{max(g.num_nodes for g in graphs)}"
+    )
     print(f"{'spectra: dataset with PE (s)':32} {t_ours:.3f}  (one eigh call, all graphs)")
     print(f"{'PyG, graph by graph (s)':32} {t_pyg:.3f}  ({len(comparable)} graphs it handles)")
     print(f"{'max |PE - PyG| (up to sign)':32} {worst:.1e}  (simple eigenvalues, float32)")
     print(f"{'graphs with padded columns':32} {int((~masks).any(1).sum())}")
     print(f"{'graphs with repeated eigenvalues':32} {repeated}")
     d = dataset[0]
-    shapes = [f"{key}{tuple(d[key].shape)}" for key in sorted(d.keys())
-              if isinstance(d[key], torch.Tensor)]
+    shapes = [
+        f"{key}{tuple(d[key].shape)}"
+        for key in sorted(d.keys())
+        if isinstance(d[key], torch.Tensor)
+    ]
     print(f"{'attributes of one graph':32} {', '.join(shapes)}")
 
 

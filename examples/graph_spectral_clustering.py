@@ -27,8 +27,9 @@ from spectra.graph import spectral_clustering, spectral_embedding
 OUT = Path(__file__).resolve().parent / "out"
 
 
-def sbm(rng: np.random.Generator, sizes: list[int], p_in: float, p_out: float
-        ) -> tuple[np.ndarray, np.ndarray]:
+def sbm(
+    rng: np.random.Generator, sizes: list[int], p_in: float, p_out: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Adjacency of a stochastic block model and its planted labels (nodes shuffled)."""
     labels = np.repeat(np.arange(len(sizes)), sizes)
     labels = labels[rng.permutation(labels.size)]
@@ -40,9 +41,8 @@ def sbm(rng: np.random.Generator, sizes: list[int], p_in: float, p_out: float
 def main() -> Path:
     rng = np.random.default_rng(0)
     blocks = 4
-    graphs = [sbm(rng, list(rng.integers(12, 31, size=blocks)), 0.35, 0.03)
-              for _ in range(100)]
-    mats = [torch.from_numpy(a) for a, _ in graphs]   # a ragged list: sizes differ
+    graphs = [sbm(rng, list(rng.integers(12, 31, size=blocks)), 0.35, 0.03) for _ in range(100)]
+    mats = [torch.from_numpy(a) for a, _ in graphs]  # a ragged list: sizes differ
 
     t0 = time.perf_counter()
     labels = spectral_clustering(mats, n_clusters=blocks, random_state=0)
@@ -50,21 +50,32 @@ def main() -> Path:
 
     t0 = time.perf_counter()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")   # sklearn warns on the odd disconnected sample
-        ref = [SpectralClustering(blocks, affinity="precomputed", random_state=0)
-               .fit_predict(a) for a, _ in graphs]
+        warnings.simplefilter("ignore")  # sklearn warns on the odd disconnected sample
+        ref = [
+            SpectralClustering(blocks, affinity="precomputed", random_state=0).fit_predict(a)
+            for a, _ in graphs
+        ]
     t_sk = time.perf_counter() - t0
 
-    ari = np.array([adjusted_rand_score(truth, lab.numpy())
-                    for (_, truth), lab in zip(graphs, labels, strict=True)])
-    ari_sk = np.array([adjusted_rand_score(truth, r)
-                       for (_, truth), r in zip(graphs, ref, strict=True)])
-    print(f"graphs: {len(graphs)}, nodes: {min(len(t) for _, t in graphs)}-"
-          f"{max(len(t) for _, t in graphs)}, blocks: {blocks}")
+    ari = np.array(
+        [
+            adjusted_rand_score(truth, lab.numpy())
+            for (_, truth), lab in zip(graphs, labels, strict=True)
+        ]
+    )
+    ari_sk = np.array(
+        [adjusted_rand_score(truth, r) for (_, truth), r in zip(graphs, ref, strict=True)]
+    )
+    print(
+        f"graphs: {len(graphs)}, nodes: {min(len(t) for _, t in graphs)}-"
+        f"{max(len(t) for _, t in graphs)}, blocks: {blocks}"
+    )
     print(f"spectra (one call)      {t_ours:7.3f} s   mean ARI vs planted {ari.mean():.3f}")
     print(f"sklearn (graph by graph) {t_sk:6.3f} s   mean ARI vs planted {ari_sk.mean():.3f}")
-    print(f"graphs recovered exactly: spectra {int((ari == 1).sum())}, "
-          f"sklearn {int((ari_sk == 1).sum())}")
+    print(
+        f"graphs recovered exactly: spectra {int((ari == 1).sum())}, "
+        f"sklearn {int((ari_sk == 1).sum())}"
+    )
 
     try:
         import matplotlib
@@ -77,7 +88,7 @@ def main() -> Path:
     g = 0
     a, truth = graphs[g]
     lab = labels[g].numpy()
-    emb = spectral_embedding(a, n_components=2)   # eigenvectors 1 and 2, as sklearn
+    emb = spectral_embedding(a, n_components=2)  # eigenvectors 1 and 2, as sklearn
     order = np.lexsort((truth, lab))
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
     axes[0].imshow(a[np.ix_(order, order)], cmap="Greys", interpolation="nearest")
@@ -95,8 +106,10 @@ def main() -> Path:
     axes[2].set_xlabel("graph (sorted)")
     axes[2].set_ylim(0, 1.05)
     axes[2].legend()
-    fig.suptitle(f"{len(graphs)} SBM graphs clustered in one spectra call "
-                 f"({t_ours:.2f} s vs sklearn loop {t_sk:.2f} s)")
+    fig.suptitle(
+        f"{len(graphs)} SBM graphs clustered in one spectra call "
+        f"({t_ours:.2f} s vs sklearn loop {t_sk:.2f} s)"
+    )
     fig.tight_layout()
     OUT.mkdir(exist_ok=True)
     path = OUT / "graph_sbm_clusters.png"

@@ -22,7 +22,7 @@ OUT = Path(__file__).resolve().parent / "out"
 
 def main() -> Path:
     digits = load_digits()
-    classes = [digits.data[digits.target == c] for c in range(10)]   # (N_c, 64) each
+    classes = [digits.data[digits.target == c] for c in range(10)]  # (N_c, 64) each
     pca = BatchPCA(4).fit(classes)
 
     worst = 0.0
@@ -46,13 +46,19 @@ def main() -> Path:
     fig, axes = plt.subplots(10, 5, figsize=(6, 12))
     for c in range(10):
         images = [pca.mean_[c], *pca.components_[c]]
-        titles = ["mean", *[f"PC{j + 1} {pca.explained_variance_ratio_[c, j]:.0%}"
-                            for j in range(4)]]
+        titles = [
+            "mean",
+            *[f"PC{j + 1} {pca.explained_variance_ratio_[c, j]:.0%}" for j in range(4)],
+        ]
         for j, (img, title) in enumerate(zip(images, titles, strict=True)):
             ax = axes[c, j]
             lim = None if j == 0 else np.abs(img).max()
-            ax.imshow(img.reshape(8, 8), cmap="gray_r" if j == 0 else "RdBu_r",
-                      vmin=None if lim is None else -lim, vmax=lim)
+            ax.imshow(
+                img.reshape(8, 8),
+                cmap="gray_r" if j == 0 else "RdBu_r",
+                vmin=None if lim is None else -lim,
+                vmax=lim,
+            )
             ax.set_xticks([])
             ax.set_yticks([])
             ax.set_title(title, fontsize=7)

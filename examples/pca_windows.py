@@ -21,13 +21,20 @@ from spectra.pca import BatchPCA
 OUT = Path(__file__).resolve().parent / "out"
 
 
-def make_signal(seconds: float = 40.0, rate: int = 250, channels: int = 8,
-                seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def make_signal(
+    seconds: float = 40.0, rate: int = 250, channels: int = 8, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """(T, channels) signal and the (T, 3) on/off pattern of its sources."""
     rng = np.random.default_rng(seed)
     t = np.arange(int(seconds * rate)) / rate
-    sources = np.stack([np.sin(2 * np.pi * 6 * t), np.sign(np.sin(2 * np.pi * 1.3 * t)),
-                        np.sin(2 * np.pi * 11 * t + 1)], axis=1)
+    sources = np.stack(
+        [
+            np.sin(2 * np.pi * 6 * t),
+            np.sign(np.sin(2 * np.pi * 1.3 * t)),
+            np.sin(2 * np.pi * 11 * t + 1),
+        ],
+        axis=1,
+    )
     active = np.stack([np.ones_like(t), (t > 10) & (t < 30), t > 20], axis=1).astype(float)
     mixing = rng.normal(size=(3, channels))
     x = (sources * active) @ mixing + 0.05 * rng.normal(size=(t.size, channels))
@@ -35,17 +42,19 @@ def make_signal(seconds: float = 40.0, rate: int = 250, channels: int = 8,
 
 
 def main() -> Path:
-    rate, width, step = 250, 500, 125            # 2 s windows every 0.5 s
+    rate, width, step = 250, 500, 125  # 2 s windows every 0.5 s
     x, active = make_signal(rate=rate)
     xt = torch.from_numpy(x)
-    windows = xt.unfold(0, width, step).transpose(1, 2)     # (B, width, channels), a view
+    windows = xt.unfold(0, width, step).transpose(1, 2)  # (B, width, channels), a view
     pca = BatchPCA(0.95).fit(windows)
     k = pca.n_components_.numpy()
     centers = (np.arange(windows.shape[0]) * step + width / 2) / rate
     truth = active[(centers * rate).astype(int)].sum(1)
     print(f"{windows.shape[0]} windows of {width} samples x {x.shape[1]} channels")
-    print(f"windows whose component count equals the number of active sources: "
-          f"{np.mean(k == truth):.0%}")
+    print(
+        f"windows whose component count equals the number of active sources: "
+        f"{np.mean(k == truth):.0%}"
+    )
 
     try:
         import matplotlib

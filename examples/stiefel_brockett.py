@@ -38,7 +38,7 @@ def main(batch: int = 1000, n: int = 10, p: int = 3, steps: int = 800) -> Path:
     top_w = np.stack([w[::-1][:p] for w, _ in refs])
     top_v = np.stack([v[:, ::-1][:, :p] for _, v in refs])
     best = (top_w * weights.numpy()).sum(1)
-    gaps = np.diff(np.stack([w for w, _ in refs])[:, -p - 1:], axis=1).min(1)
+    gaps = np.diff(np.stack([w for w, _ in refs])[:, -p - 1 :], axis=1).min(1)
 
     st = Stiefel()
     x = StiefelParameter(st.random(batch, n, p, dtype=torch.float64, generator=gen))
@@ -51,8 +51,10 @@ def main(batch: int = 1000, n: int = 10, p: int = 3, steps: int = 800) -> Path:
         gap = best - f.detach().numpy()
         history.append((np.median(gap), gap.max()))
         if step % 100 == 0:
-            print(f"{step:6d} {np.median(gap):12.3e} {gap.max():12.3e} "
-                  f"{float(st.orthogonality_error(x.detach()).max()):16.2e}")
+            print(
+                f"{step:6d} {np.median(gap):12.3e} {gap.max():12.3e} "
+                f"{float(st.orthogonality_error(x.detach()).max()):16.2e}"
+            )
         if step < steps:
             (-f.sum()).backward()
             opt.step()
@@ -60,9 +62,11 @@ def main(batch: int = 1000, n: int = 10, p: int = 3, steps: int = 800) -> Path:
     align = np.abs(np.einsum("bij,bik->bjk", x.detach().numpy(), top_v))
     err = np.abs(align - np.eye(p)).max(axis=(1, 2))
     ok = err < 1e-4
-    print(f"frames matching SciPy's top-{p} eigenvectors to 1e-4: {ok.sum()} / {batch}; "
-          f"the others have near-degenerate eigenvalues (smallest gap "
-          f"{gaps[~ok].min() if (~ok).any() else float('nan'):.1e})")
+    print(
+        f"frames matching SciPy's top-{p} eigenvectors to 1e-4: {ok.sum()} / {batch}; "
+        f"the others have near-degenerate eigenvalues (smallest gap "
+        f"{gaps[~ok].min() if (~ok).any() else float('nan'):.1e})"
+    )
 
     try:
         import matplotlib

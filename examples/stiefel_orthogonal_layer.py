@@ -28,8 +28,9 @@ class OrthoProjectionNet(torch.nn.Module):
         super().__init__()
         gen = torch.Generator().manual_seed(seed)
         self.w = StiefelParameter(Stiefel().random(dim, rank, generator=gen))
-        self.head = torch.nn.Sequential(torch.nn.Linear(rank, hidden), torch.nn.Tanh(),
-                                        torch.nn.Linear(hidden, 1))
+        self.head = torch.nn.Sequential(
+            torch.nn.Linear(rank, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 1)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(x @ self.w).squeeze(-1)
@@ -61,9 +62,11 @@ def main(dim: int = 32, rank: int = 4, steps: int = 1500) -> Path:
         angle = principal_angles_deg(model.w.detach().numpy(), w_true.numpy()).max()
         history.append((float(loss.detach()), angle))
         if step % 250 == 0:
-            print(f"{step:6d} {float(loss.detach()):10.4f} "
-                  f"{float(Stiefel().orthogonality_error(model.w.detach())):16.2e} "
-                  f"{angle:26.2f}")
+            print(
+                f"{step:6d} {float(loss.detach()):10.4f} "
+                f"{float(Stiefel().orthogonality_error(model.w.detach())):16.2e} "
+                f"{angle:26.2f}"
+            )
         if step < steps:
             loss.backward()
             opt.step()

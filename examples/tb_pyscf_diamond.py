@@ -31,11 +31,19 @@ energies, _ = pyscf_bands(kmf, kpts)
 t1 = time.perf_counter()
 reference, _ = kmf.get_bands(kpts)
 t2 = time.perf_counter()
-print(f"pyscf_bands {t1 - t0:.2f} s, get_bands {t2 - t1:.2f} s, "
-      f"max |dE| = {np.abs(energies - np.asarray(reference)).max():.2e} Ha")
+print(
+    f"pyscf_bands {t1 - t0:.2f} s, get_bands {t2 - t1:.2f} s, "
+    f"max |dE| = {np.abs(energies - np.asarray(reference)).max():.2e} Ha"
+)
 
 nocc = cell.nelectron // 2
 vbm = energies[:, :nocc].max()
-plot_bands(path, (energies - vbm) * HARTREE_EV, fermi=0.0, out="tb_pyscf_diamond.png",
-           title="diamond, LDA/gth-szv", ylabel="E - VBM (eV)")
+plot_bands(
+    path,
+    (energies - vbm) * HARTREE_EV,
+    fermi=0.0,
+    out="tb_pyscf_diamond.png",
+    title="diamond, LDA/gth-szv",
+    ylabel="E - VBM (eV)",
+)
 print("wrote tb_pyscf_diamond.png")

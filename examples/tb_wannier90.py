@@ -18,8 +18,10 @@ model = Model.from_wannier90(path, dim=2)  # a layer: keep the two in-plane dire
 print(model)
 p = kpath(model, None, 240)
 bands = model.bands(p.k)
-print(f"gap {(bands[:, 1] - bands[:, 0]).min():.4f}; "
-      f"Chern number of band 1: {chern_number(model, 1, (24, 24)):+.3f}")
+print(
+    f"gap {(bands[:, 1] - bands[:, 0]).min():.4f}; "
+    f"Chern number of band 1: {chern_number(model, 1, (24, 24)):+.3f}"
+)
 
 with tempfile.TemporaryDirectory() as tmp:
     model.to_wannier90(Path(tmp) / "copy_hr.dat")

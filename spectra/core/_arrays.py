@@ -31,8 +31,10 @@ def as_tensor(x: Any, name: str = "a") -> tuple[torch.Tensor, Origin]:
     elif isinstance(x, np.ndarray) or np.isscalar(x) or isinstance(x, (list, tuple)):
         arr = np.asarray(x)
         if arr.dtype.kind not in "biufc":
-            raise TypeError(f"{name}: expected a torch.Tensor or numpy.ndarray of numbers, "
-                            f"got {type(x).__name__} of dtype {arr.dtype}")
+            raise TypeError(
+                f"{name}: expected a torch.Tensor or numpy.ndarray of numbers, "
+                f"got {type(x).__name__} of dtype {arr.dtype}"
+            )
         arr = np.ascontiguousarray(arr)
         if arr.ctypes.data % arr.dtype.itemsize:
             arr = arr.copy()  # torch assumes natural alignment (complex128: 16 bytes)

@@ -25,8 +25,13 @@ _PAUSE_S = 0.2
 CPU_PEERS = ("torch batched", "torch 1-thread", "numpy batched", "scipy loop")
 
 
-def _interleaved_medians(fns: dict[str, Callable[[], Any]], repeats: int, device: str,
-                         budget_s: float, pause_s: float = _PAUSE_S) -> dict[str, float]:
+def _interleaved_medians(
+    fns: dict[str, Callable[[], Any]],
+    repeats: int,
+    device: str,
+    budget_s: float,
+    pause_s: float = _PAUSE_S,
+) -> dict[str, float]:
     """Median wall time of each function, timed round-robin.
 
     On a shared machine the speed drifts over seconds; timing the implementations in
@@ -69,8 +74,9 @@ def _one_thread(fn: Callable[[], Any]) -> Callable[[], Any]:
 LOOP_SAMPLE = {"cpu": 2048, "cuda": 256}
 
 
-def _peers(a: torch.Tensor, device: str, loop_sample: int
-           ) -> dict[str, tuple[Callable[[], Any], float]]:
+def _peers(
+    a: torch.Tensor, device: str, loop_sample: int
+) -> dict[str, tuple[Callable[[], Any], float]]:
     """Each peer with the factor that scales its measured time to the whole batch."""
     m = min(len(a), loop_sample)
     scale = len(a) / max(m, 1)
@@ -83,8 +89,10 @@ def _peers(a: torch.Tensor, device: str, loop_sample: int
         an, subn = a.numpy(), sub.numpy()
         peers["torch 1-thread"] = (_one_thread(lambda: torch.linalg.eigh(a)), 1.0)
         peers["numpy batched"] = (lambda: np.linalg.eigh(an), 1.0)
-        peers["scipy loop"] = (lambda: [scipy.linalg.eigh(x, check_finite=False) for x in subn],
-                               scale)
+        peers["scipy loop"] = (
+            lambda: [scipy.linalg.eigh(x, check_finite=False) for x in subn],
+            scale,
+        )
     return peers
 
 
@@ -124,20 +132,27 @@ def bench_core(
             ref = np.stack([scipy.linalg.eigh(m, eigvals_only=True) for m in head.numpy()])
             norm = float(torch.linalg.matrix_norm(head.double(), ord=2).max())
             agree = float(np.abs(w[: len(head)].cpu().numpy() - ref).max()) / norm
-            contenders = [k for k in (CPU_PEERS if device == "cpu" else ("torch batched",))
-                          if k in times]
+            contenders = [
+                k for k in (CPU_PEERS if device == "cpu" else ("torch batched",)) if k in times
+            ]
             best = min(contenders, key=lambda k: times[k])
-            rows.append({
-                "n": n, "batch": batch, "dtype": str(dtype)[6:], "device": device,
-                "strategy": p.strategy, "seconds": times,
-                "best_peer": best,
-                "speedup_vs_best_peer": times[best] / times["spectra"],
-                "speedup": {k: times[k] / times["spectra"] for k in times if k != "spectra"},
-                "loop_over_batched": times["torch loop"] / times["torch batched"],
-                "loops_timed_on": min(batch, sample),
-                "chunked_over_unchunked": times["spectra chunked"] / times["spectra"],
-                "max_eigenvalue_error_vs_scipy": agree,
-            })
+            rows.append(
+                {
+                    "n": n,
+                    "batch": batch,
+                    "dtype": str(dtype)[6:],
+                    "device": device,
+                    "strategy": p.strategy,
+                    "seconds": times,
+                    "best_peer": best,
+                    "speedup_vs_best_peer": times[best] / times["spectra"],
+                    "speedup": {k: times[k] / times["spectra"] for k in times if k != "spectra"},
+                    "loop_over_batched": times["torch loop"] / times["torch batched"],
+                    "loops_timed_on": min(batch, sample),
+                    "chunked_over_unchunked": times["spectra chunked"] / times["spectra"],
+                    "max_eigenvalue_error_vs_scipy": agree,
+                }
+            )
     return rows
 
 
@@ -146,11 +161,16 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
     names = list(rows[0]["seconds"])
-    head = f"{'dtype':8} {'n':>4} {'batch':>6} " + " ".join(f"{k[:14]:>14}" for k in names) \
+    head = (
+        f"{'dtype':8} {'n':>4} {'batch':>6} "
+        + " ".join(f"{k[:14]:>14}" for k in names)
         + f" {'vs best':>8} {'err':>8}"
+    )
     lines = ["median ms per call (speed-up of spectra = peer / spectra)", head, "-" * len(head)]
     for r in rows:
         cells = " ".join(f"{1e3 * r['seconds'][k]:14.2f}" for k in names)
-        lines.append(f"{r['dtype']:8} {r['n']:4d} {r['batch']:6d} {cells} "
-                     f"{r['speedup_vs_best_peer']:7.2f}x {r['max_eigenvalue_error_vs_scipy']:8.1e}")
+        lines.append(
+            f"{r['dtype']:8} {r['n']:4d} {r['batch']:6d} {cells} "
+            f"{r['speedup_vs_best_peer']:7.2f}x {r['max_eigenvalue_error_vs_scipy']:8.1e}"
+        )
     return "\n".join(lines)

@@ -45,8 +45,9 @@ def check_finite(a: torch.Tensor, name: str = "a") -> None:
     bad = ~torch.isfinite(a).flatten(-2).all(-1)
     if bool(bad.any()):
         idx = _bad_indices(bad) if bad.ndim else [()]
-        raise ValueError(f"{name} contains NaN or Inf in the matrices at batch indices "
-                         f"{format_indices(idx)}")
+        raise ValueError(
+            f"{name} contains NaN or Inf in the matrices at batch indices {format_indices(idx)}"
+        )
 
 
 def hermitian_error(a: torch.Tensor) -> torch.Tensor:

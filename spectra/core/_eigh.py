@@ -31,14 +31,22 @@ class EighResult(NamedTuple):
 
 
 def _is_ragged(a: Any) -> bool:
-    return isinstance(a, (list, tuple)) and len(a) > 0 and all(
-        hasattr(x, "shape") and hasattr(x, "dtype") for x in a
+    return (
+        isinstance(a, (list, tuple))
+        and len(a) > 0
+        and all(hasattr(x, "shape") and hasattr(x, "dtype") for x in a)
     )
 
 
-def _prepare(a: Any, b: Any, name: str, check: bool, symmetry_tol: float | None,
-             device: Any, defer_a_check: bool = False
-             ) -> tuple[torch.Tensor, torch.Tensor | None, Origin]:
+def _prepare(
+    a: Any,
+    b: Any,
+    name: str,
+    check: bool,
+    symmetry_tol: float | None,
+    device: Any,
+    defer_a_check: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None, Origin]:
     at, origin = as_tensor(a, name)
     check_square(at, name)
     bt = None
@@ -77,15 +85,20 @@ def _check_k(k: int | None, n: int, where: str = "") -> None:
         raise ValueError(f"k must be an integer in [0, n={n}]{where}, got {k!r}")
 
 
-def _slice_k(w: torch.Tensor, v: torch.Tensor | None, k: int | None, largest: bool,
-             active: torch.Tensor | None = None):
+def _slice_k(
+    w: torch.Tensor,
+    v: torch.Tensor | None,
+    k: int | None,
+    largest: bool,
+    active: torch.Tensor | None = None,
+):
     if k is None:
         return w, v
     n = w.shape[-1]
     if not largest:
         return w[..., :k], (v[..., :k] if v is not None else None)
     if active is None:
-        return w[..., n - k:], (v[..., n - k:] if v is not None else None)
+        return w[..., n - k :], (v[..., n - k :] if v is not None else None)
     if bool((active < k).any()):
         raise ValueError(f"k={k} exceeds the number of kept directions of b in some matrices")
     idx = (active.unsqueeze(-1) - k + torch.arange(k, device=w.device)).long()
@@ -95,9 +108,17 @@ def _slice_k(w: torch.Tensor, v: torch.Tensor | None, k: int | None, largest: bo
     return ws, v.gather(-1, idx.unsqueeze(-2).expand(*v.shape[:-1], k))
 
 
-def _dense(a: torch.Tensor, b: torch.Tensor | None, vectors: bool, k: int | None,
-           largest: bool, lindep: float | None, fill: float, opts: SolverOptions,
-           pre: Any = None):
+def _dense(
+    a: torch.Tensor,
+    b: torch.Tensor | None,
+    vectors: bool,
+    k: int | None,
+    largest: bool,
+    lindep: float | None,
+    fill: float,
+    opts: SolverOptions,
+    pre: Any = None,
+):
     active = None
     if b is None:
         w, v = solve_standard(a, vectors, opts, pre=pre, gauge=True)
@@ -114,12 +135,12 @@ def _dense(a: torch.Tensor, b: torch.Tensor | None, vectors: bool, k: int | None
     return _slice_k(w, v, k, largest, active)
 
 
-def _run(a, b, *, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol, device,
-         solver_kw):
+def _run(a, b, *, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol, device, solver_kw):
     opts = SolverOptions(**solver_kw)
     if _is_ragged(a):
-        return _ragged(a, b, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol,
-                       device, opts)
+        return _ragged(
+            a, b, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol, device, opts
+        )
     at, bt, origin = _prepare(a, b, "a", check, symmetry_tol, device, defer_a_check=True)
     _check_k(k, at.shape[-1])
     # the standard problem checks its input block by block inside the workers
@@ -133,8 +154,9 @@ def _run(a, b, *, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol,
     return restore(w, origin), restore(v, origin)
 
 
-def _ragged(a: Sequence[Any], b: Any, vectors, k, largest, lindep, fill, check, symmetry_tol,
-            device, opts):
+def _ragged(
+    a: Sequence[Any], b: Any, vectors, k, largest, lindep, fill, check, symmetry_tol, device, opts
+):
     if b is not None and (not isinstance(b, (list, tuple)) or len(b) != len(a)):
         raise ValueError("with a ragged list a, b must be a list of the same length")
     # shapes per item here; values are checked per bucket, on the stacked batch
@@ -144,8 +166,9 @@ def _ragged(a: Sequence[Any], b: Any, vectors, k, largest, lindep, fill, check, 
     ]
     for i, (ai, _, _) in enumerate(items):
         if ai.ndim != 2:
-            raise ValueError(f"a[{i}] must be one (n, n) matrix in a ragged list, "
-                             f"got shape {tuple(ai.shape)}")
+            raise ValueError(
+                f"a[{i}] must be one (n, n) matrix in a ragged list, got shape {tuple(ai.shape)}"
+            )
         _check_k(k, ai.shape[-1], f" for a[{i}]")
     devices = {ai.device for ai, _, _ in items}
     if len(devices) > 1:
@@ -189,8 +212,7 @@ def _check_members(items: list, members: list[int], symmetry_tol: float | None) 
         for size in {m.shape[-1] for m in mats}:
             group = [i for i, m in zip(members, mats, strict=True) if m.shape[-1] == size]
             try:
-                quick_check(torch.stack([items[i][pos] for i in group]), symmetry_tol,
-                            finite=True)
+                quick_check(torch.stack([items[i][pos] for i in group]), symmetry_tol, finite=True)
             except InputRejected:
                 for i in group:
                     check_values(items[i][pos], symmetry_tol, f"{'ab'[pos]}[{i}]")
@@ -257,12 +279,28 @@ def eigh(
     tensor([[3.],
             [3.]])
     """
-    w, v = _run(a, b, vectors=True, k=k, largest=largest, lindep=lindep,
-                lindep_fill=lindep_fill, check=check, symmetry_tol=symmetry_tol, device=device,
-                solver_kw={"strategy": strategy, "chunk_size": chunk_size, "max_memory": max_memory,
-                               "workers": workers, "verify": verify, "autotune": autotune,
-                               "degenerate_tol": degenerate_tol,
-                               "broadening": broadening})
+    w, v = _run(
+        a,
+        b,
+        vectors=True,
+        k=k,
+        largest=largest,
+        lindep=lindep,
+        lindep_fill=lindep_fill,
+        check=check,
+        symmetry_tol=symmetry_tol,
+        device=device,
+        solver_kw={
+            "strategy": strategy,
+            "chunk_size": chunk_size,
+            "max_memory": max_memory,
+            "workers": workers,
+            "verify": verify,
+            "autotune": autotune,
+            "degenerate_tol": degenerate_tol,
+            "broadening": broadening,
+        },
+    )
     return EighResult(w, v)
 
 
@@ -294,8 +332,24 @@ def eigvalsh(
     >>> spectra.eigvalsh(np.diag([3.0, 1.0, 2.0]))
     array([1., 2., 3.])
     """
-    w, _ = _run(a, b, vectors=False, k=k, largest=largest, lindep=lindep,
-                lindep_fill=lindep_fill, check=check, symmetry_tol=symmetry_tol, device=device,
-                solver_kw={"strategy": strategy, "chunk_size": chunk_size, "max_memory": max_memory,
-                               "workers": workers, "verify": verify, "autotune": autotune})
+    w, _ = _run(
+        a,
+        b,
+        vectors=False,
+        k=k,
+        largest=largest,
+        lindep=lindep,
+        lindep_fill=lindep_fill,
+        check=check,
+        symmetry_tol=symmetry_tol,
+        device=device,
+        solver_kw={
+            "strategy": strategy,
+            "chunk_size": chunk_size,
+            "max_memory": max_memory,
+            "workers": workers,
+            "verify": verify,
+            "autotune": autotune,
+        },
+    )
     return w

@@ -62,8 +62,12 @@ def execute(
     """
     strategy = STRATEGIES[p.strategy]
 
-    def block(x: torch.Tensor, offset: int, w_out: torch.Tensor | None = None,
-              v_out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def block(
+        x: torch.Tensor,
+        offset: int,
+        w_out: torch.Tensor | None = None,
+        v_out: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         if pre is not None:
             pre(x, offset)
         try:
@@ -76,8 +80,11 @@ def execute(
             if pre is not None and not bool(torch.isfinite(x).all()):
                 raise InputRejected from None  # Inf the quick check let through
             raise
-        if (pre is not None and not bool(torch.isfinite(w).all())
-                and not bool(torch.isfinite(x).all())):
+        if (
+            pre is not None
+            and not bool(torch.isfinite(w).all())
+            and not bool(torch.isfinite(x).all())
+        ):
             raise InputRejected
         if v is not None:
             if p.verify:
@@ -87,8 +94,11 @@ def execute(
         return w, v
 
     chunks = p.chunks()
-    step = p.batch if p.device.type != "cpu" else \
-        max(1, SUB_BLOCK_BYTES // max(1, p.n * p.n * a.element_size()))
+    step = (
+        p.batch
+        if p.device.type != "cpu"
+        else max(1, SUB_BLOCK_BYTES // max(1, p.n * p.n * a.element_size()))
+    )
     if len(chunks) == 1 and p.workers == 1 and p.batch <= step:
         if p.single_threaded:
             with single_threaded_kernels(strategy.blas_pool):
@@ -97,10 +107,14 @@ def execute(
     w = torch.empty((p.batch, p.n), dtype=real_dtype(a.dtype), device=a.device)
     v = None
     if p.vectors:  # column-major like LAPACK's output, so solve_into writes in place
-        v = torch.empty_strided((p.batch, p.n, p.n), (p.n * p.n, 1, p.n), dtype=a.dtype,
-                                device=a.device)
-    threads = single_threaded_kernels(strategy.blas_pool) \
-        if p.workers > 1 or p.single_threaded else nullcontext()
+        v = torch.empty_strided(
+            (p.batch, p.n, p.n), (p.n * p.n, 1, p.n), dtype=a.dtype, device=a.device
+        )
+    threads = (
+        single_threaded_kernels(strategy.blas_pool)
+        if p.workers > 1 or p.single_threaded
+        else nullcontext()
+    )
     with threads:  # set once for all chunks: changing torch's thread count is not free
         for start, stop in chunks:
 
@@ -117,6 +131,5 @@ def execute(
             if p.workers == 1:
                 part(0, stop - start)
             else:
-                fan_out(part, stop - start, p.workers, blas=strategy.blas_pool,
-                        set_threads=False)
+                fan_out(part, stop - start, p.workers, blas=strategy.blas_pool, set_threads=False)
     return w, v

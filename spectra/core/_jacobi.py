@@ -113,8 +113,13 @@ def _rotations(a: torch.Tensor, skip: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return gh, block.view(apq.shape[0], 2, 2, apq.shape[1])
 
 
-def _step(a: torch.Tensor, w: torch.Tensor | None, skip: torch.Tensor, flat: torch.Tensor,
-          perm: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _step(
+    a: torch.Tensor,
+    w: torch.Tensor | None,
+    skip: torch.Tensor,
+    flat: torch.Tensor,
+    perm: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """One parallel step: rotate every pair of every matrix, move to the next pairing."""
     b, m = a.shape[0], a.shape[-1]
     k = m // 2
@@ -193,8 +198,12 @@ def jacobi_eigh(
     if not (a.is_floating_point() or a.is_complex()):
         raise TypeError(f"jacobi_eigh expects a floating or complex tensor, got {a.dtype}")
     with torch.no_grad():
-        return _jacobi(a.detach(), vectors, default_tol(a.shape[-1], a.dtype)
-                       if tol is None else float(tol), int(max_sweeps))
+        return _jacobi(
+            a.detach(),
+            vectors,
+            default_tol(a.shape[-1], a.dtype) if tol is None else float(tol),
+            int(max_sweeps),
+        )
 
 
 def _jacobi(a: torch.Tensor, vectors: bool, tol: float, max_sweeps: int) -> JacobiResult:
@@ -202,9 +211,12 @@ def _jacobi(a: torch.Tensor, vectors: bool, tol: float, max_sweeps: int) -> Jaco
     real = a.real.dtype if a.is_complex() else a.dtype
     dev = a.device
     if bsz == 0 or n == 0:
-        return JacobiResult(torch.zeros((bsz, n), dtype=real, device=dev),
-                            torch.zeros_like(a) if vectors else None,
-                            torch.ones(bsz, dtype=torch.bool, device=dev), 0)
+        return JacobiResult(
+            torch.zeros((bsz, n), dtype=real, device=dev),
+            torch.zeros_like(a) if vectors else None,
+            torch.ones(bsz, dtype=torch.bool, device=dev),
+            0,
+        )
     m = n + n % 2
     # Hermitian part, padded with zero dummy rows/columns, scaled by a power of two (exact)
     # so that |entries| < 1 and no norm over- or underflows.
@@ -226,8 +238,7 @@ def _jacobi(a: torch.Tensor, vectors: bool, tol: float, max_sweeps: int) -> Jaco
     w_out = torch.empty((bsz, m, m), dtype=a.dtype, device=dev) if vectors else None
     converged = torch.zeros(bsz, dtype=torch.bool, device=dev)
     active = torch.arange(bsz, device=dev)
-    w = torch.eye(m, dtype=a.dtype, device=dev).expand(bsz, m, m).contiguous() \
-        if vectors else None
+    w = torch.eye(m, dtype=a.dtype, device=dev).expand(bsz, m, m).contiguous() if vectors else None
     sweeps = 0
     while True:
         done = torch.linalg.matrix_norm(h * mask) <= tol * norm
@@ -261,8 +272,9 @@ def _jacobi(a: torch.Tensor, vectors: bool, tol: float, max_sweeps: int) -> Jaco
     return JacobiResult(eig, vecs, converged, sweeps)
 
 
-def solve(a: torch.Tensor, vectors: bool, workers: int = 1, *,
-          max_sweeps: int | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+def solve(
+    a: torch.Tensor, vectors: bool, workers: int = 1, *, max_sweeps: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The ``"jacobi"`` strategy: :func:`jacobi_eigh`, the matrices it flags as not converged
     recomputed by ``torch.linalg.eigh``.
 
@@ -291,8 +303,9 @@ def solve(a: torch.Tensor, vectors: bool, workers: int = 1, *,
     return w, v
 
 
-def _solve_checked(a: torch.Tensor, vectors: bool,
-                   sweeps: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _solve_checked(
+    a: torch.Tensor, vectors: bool, sweeps: int
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     w, v, converged, _ = jacobi_eigh(a, vectors, max_sweeps=sweeps)
     if not bool(converged.all()):
         idx = torch.nonzero(~converged).flatten()
@@ -306,7 +319,15 @@ def _solve_checked(a: torch.Tensor, vectors: bool,
     return w, v
 
 
-register(Strategy("jacobi", ("cpu", "cuda"), solve,
-                  "spectra's batched parallel cyclic Jacobi in torch ops (stays batched on "
-                  "CUDA for torch < 2.12; non-converged matrices recomputed by eigh)",
-                  threadable=True, tunable_on=("cuda",), memory_factor=9.0))
+register(
+    Strategy(
+        "jacobi",
+        ("cpu", "cuda"),
+        solve,
+        "spectra's batched parallel cyclic Jacobi in torch ops (stays batched on "
+        "CUDA for torch < 2.12; non-converged matrices recomputed by eigh)",
+        threadable=True,
+        tunable_on=("cuda",),
+        memory_factor=9.0,
+    )
+)

@@ -37,7 +37,6 @@ def cpu_solve_seconds(n: int, dtype: torch.dtype) -> float:
     return complex_factor * (5e-6 + 1.5e-9 * n**3)
 
 
-
 def torch_version() -> tuple[int, int]:
     """``(major, minor)`` of the running torch."""
     major, minor = torch.__version__.split("+")[0].split(".")[:2]
@@ -73,8 +72,9 @@ class Plan:
 
     def chunks(self) -> list[tuple[int, int]]:
         """``(start, stop)`` of each chunk of the flat batch."""
-        return [(s, min(s + self.chunk_size, self.batch))
-                for s in range(0, self.batch, self.chunk_size)]
+        return [
+            (s, min(s + self.chunk_size, self.batch)) for s in range(0, self.batch, self.chunk_size)
+        ]
 
     def __str__(self) -> str:
         lines = [
@@ -82,8 +82,7 @@ class Plan:
             f"on {self.device} ({'eigenpairs' if self.vectors else 'eigenvalues only'})",
             f"  strategy     {self.strategy}: {STRATEGIES[self.strategy].description}",
             f"  workers      {self.workers}"
-            + (" (batch split across threads, one kernel thread each)" if self.workers > 1
-               else ""),
+            + (" (batch split across threads, one kernel thread each)" if self.workers > 1 else ""),
             f"  chunks       {self.n_chunks} of up to {self.chunk_size} matrices "
             f"({self.bytes_per_matrix:,} B each, budget {self.memory_budget:,} B)",
             f"  verify       {'V^H V = I checked, failures recomputed' if self.verify else 'off'}",
@@ -171,8 +170,19 @@ def plan(
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
     budget = default_budget(device) if max_memory is None else int(max_memory)
-    return _plan_cached(n, batch, dtype, device, vectors, strategy, chunk_size, budget,
-                        workers if workers is not None else cpu_count(), verify, autotune)
+    return _plan_cached(
+        n,
+        batch,
+        dtype,
+        device,
+        vectors,
+        strategy,
+        chunk_size,
+        budget,
+        workers if workers is not None else cpu_count(),
+        verify,
+        autotune,
+    )
 
 
 def _size_class(batch: int) -> int:
@@ -180,8 +190,9 @@ def _size_class(batch: int) -> int:
 
 
 @functools.lru_cache(maxsize=256)
-def _autotune(n: int, batch_class: int, dtype: torch.dtype, device: torch.device,
-              vectors: bool, workers: int) -> tuple[str, tuple[tuple[str, float], ...]]:
+def _autotune(
+    n: int, batch_class: int, dtype: torch.dtype, device: torch.device, vectors: bool, workers: int
+) -> tuple[str, tuple[tuple[str, float], ...]]:
     """Time each tunable strategy on a random sample; return the fastest and the timings."""
 
     from ._samples import random_hermitian
@@ -207,8 +218,9 @@ def _autotune(n: int, batch_class: int, dtype: torch.dtype, device: torch.device
 
 
 @functools.lru_cache(maxsize=1024)
-def _plan_cached(n, batch, dtype, device, vectors, strategy, chunk_size, budget, workers,
-                 verify, autotune) -> Plan:
+def _plan_cached(
+    n, batch, dtype, device, vectors, strategy, chunk_size, budget, workers, verify, autotune
+) -> Plan:
     reasons: list[str] = []
     if strategy is not None:
         if strategy not in STRATEGIES:
@@ -217,8 +229,12 @@ def _plan_cached(n, batch, dtype, device, vectors, strategy, chunk_size, budget,
             raise ValueError(f"strategy {strategy!r} cannot run on {device}")
         name = strategy
         reasons.append(f"strategy={strategy!r} given")
-    elif autotune or (autotune is None and device.type == "cuda"
-                      and not cuda_batched_everywhere() and n > LEGACY_CUDA_BATCHED_MAX_N):
+    elif autotune or (
+        autotune is None
+        and device.type == "cuda"
+        and not cuda_batched_everywhere()
+        and n > LEGACY_CUDA_BATCHED_MAX_N
+    ):
         name, timings = _autotune(n, _size_class(batch), dtype, device, vectors, workers)
         shown = ", ".join(f"{k} {1e3 * t:.2f} ms" for k, t in timings)
         reasons.append(f"autotuned on {min(_size_class(batch), 256)} sample matrices: {shown}")
@@ -229,12 +245,16 @@ def _plan_cached(n, batch, dtype, device, vectors, strategy, chunk_size, budget,
         if not cuda_batched_everywhere() and n > LEGACY_CUDA_BATCHED_MAX_N:
             if STRATEGIES["cupy-syevj"].supports(device):
                 name = "cupy-syevj"
-                reasons.append(f"torch {torch.__version__} loops syevd for n > 32 on CUDA; "
-                               "CuPy's batched syevj stays batched")
+                reasons.append(
+                    f"torch {torch.__version__} loops syevd for n > 32 on CUDA; "
+                    "CuPy's batched syevj stays batched"
+                )
             elif "jacobi" in STRATEGIES:
                 name = "jacobi"
-                reasons.append(f"torch {torch.__version__} loops syevd for n > 32 on CUDA; "
-                               "spectra's batched Jacobi stays batched")
+                reasons.append(
+                    f"torch {torch.__version__} loops syevd for n > 32 on CUDA; "
+                    "spectra's batched Jacobi stays batched"
+                )
         else:
             reasons.append("one batched cuSOLVER call per chunk")
     itemsize = torch.empty((), dtype=dtype).element_size()
@@ -255,17 +275,39 @@ def _plan_cached(n, batch, dtype, device, vectors, strategy, chunk_size, budget,
     used_workers = 1
     if device.type == "cpu" and STRATEGIES[name].threadable:
         serial = min(size, batch) * cpu_solve_seconds(n, dtype)
-        if workers > 1 and min(size, batch) >= _MIN_PARALLEL_BATCH \
-                and serial >= _MIN_PARALLEL_SECONDS:
+        if (
+            workers > 1
+            and min(size, batch) >= _MIN_PARALLEL_BATCH
+            and serial >= _MIN_PARALLEL_SECONDS
+        ):
             used_workers = min(workers, size)
-            reasons.append(f"{used_workers} workers: each chunk split across a persistent "
-                           "thread pool, 1 intra-op/BLAS thread each")
+            reasons.append(
+                f"{used_workers} workers: each chunk split across a persistent "
+                "thread pool, 1 intra-op/BLAS thread each"
+            )
         else:
-            reasons.append("one core, or too little work to share: a single call in the "
-                           "caller's thread")
+            reasons.append(
+                "one core, or too little work to share: a single call in the caller's thread"
+            )
     single = device.type == "cpu" and (used_workers > 1 or n < THREADED_LAPACK_MIN_N)
     if device.type == "cpu" and used_workers == 1:
-        reasons.append("one kernel thread per solve" if single else
-                       f"n >= {THREADED_LAPACK_MIN_N}: threaded LAPACK inside the one call")
-    return Plan(n, batch, dtype, device, vectors, name, size, used_workers, do_verify,
-                per_matrix, budget, tuple(reasons), single)
+        reasons.append(
+            "one kernel thread per solve"
+            if single
+            else f"n >= {THREADED_LAPACK_MIN_N}: threaded LAPACK inside the one call"
+        )
+    return Plan(
+        n,
+        batch,
+        dtype,
+        device,
+        vectors,
+        name,
+        size,
+        used_workers,
+        do_verify,
+        per_matrix,
+        budget,
+        tuple(reasons),
+        single,
+    )

@@ -27,9 +27,7 @@ def matrix_seconds(n: int, device: torch.device) -> float:
     return cpu_solve_seconds(n, torch.float64)
 
 
-def choose_buckets(
-    sizes: Sequence[int], device: torch.device, pad: bool = True
-) -> list[int]:
+def choose_buckets(sizes: Sequence[int], device: torch.device, pad: bool = True) -> list[int]:
     """Bucket ceilings for ``sizes``: minimise ``sum(overhead + count * t(ceiling))``.
 
     A dynamic program over the sorted distinct sizes. On CUDA with torch < 2.12 no bucket

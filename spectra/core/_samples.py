@@ -9,8 +9,9 @@ def _wide(dtype: torch.dtype) -> torch.dtype:
     return torch.complex128 if dtype.is_complex else torch.float64
 
 
-def random_unitary(batch: tuple[int, ...], n: int, dtype: torch.dtype,
-                   generator: torch.Generator | None = None) -> torch.Tensor:
+def random_unitary(
+    batch: tuple[int, ...], n: int, dtype: torch.dtype, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """Haar-distributed orthogonal/unitary matrices (QR of a Gaussian with phase fix)."""
     z = torch.randn(*batch, n, n, dtype=_wide(dtype), generator=generator)
     q, r = torch.linalg.qr(z)
@@ -27,8 +28,9 @@ def with_spectrum(w: torch.Tensor, dtype: torch.dtype, seed: int = 0) -> torch.T
     return (0.5 * (a + a.mH)).to(dtype)
 
 
-def random_hermitian(batch: tuple[int, ...], n: int, dtype: torch.dtype,
-                     seed: int = 0) -> torch.Tensor:
+def random_hermitian(
+    batch: tuple[int, ...], n: int, dtype: torch.dtype, seed: int = 0
+) -> torch.Tensor:
     """``(X + X^H) / 2`` for a Gaussian ``X`` (GOE/GUE-like spectra)."""
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(*batch, n, n, dtype=_wide(dtype), generator=gen)

@@ -48,11 +48,18 @@ def _cases(dtype: torch.dtype, quick: bool) -> list[tuple[str, Any, Any, dict]]:
         cases.append((name, with_spectrum(w.repeat(16, 1), dtype, 7), None, {}))
     cond = 1e2 if dtype in (torch.float32, torch.complex64) else 1e6
     s = torch.logspace(0, float(np.log10(cond)), 10, dtype=torch.float64).repeat(16, 1)
-    cases.append((f"generalized, cond(b)={cond:.0e}", random_hermitian((16,), 10, dtype, 8),
-                  with_spectrum(s, dtype, 9), {}))
+    cases.append(
+        (
+            f"generalized, cond(b)={cond:.0e}",
+            random_hermitian((16,), 10, dtype, 8),
+            with_spectrum(s, dtype, 9),
+            {},
+        )
+    )
     sizes = list(range(1, 41))
-    cases.append(("ragged sizes 1..40", [random_hermitian((), n, dtype, n) for n in sizes],
-                  None, {}))
+    cases.append(
+        ("ragged sizes 1..40", [random_hermitian((), n, dtype, n) for n in sizes], None, {})
+    )
     return cases
 
 
@@ -65,8 +72,9 @@ def _measure(a, b, w, v) -> tuple[float, float, float]:
     return worst["eigenvalue_error"], worst["residual"], worst["orthogonality"]
 
 
-def run_checks(device: str = "cpu", quick: bool = False,
-               dtypes: tuple[torch.dtype, ...] = DTYPES) -> list[CheckRow]:
+def run_checks(
+    device: str = "cpu", quick: bool = False, dtypes: tuple[torch.dtype, ...] = DTYPES
+) -> list[CheckRow]:
     """Run every case on ``device``; metrics are computed on the CPU in double precision."""
     rows = []
     for dtype in dtypes:
@@ -79,8 +87,9 @@ def run_checks(device: str = "cpu", quick: bool = False,
             if device.startswith("cuda"):
                 torch.cuda.synchronize()
             dt = time.perf_counter() - t0
-            to_cpu = (lambda x: [t.cpu() for t in x]) if isinstance(w, list) else \
-                (lambda x: x.cpu())
+            to_cpu = (
+                (lambda x: [t.cpu() for t in x]) if isinstance(w, list) else (lambda x: x.cpu())
+            )
             err, res, orth = _measure(a, b, to_cpu(w), to_cpu(v))
             # the generalized case loses ~sqrt(cond(b)) digits in the B-orthogonality
             slack = 10.0 if b is not None else 1.0
@@ -92,13 +101,17 @@ def run_checks(device: str = "cpu", quick: bool = False,
 
 def format_table(rows: list[CheckRow]) -> str:
     """A fixed-width pass/fail table."""
-    head = f"{'case':32} {'dtype':10} {'shape':14} {'eig err':>9} {'residual':>9} " \
-           f"{'orth':>9} {'tol':>7} {'sec':>6}  result"
+    head = (
+        f"{'case':32} {'dtype':10} {'shape':14} {'eig err':>9} {'residual':>9} "
+        f"{'orth':>9} {'tol':>7} {'sec':>6}  result"
+    )
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r.case:32} {r.dtype:10} {r.shape:14} {r.eigenvalue_error:9.1e} "
-                     f"{r.residual:9.1e} {r.orthogonality:9.1e} {r.tolerance:7.0e} "
-                     f"{r.seconds:6.3f}  {'PASS' if r.passed else 'FAIL'}")
+        lines.append(
+            f"{r.case:32} {r.dtype:10} {r.shape:14} {r.eigenvalue_error:9.1e} "
+            f"{r.residual:9.1e} {r.orthogonality:9.1e} {r.tolerance:7.0e} "
+            f"{r.seconds:6.3f}  {'PASS' if r.passed else 'FAIL'}"
+        )
     return "\n".join(lines)
 
 

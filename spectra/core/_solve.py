@@ -71,13 +71,24 @@ def solve_standard(
         return w, (torch.zeros_like(a) if vectors else None)
     flat = a.reshape(-1, n, n)
     needs_grad = torch.is_grad_enabled() and a.requires_grad
-    p = plan(n, flat.shape[0], a.dtype, a.device, vectors=vectors or needs_grad,
-             strategy=opts.strategy, chunk_size=opts.chunk_size, max_memory=opts.max_memory,
-             workers=opts.workers, verify=opts.verify, autotune=opts.autotune)
+    p = plan(
+        n,
+        flat.shape[0],
+        a.dtype,
+        a.device,
+        vectors=vectors or needs_grad,
+        strategy=opts.strategy,
+        chunk_size=opts.chunk_size,
+        max_memory=opts.max_memory,
+        workers=opts.workers,
+        verify=opts.verify,
+        autotune=opts.autotune,
+    )
     post = fix_gauge_ if gauge else None
     if needs_grad:
-        w, v = eigh_with_grad(flat, lambda x: execute(p, x, pre, post), opts.degenerate_tol,
-                              opts.broadening)
+        w, v = eigh_with_grad(
+            flat, lambda x: execute(p, x, pre, post), opts.degenerate_tol, opts.broadening
+        )
     else:
         w, v = execute(p, flat.contiguous(), pre, post)
     w = w.reshape(*batch_shape, n)
@@ -99,8 +110,12 @@ def solve_cholesky(
 
 
 def solve_canonical(
-    a: torch.Tensor, b: torch.Tensor, vectors: bool, opts: SolverOptions,
-    lindep: float, fill: float,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    vectors: bool,
+    opts: SolverOptions,
+    lindep: float,
+    fill: float,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``A v = w B v`` with ``B``'s eigen-directions below ``lindep`` dropped (as PySCF).
 
@@ -110,8 +125,14 @@ def solve_canonical(
     s, u = solve_standard(b, True, opts)
     assert u is not None
     keep = s > lindep
-    scale = torch.where(keep, s.clamp_min(lindep if lindep > 0 else torch.finfo(s.dtype).tiny),
-                        torch.ones_like(s)).rsqrt() * keep
+    scale = (
+        torch.where(
+            keep,
+            s.clamp_min(lindep if lindep > 0 else torch.finfo(s.dtype).tiny),
+            torch.ones_like(s),
+        ).rsqrt()
+        * keep
+    )
     x = u * scale.unsqueeze(-2).to(u.dtype)
     reduced = x.mH @ a @ x
     reduced = 0.5 * (reduced + reduced.mH)

@@ -83,8 +83,9 @@ def _scipy_loop(a: torch.Tensor, vectors: bool, workers: int) -> Result:
 
     arr = a.detach().cpu().numpy()
     n = arr.shape[-1]
-    w = np.empty(arr.shape[:-1], dtype=np.float32 if arr.dtype in (np.float32, np.complex64)
-                 else np.float64)
+    w = np.empty(
+        arr.shape[:-1], dtype=np.float32 if arr.dtype in (np.float32, np.complex64) else np.float64
+    )
     v = np.empty_like(arr) if vectors else None
     for i in range(arr.shape[0]):
         if vectors:
@@ -115,12 +116,41 @@ def _cupy_syevj(a: torch.Tensor, vectors: bool, workers: int) -> Result:
         return torch.from_dlpack(cupy.linalg.eigvalsh(arr)), None
 
 
-register(Strategy("torch", ("cpu", "cuda"), _torch_batched,
-                  "batched torch.linalg.eigh (LAPACK syevd loop on CPU, cuSOLVER batched on "
-                  "CUDA)", threadable=True, solve_into=_torch_into))
-register(Strategy("numpy", ("cpu",), _numpy_solve, "numpy.linalg.eigh (LAPACK looped in C)",
-                  threadable=True, blas_pool=True))
-register(Strategy("scipy", ("cpu",), _scipy_loop,
-                  "scipy.linalg.eigh per matrix (the reference; slow)", tunable_on=()))
-register(Strategy("cupy-syevj", ("cuda",), _cupy_syevj,
-                  "CuPy batched syevj through DLPack", available=_cupy_available))
+register(
+    Strategy(
+        "torch",
+        ("cpu", "cuda"),
+        _torch_batched,
+        "batched torch.linalg.eigh (LAPACK syevd loop on CPU, cuSOLVER batched on CUDA)",
+        threadable=True,
+        solve_into=_torch_into,
+    )
+)
+register(
+    Strategy(
+        "numpy",
+        ("cpu",),
+        _numpy_solve,
+        "numpy.linalg.eigh (LAPACK looped in C)",
+        threadable=True,
+        blas_pool=True,
+    )
+)
+register(
+    Strategy(
+        "scipy",
+        ("cpu",),
+        _scipy_loop,
+        "scipy.linalg.eigh per matrix (the reference; slow)",
+        tunable_on=(),
+    )
+)
+register(
+    Strategy(
+        "cupy-syevj",
+        ("cuda",),
+        _cupy_syevj,
+        "CuPy batched syevj through DLPack",
+        available=_cupy_available,
+    )
+)

@@ -84,8 +84,13 @@ def split_ranges(total: int, parts: int) -> list[tuple[int, int]]:
     return out
 
 
-def fan_out(fn: Callable[[int, int], T], total: int, workers: int, blas: bool = False,
-            set_threads: bool = True) -> list[T]:
+def fan_out(
+    fn: Callable[[int, int], T],
+    total: int,
+    workers: int,
+    blas: bool = False,
+    set_threads: bool = True,
+) -> list[T]:
     """Call ``fn(start, stop)`` on ``workers`` contiguous parts of ``range(total)`` in parallel.
 
     Workers run under ``torch.no_grad()`` (grad mode is per thread) with one kernel

@@ -65,8 +65,11 @@ def validate(
     anorm = torch.linalg.matrix_norm(at).clamp_min(torch.finfo(torch.float64).tiny)
     residual = torch.linalg.matrix_norm(resid) / anorm
     eye = torch.eye(v.shape[-1], dtype=v.dtype)
-    orth = (v.mH @ bv - eye).abs().flatten(-2).amax(-1) if v.shape[-1] else \
-        torch.zeros(v.shape[:-2], dtype=torch.float64)
+    orth = (
+        (v.mH @ bv - eye).abs().flatten(-2).amax(-1)
+        if v.shape[-1]
+        else torch.zeros(v.shape[:-2], dtype=torch.float64)
+    )
     err = None
     if reference:
         from .reference import reference_eigh
@@ -76,7 +79,7 @@ def validate(
         ref = reference_eigh(at.numpy(), None if bt is None else bt.numpy(), eigvals_only=True)
         wref = torch.from_numpy(np.asarray(ref.eigenvalues))
         # the slice of the full spectrum that w holds: match it to the closest window
-        errs = torch.stack([(w - wref[..., s:s + k]).abs().amax(-1) for s in range(n - k + 1)])
+        errs = torch.stack([(w - wref[..., s : s + k]).abs().amax(-1) for s in range(n - k + 1)])
         scale = torch.linalg.matrix_norm(at, ord=2).clamp_min(torch.finfo(torch.float64).tiny)
         err = (errs.amin(0) / scale).numpy()
     return Validation(residual.numpy(), orth.numpy(), err)

@@ -21,7 +21,11 @@ def _as_numpy(x: Any) -> np.ndarray:
 
 
 def reference_eigh(
-    a: Any, b: Any = None, *, k: int | None = None, largest: bool = False,
+    a: Any,
+    b: Any = None,
+    *,
+    k: int | None = None,
+    largest: bool = False,
     eigvals_only: bool = False,
 ) -> EighResult:
     """``scipy.linalg.eigh`` over the batch, shaped like ``spectra.eigh`` (NumPy out).
@@ -35,8 +39,12 @@ def reference_eigh(
     array([1., 2.])
     """
     if isinstance(a, (list, tuple)) and a and hasattr(a[0], "shape"):
-        parts = [reference_eigh(ai, None if b is None else b[i], k=k, largest=largest,
-                                eigvals_only=eigvals_only) for i, ai in enumerate(a)]
+        parts = [
+            reference_eigh(
+                ai, None if b is None else b[i], k=k, largest=largest, eigvals_only=eigvals_only
+            )
+            for i, ai in enumerate(a)
+        ]
         return EighResult([p.eigenvalues for p in parts], [p.eigenvectors for p in parts])
     an = _as_numpy(a)
     bn = None if b is None else _as_numpy(b)

@@ -31,8 +31,12 @@ def local_client(workers: int, dashboard: bool = False) -> Iterator[Any]:
     distributed = require_distributed()
     address = "127.0.0.1:0" if dashboard and _has_bokeh() else None
     cluster = distributed.LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=address, silence_logs=logging.ERROR,
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=address,
+        silence_logs=logging.ERROR,
     )
     client = distributed.Client(cluster)
     try:
@@ -73,8 +77,14 @@ def _median(fn: Any, repeats: int) -> float:
     return median(times)
 
 
-def run_dask_bench(workers: int, quick: bool = False, *, n: int = 64,
-                   target_s: float | None = None, device: str = "cpu") -> list[dict]:
+def run_dask_bench(
+    workers: int,
+    quick: bool = False,
+    *,
+    n: int = 64,
+    target_s: float | None = None,
+    device: str = "cpu",
+) -> list[dict]:
     """Time one batch on ``workers`` local Dask worker processes vs one process.
 
     Parameters
@@ -125,12 +135,17 @@ def run_dask_bench(workers: int, quick: bool = False, *, n: int = 64,
     rows = []
     with local_client(workers, dashboard=True) as client:
         # the same matrices, made on the workers (the client's copy never travels)
-        xd = da.map_blocks(_make_block, n, per_block, chunks=((per_block,) * blocks, n, n),
-                           dtype=np.float64, meta=np.empty((0, 0, 0)))
+        xd = da.map_blocks(
+            _make_block,
+            n,
+            per_block,
+            chunks=((per_block,) * blocks, n, n),
+            dtype=np.float64,
+            meta=np.empty((0, 0, 0)),
+        )
         xd = client.persist(xd)
         distributed.wait(xd)
-        link = client.dashboard_link if client.cluster.dashboard_link and _has_bokeh() \
-            else None
+        link = client.dashboard_link if client.cluster.dashboard_link and _has_bokeh() else None
 
         def keep() -> None:
             w, v = client.persist(list(eigh(xd, **options)))
@@ -145,10 +160,21 @@ def run_dask_bench(workers: int, quick: bool = False, *, n: int = 64,
         exact = bool(np.array_equal(gather()[0], ref))
     name = f"eigh n={n} float64 x{count}"
     for variant, seconds in (("results kept on workers", kept), ("results gathered", gathered)):
-        rows.append({"name": f"{name}, {variant}", "n": n, "batch": count, "blocks": blocks,
-                     "workers": workers, "device": device, "one_process_s": one,
-                     "dask_s": seconds, "ratio": one / seconds, "exact": exact,
-                     "dashboard": link})
+        rows.append(
+            {
+                "name": f"{name}, {variant}",
+                "n": n,
+                "batch": count,
+                "blocks": blocks,
+                "workers": workers,
+                "device": device,
+                "one_process_s": one,
+                "dask_s": seconds,
+                "ratio": one / seconds,
+                "exact": exact,
+                "dashboard": link,
+            }
+        )
     return rows
 
 
@@ -158,7 +184,9 @@ def format_rows(rows: list[dict]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         label = "{} ({} workers)".format(r["name"], r["workers"])
-        lines.append(f"{label:<58} "
-                     f"{r['one_process_s']:>9.3f}s {r['dask_s']:>9.3f}s {r['ratio']:>6.2f}x  "
-                     f"{r['exact']}")
+        lines.append(
+            f"{label:<58} "
+            f"{r['one_process_s']:>9.3f}s {r['dask_s']:>9.3f}s {r['ratio']:>6.2f}x  "
+            f"{r['exact']}"
+        )
     return "\n".join(lines)

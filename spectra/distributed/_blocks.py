@@ -42,8 +42,9 @@ def relocate(exc: BaseException, offset: tuple[int, ...], block_id: tuple[int, .
     if not _INDICES.search(message) or not any(offset):
         shifted = message
     else:
-        shifted = _INDICES.sub(lambda m: m.group(1) + "[" + _shift_list(m.group(2), offset)
-                               + "]", message)
+        shifted = _INDICES.sub(
+            lambda m: m.group(1) + "[" + _shift_list(m.group(2), offset) + "]", message
+        )
     text = f"dask block {block_id}: {shifted}"
     indices = getattr(exc, "indices", None)
     try:
@@ -89,8 +90,9 @@ def aligned(block: Any) -> Any:
     return np.array(block, copy=True, order="C")
 
 
-def solve_block(a: Any, b: Any = None, *, vectors: bool, options: dict[str, Any],
-                block_info: dict | None = None) -> Any:
+def solve_block(
+    a: Any, b: Any = None, *, vectors: bool, options: dict[str, Any], block_info: dict | None = None
+) -> Any:
     """Solve one block with the core; ``(w, v)`` if ``vectors`` else ``w``."""
     import spectra
 

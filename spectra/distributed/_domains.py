@@ -78,23 +78,31 @@ def bands(model: Any, k: Any, **kwargs: Any) -> Any:
     _picklable(model, "model")
     if len(k.chunks[-1]) > 1:
         k = k.rechunk({k.ndim - 1: -1})
-    probe = model.bands(np.zeros((1,) * (k.ndim - 1) + (k.shape[-1],), dtype=k.dtype),
-                        **kwargs)
+    probe = model.bands(np.zeros((1,) * (k.ndim - 1) + (k.shape[-1],), dtype=k.dtype), **kwargs)
     outs = probe if isinstance(probe, (tuple, list)) else (probe,)
     lead = _LETTERS[: k.ndim - 1]
     k_index = lead + "z"
     results = []
     for i, sample in enumerate(outs):
         sample = np.asarray(sample) if not hasattr(sample, "ndim") else sample
-        tail = tuple(sample.shape[k.ndim - 1:])
-        new = _LETTERS[k.ndim - 1: k.ndim - 1 + len(tail)]
-        results.append(da.blockwise(
-            _bands_block, lead + new, k, k_index,
-            model=model, kwargs=kwargs, index=i if isinstance(probe, (tuple, list)) else None,
-            new_axes=dict(zip(new, tail, strict=True)), concatenate=True,
-            meta=meta_from_array(sample, ndim=len(lead) + len(tail)),
-            name=None, token="spectra-bands",
-        ))
+        tail = tuple(sample.shape[k.ndim - 1 :])
+        new = _LETTERS[k.ndim - 1 : k.ndim - 1 + len(tail)]
+        results.append(
+            da.blockwise(
+                _bands_block,
+                lead + new,
+                k,
+                k_index,
+                model=model,
+                kwargs=kwargs,
+                index=i if isinstance(probe, (tuple, list)) else None,
+                new_axes=dict(zip(new, tail, strict=True)),
+                concatenate=True,
+                meta=meta_from_array(sample, ndim=len(lead) + len(tail)),
+                name=None,
+                token="spectra-bands",
+            )
+        )
     return tuple(results) if isinstance(probe, (tuple, list)) else results[0]
 
 
@@ -102,8 +110,11 @@ def bands(model: Any, k: Any, **kwargs: Any) -> Any:
 
 
 def _accumulator(dtype: np.dtype) -> np.dtype:
-    return np.dtype(np.complex128) if np.issubdtype(dtype, np.complexfloating) \
+    return (
+        np.dtype(np.complex128)
+        if np.issubdtype(dtype, np.complexfloating)
         else np.dtype(np.float64)
+    )
 
 
 def block_moments(x: Any) -> tuple[Any, Any, Any]:
@@ -139,8 +150,10 @@ def _tree(parts: list[Any]) -> Any:
 
     merge = dask.delayed(merge_moments, pure=True)
     while len(parts) > 1:
-        parts = [merge(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
-                 for i in range(0, len(parts), 2)]
+        parts = [
+            merge(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
+            for i in range(0, len(parts), 2)
+        ]
     return parts[0]
 
 
@@ -184,9 +197,11 @@ def moments(x: Any) -> tuple[Any, Any, Any]:
     if not isinstance(x, da.Array):
         x = da.from_array(np.asarray(x), chunks=("auto", "auto", -1))
     if x.ndim != 3:
-        raise ValueError(f"x must have shape (datasets, samples, features), got {x.shape}; "
-                         "pass a list of (samples, features) arrays for datasets of "
-                         "different lengths")
+        raise ValueError(
+            f"x must have shape (datasets, samples, features), got {x.shape}; "
+            "pass a list of (samples, features) arrays for datasets of "
+            "different lengths"
+        )
     if len(x.chunks[-1]) > 1:
         x = x.rechunk({2: -1})
     acc = _accumulator(x.dtype)
@@ -206,13 +221,17 @@ def _moments_list(xs: Sequence[Any]) -> tuple[Any, Any, Any]:
 
     if not xs:
         raise ValueError("x is an empty list of datasets")
-    arrays = [x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks=("auto", -1))
-              for x in xs]
+    arrays = [
+        x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks=("auto", -1))
+        for x in xs
+    ]
     features = {a.shape[-1] if a.ndim == 2 else None for a in arrays}
     if len(features) != 1 or None in features:
         shapes = [tuple(a.shape) for a in arrays]
-        raise ValueError(f"every dataset must be (samples, features) with the same number of "
-                         f"features, got shapes {shapes}")
+        raise ValueError(
+            f"every dataset must be (samples, features) with the same number of "
+            f"features, got shapes {shapes}"
+        )
     f = features.pop()
     acc = np.result_type(*[_accumulator(a.dtype) for a in arrays])
     stat = dask.delayed(block_moments, pure=True)
@@ -261,8 +280,10 @@ def fit_pca(pca: Any, x: Any, *, finish: str | None = None) -> Any:
     names = (finish,) if finish is not None else _FINISHERS
     method = next((getattr(pca, n) for n in names if callable(getattr(pca, n, None))), None)
     if method is None:
-        raise TypeError(f"{type(pca).__name__} has no method to fit from moments; looked for "
-                        f"{list(names)} (called as method(count, mean, scatter))")
+        raise TypeError(
+            f"{type(pca).__name__} has no method to fit from moments; looked for "
+            f"{list(names)} (called as method(count, mean, scatter))"
+        )
     count, mean, scatter = dask.compute(*moments(x))
     dtype = _data_dtype(x)
     if dtype in (np.float32, np.complex64):  # accumulated in double; same dtype out
@@ -272,6 +293,7 @@ def fit_pca(pca: Any, x: Any, *, finish: str | None = None) -> Any:
 
 def _data_dtype(x: Any) -> np.dtype:
     if isinstance(x, (list, tuple)):
-        return np.result_type(*[np.asarray(a).dtype if not hasattr(a, "dtype") else a.dtype
-                                for a in x])
+        return np.result_type(
+            *[np.asarray(a).dtype if not hasattr(a, "dtype") else a.dtype for a in x]
+        )
     return np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype

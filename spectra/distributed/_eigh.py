@@ -23,8 +23,10 @@ def _as_dask(x: Any, name: str) -> Any:
     if isinstance(x, da.Array):
         return x
     if type(x).__module__.split(".")[0] == "torch":
-        raise TypeError(f"{name}: expected a dask array; build one from NumPy/CuPy chunks "
-                        "(e.g. dask.array.from_array(t.numpy())) rather than a torch tensor")
+        raise TypeError(
+            f"{name}: expected a dask array; build one from NumPy/CuPy chunks "
+            "(e.g. dask.array.from_array(t.numpy())) rather than a torch tensor"
+        )
     if not (hasattr(x, "shape") and hasattr(x, "dtype")):
         x = np.asarray(x)
     chunks = ("auto",) * max(0, x.ndim - 2) + (-1,) * min(2, x.ndim)
@@ -33,8 +35,9 @@ def _as_dask(x: Any, name: str) -> Any:
 
 def _check_square(x: Any, name: str) -> None:
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
-        raise ValueError(f"{name} must have shape (..., n, n) (a batch of square matrices), "
-                         f"got {tuple(x.shape)}")
+        raise ValueError(
+            f"{name} must have shape (..., n, n) (a batch of square matrices), got {tuple(x.shape)}"
+        )
 
 
 def _check_options(options: dict[str, Any], vectors: bool) -> None:
@@ -44,8 +47,9 @@ def _check_options(options: dict[str, Any], vectors: bool) -> None:
     allowed = set(inspect.signature(fn).parameters) - {"a", "b", "k", "largest"}
     unknown = sorted(set(options) - allowed)
     if unknown:
-        raise TypeError(f"unknown core option(s) {unknown}; {fn.__name__} accepts "
-                        f"{sorted(allowed)}")
+        raise TypeError(
+            f"unknown core option(s) {unknown}; {fn.__name__} accepts {sorted(allowed)}"
+        )
 
 
 def _check_k(k: int | None, n: int) -> None:
@@ -105,16 +109,19 @@ def _align(x: Any, b: Any) -> tuple[Any, Any]:
     _check_square(b, "b")
     n = x.shape[-1]
     if b.shape[-1] != n:
-        raise ValueError(f"x and b must have the same matrix size, got x {tuple(x.shape)} "
-                         f"and b {tuple(b.shape)}")
+        raise ValueError(
+            f"x and b must have the same matrix size, got x {tuple(x.shape)} and b {tuple(b.shape)}"
+        )
     b = whole_matrices(b, "b", stacklevel=6)
     if b.ndim == 2:  # one b for every matrix: each block gets all of it
         return x, b
     try:
         batch = np.broadcast_shapes(x.shape[:-2], b.shape[:-2])
     except ValueError as exc:
-        raise ValueError(f"the batch shapes of x {tuple(x.shape[:-2])} and b "
-                         f"{tuple(b.shape[:-2])} do not broadcast") from exc
+        raise ValueError(
+            f"the batch shapes of x {tuple(x.shape[:-2])} and b "
+            f"{tuple(b.shape[:-2])} do not broadcast"
+        ) from exc
     if x.shape[:-2] != batch:
         x = da.broadcast_to(x, (*batch, n, n))
     if b.shape != x.shape:
@@ -124,8 +131,9 @@ def _align(x: Any, b: Any) -> tuple[Any, Any]:
     return x, b
 
 
-def _map(x: Any, b: Any, *, vectors: bool, k: int | None, largest: bool,
-         options: dict[str, Any]) -> tuple[Any, Any]:
+def _map(
+    x: Any, b: Any, *, vectors: bool, k: int | None, largest: bool, options: dict[str, Any]
+) -> tuple[Any, Any]:
     da = require_dask()
     from dask.array.utils import meta_from_array
 
@@ -146,24 +154,57 @@ def _map(x: Any, b: Any, *, vectors: bool, k: int | None, largest: bool,
     real_meta = x._meta.real if np.iscomplexobj(x._meta) else x._meta
     w_meta = meta_from_array(real_meta, ndim=x.ndim - 1, dtype=wdtype)
     if not vectors:
-        w = da.map_blocks(solve_block, *args, vectors=False, options=opts,
-                          chunks=(*batch_chunks, (m,)), drop_axis=x.ndim - 1,
-                          meta=w_meta, token="spectra-eigvalsh")
+        w = da.map_blocks(
+            solve_block,
+            *args,
+            vectors=False,
+            options=opts,
+            chunks=(*batch_chunks, (m,)),
+            drop_axis=x.ndim - 1,
+            meta=w_meta,
+            token="spectra-eigvalsh",
+        )
         return w, None
-    pairs = da.map_blocks(solve_block, *args, vectors=True, options=opts,
-                          chunks=x.chunks, meta=np.empty((0,) * x.ndim, dtype=object),
-                          token="spectra-eigh")
+    pairs = da.map_blocks(
+        solve_block,
+        *args,
+        vectors=True,
+        options=opts,
+        chunks=x.chunks,
+        meta=np.empty((0,) * x.ndim, dtype=object),
+        token="spectra-eigh",
+    )
     index = "".join(chr(ord("a") + i) for i in range(x.ndim - 2))
-    w = da.blockwise(pick, index + "y", pairs, index + "yz", 0, None, concatenate=False,
-                     adjust_chunks={"y": m}, meta=w_meta, token="spectra-eigenvalues")
+    w = da.blockwise(
+        pick,
+        index + "y",
+        pairs,
+        index + "yz",
+        0,
+        None,
+        concatenate=False,
+        adjust_chunks={"y": m},
+        meta=w_meta,
+        token="spectra-eigenvalues",
+    )
     v_meta = meta_from_array(x._meta, ndim=x.ndim, dtype=vdtype)
-    v = da.blockwise(pick, index + "yz", pairs, index + "yz", 1, None,
-                     adjust_chunks={"z": m}, meta=v_meta, token="spectra-eigenvectors")
+    v = da.blockwise(
+        pick,
+        index + "yz",
+        pairs,
+        index + "yz",
+        1,
+        None,
+        adjust_chunks={"z": m},
+        meta=v_meta,
+        token="spectra-eigenvectors",
+    )
     return w, v
 
 
-def eigh(x: Any, b: Any = None, *, k: int | None = None, largest: bool = False,
-         **core_options: Any) -> Any:
+def eigh(
+    x: Any, b: Any = None, *, k: int | None = None, largest: bool = False, **core_options: Any
+) -> Any:
     """Eigenpairs of every matrix of a Dask array, block by block through ``spectra.eigh``.
 
     Parameters
@@ -202,8 +243,9 @@ def eigh(x: Any, b: Any = None, *, k: int | None = None, largest: bool = False,
     return EighResult(w, v)
 
 
-def eigvalsh(x: Any, b: Any = None, *, k: int | None = None, largest: bool = False,
-             **core_options: Any) -> Any:
+def eigvalsh(
+    x: Any, b: Any = None, *, k: int | None = None, largest: bool = False, **core_options: Any
+) -> Any:
     """Eigenvalues (ascending) of every matrix of a Dask array, through ``spectra.eigvalsh``.
 
     Same arguments as :func:`eigh`; returns one lazy dask array ``(..., m)``.

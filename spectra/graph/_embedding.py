@@ -36,8 +36,9 @@ class _Affinities:
                 self.numpy = True
                 a = torch.from_numpy(np.ascontiguousarray(a))
             elif not isinstance(a, torch.Tensor):
-                raise TypeError(f"{where}: expected a torch.Tensor or numpy.ndarray, "
-                                f"got {type(a).__name__}")
+                raise TypeError(
+                    f"{where}: expected a torch.Tensor or numpy.ndarray, got {type(a).__name__}"
+                )
             if a.is_complex():
                 raise TypeError(f"{where}: affinities must be real")
             if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
@@ -65,8 +66,9 @@ class _Affinities:
             else:
                 counts = torch.as_tensor(np.asarray(num_nodes), dtype=torch.long).reshape(-1)
                 if counts.numel() != adj.shape[0]:
-                    raise ValueError(f"num_nodes has {counts.numel()} entries for "
-                                     f"{adj.shape[0]} graphs")
+                    raise ValueError(
+                        f"num_nodes has {counts.numel()} entries for {adj.shape[0]} graphs"
+                    )
                 if bool(((counts < 0) | (counts > n_max)).any()):
                     raise ValueError(f"num_nodes must lie in [0, {n_max}]")
         bad = (~torch.isfinite(adj)).flatten(1).any(-1).nonzero().flatten().tolist()
@@ -207,6 +209,12 @@ def spectral_clustering(
     aff = _Affinities(affinity, num_nodes, "affinity")
     spec = aff.spectrum(norm_laplacian=True)
     maps = _columns(spec, 0, n_comp)
-    labels, _ = batched_kmeans(maps, n_clusters, aff.layout.node_mask(), n_init=n_init,
-                               max_iter=max_iter, seed=random_state)
+    labels, _ = batched_kmeans(
+        maps,
+        n_clusters,
+        aff.layout.node_mask(),
+        n_init=n_init,
+        max_iter=max_iter,
+        seed=random_state,
+    )
     return aff.give_back(labels, None)

@@ -11,16 +11,18 @@ from ._layout import graph_input
 from ._spectrum import LaplacianSpectrum, edges_laplacian_eigh
 
 
-def _times(times: Sequence[float] | torch.Tensor, dtype: torch.dtype,
-           device: torch.device) -> torch.Tensor:
+def _times(
+    times: Sequence[float] | torch.Tensor, dtype: torch.dtype, device: torch.device
+) -> torch.Tensor:
     t = torch.as_tensor(times, dtype=dtype, device=device).reshape(-1)
     if not bool(torch.isfinite(t).all()) or bool((t < 0).any()):
         raise ValueError(f"diffusion times must be finite and >= 0, got {t.tolist()}")
     return t
 
 
-def heat_kernel_from_spectrum(spec: LaplacianSpectrum,
-                              times: Sequence[float] | torch.Tensor) -> torch.Tensor:
+def heat_kernel_from_spectrum(
+    spec: LaplacianSpectrum, times: Sequence[float] | torch.Tensor
+) -> torch.Tensor:
     """``(G, n_max, T)``: ``diag(exp(-t L))`` per graph from its padded eigenpairs.
 
     ``sum_j exp(-t w_j) u_ij^2`` over the real eigenpairs, ``u`` orthonormal (for an
@@ -87,10 +89,14 @@ def heat_kernel_diagonal(
             [1.0000, 0.5677]], dtype=torch.float64)
     """
     edges, layout, from_numpy, out_device = graph_input(
-        edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64)
+        edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64
+    )
     spec = edges_laplacian_eigh(edges, normalization)
     heat = heat_kernel_from_spectrum(spec, times)
-    nodes = heat[layout.batch, layout.local] if layout.num_nodes else heat.new_zeros(
-        (0, heat.shape[-1]))
+    nodes = (
+        heat[layout.batch, layout.local]
+        if layout.num_nodes
+        else heat.new_zeros((0, heat.shape[-1]))
+    )
     nodes = nodes.to(device=out_device, dtype=dtype)
     return nodes.numpy() if from_numpy else nodes

@@ -12,16 +12,18 @@ import torch
 def _sample(weights: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """One index per row drawn with probability proportional to ``weights`` (``(B, N)``)."""
     total = weights.sum(-1, keepdim=True)
-    probs = torch.where(total > 0, weights / torch.where(total > 0, total, 1.0),
-                        torch.zeros_like(weights))
+    probs = torch.where(
+        total > 0, weights / torch.where(total > 0, total, 1.0), torch.zeros_like(weights)
+    )
     u = torch.rand(weights.shape[0], 1, generator=generator, dtype=weights.dtype)
     cdf = probs.cumsum(-1)
     idx = (cdf < u.to(cdf.device) * cdf[:, -1:]).sum(-1)
     return idx.clamp_max(weights.shape[-1] - 1)
 
 
-def _plus_plus(x: torch.Tensor, valid: torch.Tensor, k: int,
-               generator: torch.Generator) -> torch.Tensor:
+def _plus_plus(
+    x: torch.Tensor, valid: torch.Tensor, k: int, generator: torch.Generator
+) -> torch.Tensor:
     """k-means++ seeds ``(B, k, d)``; rows with fewer valid points than ``k`` repeat points."""
     b, _, d = x.shape
     rows = torch.arange(b, device=x.device)
@@ -84,8 +86,7 @@ def batched_kmeans(
     if valid is None:
         valid = torch.ones((b, n), dtype=torch.bool, device=x.device)
     if b == 0 or n == 0:
-        return (torch.full((b, n), -1, dtype=torch.long, device=x.device),
-                x.new_zeros((b,)))
+        return (torch.full((b, n), -1, dtype=torch.long, device=x.device), x.new_zeros((b,)))
     generator = torch.Generator().manual_seed(seed)
     xr = x.repeat_interleave(n_init, 0)
     vr = valid.repeat_interleave(n_init, 0)
@@ -100,9 +101,11 @@ def batched_kmeans(
         counts = torch.zeros(xr.shape[0], k, dtype=x.dtype, device=x.device)
         counts.scatter_add_(1, labels, vf)
         sums = torch.zeros_like(centers).scatter_add_(
-            1, labels.unsqueeze(-1).expand(-1, -1, d), weighted)
-        new = torch.where(counts.unsqueeze(-1) > 0,
-                          sums / counts.clamp_min(1).unsqueeze(-1), centers)
+            1, labels.unsqueeze(-1).expand(-1, -1, d), weighted
+        )
+        new = torch.where(
+            counts.unsqueeze(-1) > 0, sums / counts.clamp_min(1).unsqueeze(-1), centers
+        )
         shift = ((new - centers) ** 2).sum((-2, -1))
         centers = new
         if bool((shift <= tol * scale).all()):

@@ -9,9 +9,13 @@ import torch
 from ._layout import Edges, as_torch, check_normalization, edges_of, make_layout
 
 
-def laplacian_from_adjacency(adj: torch.Tensor, normalization: str | None,
-                             node_mask: torch.Tensor | None = None, *,
-                             has_diagonal: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+def laplacian_from_adjacency(
+    adj: torch.Tensor,
+    normalization: str | None,
+    node_mask: torch.Tensor | None = None,
+    *,
+    has_diagonal: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Laplacian of a dense ``(..., n, n)`` adjacency (diagonal ignored) and the degrees.
 
     Isolated nodes (zero degree) get a zero row and column in every normalization; padded
@@ -43,12 +47,13 @@ def laplacian_from_adjacency(adj: torch.Tensor, normalization: str | None,
 def _check_degree(deg: torch.Tensor) -> None:
     if bool((deg < 0).any()):
         bad = (deg < 0).nonzero().squeeze(-1).tolist()[:10]
-        raise ValueError(f"negative weighted degree at node(s) {bad}: normalized Laplacians "
-                         "need non-negative degrees")
+        raise ValueError(
+            f"negative weighted degree at node(s) {bad}: normalized Laplacians "
+            "need non-negative degrees"
+        )
 
 
-def edge_laplacian(edges: Edges, normalization: str | None
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
+def edge_laplacian(edges: Edges, normalization: str | None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(G, n_max, n_max)`` Laplacian straight from the edge list, and the ``(N,)`` degrees.
 
     One scatter of the normalized edge weights plus the diagonal; the same conventions as
@@ -64,8 +69,11 @@ def edge_laplacian(edges: Edges, normalization: str | None
         connected = deg > 0
         inv_sqrt = torch.where(connected, deg, torch.ones_like(deg)).rsqrt() * connected
         # the product of the two node factors first: exactly symmetric for symmetric weights
-        pair = inv_sqrt[src] * inv_sqrt[dst] if normalization == "sym" else (
-            inv_sqrt[src] * inv_sqrt[src])
+        pair = (
+            inv_sqrt[src] * inv_sqrt[dst]
+            if normalization == "sym"
+            else (inv_sqrt[src] * inv_sqrt[src])
+        )
         values, diag = torch.rsub(w * pair, 0.0), connected.to(w.dtype)
     lap = edges.padded(values)
     lay = edges.layout
@@ -144,8 +152,7 @@ def laplacian(
         dtype = ew.dtype if ew is not None and ew.is_floating_point() else torch.float32
     if not dtype.is_floating_point:
         raise TypeError(f"dtype must be a real floating dtype, got {dtype}")
-    layout = make_layout(ei, num_nodes, bt.to(ei.device) if bt is not None else None,
-                         num_graphs)
+    layout = make_layout(ei, num_nodes, bt.to(ei.device) if bt is not None else None, num_graphs)
     lap, _ = edge_laplacian(edges_of(ei, ew, layout, dtype), normalization)
     mask = layout.node_mask()
     if padding_diagonal != 0.0:

@@ -52,19 +52,22 @@ def as_torch(x: Any, name: str) -> tuple[torch.Tensor | None, bool]:
 
 def to_numpy_fields(result: Any) -> Any:
     """A NamedTuple of tensors with every tensor field as a NumPy array (NumPy in, out)."""
-    return type(result)(*(x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
-                          for x in result))
+    return type(result)(
+        *(x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x for x in result)
+    )
 
 
 def check_normalization(normalization: str | None) -> None:
     if normalization not in NORMALIZATIONS:
-        raise ValueError(
-            f"normalization must be None, 'sym' or 'rw', got {normalization!r}"
-        )
+        raise ValueError(f"normalization must be None, 'sym' or 'rw', got {normalization!r}")
 
 
-def make_layout(edge_index: torch.Tensor, num_nodes: int | None,
-                batch: torch.Tensor | None, num_graphs: int | None = None) -> Layout:
+def make_layout(
+    edge_index: torch.Tensor,
+    num_nodes: int | None,
+    batch: torch.Tensor | None,
+    num_graphs: int | None = None,
+) -> Layout:
     """Check ``edge_index``/``batch``/``num_nodes`` and place every node in the padded grid."""
     if edge_index.ndim != 2 or edge_index.shape[0] != 2:
         raise ValueError(f"edge_index must have shape (2, E), got {tuple(edge_index.shape)}")
@@ -86,8 +89,10 @@ def make_layout(edge_index: torch.Tensor, num_nodes: int | None,
     if edge_index.numel():
         low, high = int(edge_index.min()), int(edge_index.max())
         if low < 0 or high >= num_nodes:
-            raise ValueError(f"edge_index refers to node {low if low < 0 else high}, "
-                             f"outside [0, num_nodes={num_nodes})")
+            raise ValueError(
+                f"edge_index refers to node {low if low < 0 else high}, "
+                f"outside [0, num_nodes={num_nodes})"
+            )
     if batch is None:
         batch = torch.zeros(num_nodes, dtype=torch.long, device=device)
         n_graphs = 1 if num_graphs is None else int(num_graphs)
@@ -111,8 +116,10 @@ def make_layout(edge_index: torch.Tensor, num_nodes: int | None,
         bad = (src_g != dst_g).nonzero().flatten()
         if bad.numel():
             e = int(bad[0])
-            raise ValueError(f"edge {e} joins graph {int(src_g[e])} and graph {int(dst_g[e])}: "
-                             "edges must stay inside one graph")
+            raise ValueError(
+                f"edge {e} joins graph {int(src_g[e])} and graph {int(dst_g[e])}: "
+                "edges must stay inside one graph"
+            )
     return Layout(batch, local, counts, ptr, n_max)
 
 
@@ -127,27 +134,31 @@ class Edges:
 
     def degree(self) -> torch.Tensor:
         """``(N,)`` weighted out-degree (row sums, as PyG's ``get_laplacian``)."""
-        deg = torch.zeros(self.layout.num_nodes, dtype=self.weight.dtype,
-                          device=self.weight.device)
+        deg = torch.zeros(self.layout.num_nodes, dtype=self.weight.dtype, device=self.weight.device)
         return deg.index_add(0, self.src, self.weight)
 
     def padded(self, values: torch.Tensor) -> torch.Tensor:
         """Edge values ``(E,)`` summed into a zero ``(G, n_max, n_max)`` batch."""
         lay = self.layout
-        out = torch.zeros((lay.num_graphs, lay.n_max, lay.n_max), dtype=values.dtype,
-                          device=values.device)
-        return out.index_put_((lay.batch[self.src], lay.local[self.src], lay.local[self.dst]),
-                              values, accumulate=True)
+        out = torch.zeros(
+            (lay.num_graphs, lay.n_max, lay.n_max), dtype=values.dtype, device=values.device
+        )
+        return out.index_put_(
+            (lay.batch[self.src], lay.local[self.src], lay.local[self.dst]), values, accumulate=True
+        )
 
 
-def edges_of(edge_index: torch.Tensor, edge_weight: torch.Tensor | None, layout: Layout,
-             dtype: torch.dtype) -> Edges:
+def edges_of(
+    edge_index: torch.Tensor, edge_weight: torch.Tensor | None, layout: Layout, dtype: torch.dtype
+) -> Edges:
     """Check ``edge_weight``, drop self-loops, cast the weights to ``dtype``."""
     device = edge_index.device
     if edge_weight is not None:
         if edge_weight.ndim != 1 or edge_weight.numel() != edge_index.shape[1]:
-            raise ValueError(f"edge_weight must have shape (E,) = ({edge_index.shape[1]},), "
-                             f"got {tuple(edge_weight.shape)}")
+            raise ValueError(
+                f"edge_weight must have shape (E,) = ({edge_index.shape[1]},), "
+                f"got {tuple(edge_weight.shape)}"
+            )
         if edge_weight.is_complex():
             raise TypeError("edge_weight must be real")
         if not bool(torch.isfinite(edge_weight).all()):
@@ -190,8 +201,15 @@ class GraphInput(NamedTuple):
     out_device: torch.device  # where the caller's tensors live
 
 
-def graph_input(edge_index: Any, edge_weight: Any, batch: Any, num_nodes: int | None,
-                num_graphs: int | None, device: Any, dtype: torch.dtype) -> GraphInput:
+def graph_input(
+    edge_index: Any,
+    edge_weight: Any,
+    batch: Any,
+    num_nodes: int | None,
+    num_graphs: int | None,
+    device: Any,
+    dtype: torch.dtype,
+) -> GraphInput:
     """Convert the public arguments shared by the graph functions, solved on ``device``
     (default: the device of ``edge_index``)."""
     ei, from_numpy = as_torch(edge_index, "edge_index")

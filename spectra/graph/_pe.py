@@ -28,8 +28,7 @@ class LaplacianPEResult(NamedTuple):
     num_components: torch.Tensor
 
 
-def multiplicity_groups(eigenvalues: torch.Tensor, mask: torch.Tensor,
-                        tol: float) -> torch.Tensor:
+def multiplicity_groups(eigenvalues: torch.Tensor, mask: torch.Tensor, tol: float) -> torch.Tensor:
     """Group ids of ascending ``(G, k)`` eigenvalues: a new group starts at a gap > ``tol``.
 
     >>> import torch
@@ -41,15 +40,16 @@ def multiplicity_groups(eigenvalues: torch.Tensor, mask: torch.Tensor,
         return torch.zeros(eigenvalues.shape, dtype=torch.long, device=eigenvalues.device)
     gap = eigenvalues[..., 1:] - eigenvalues[..., :-1]
     scale = eigenvalues.abs().amax(-1, keepdim=True).clamp_min(1.0)
-    starts = torch.cat([torch.zeros_like(gap[..., :1], dtype=torch.long),
-                        (gap > tol * scale).long()], dim=-1)
+    starts = torch.cat(
+        [torch.zeros_like(gap[..., :1], dtype=torch.long), (gap > tol * scale).long()], dim=-1
+    )
     groups = torch.cumsum(starts, -1)
     return torch.where(mask, groups, torch.full_like(groups, -1))
 
 
-def select_pe(spec: LaplacianSpectrum, layout: Layout, k: int, drop_trivial: bool,
-              multiplicity_tol: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
-                                                torch.Tensor]:
+def select_pe(
+    spec: LaplacianSpectrum, layout: Layout, k: int, drop_trivial: bool, multiplicity_tol: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Columns ``c_g .. c_g + k - 1`` of each graph's eigenvectors (``c_g`` = components).
 
     Returns ``(pe (N, k), mask (G, k), eigenvalues (G, k), groups (G, k))`` in the
@@ -58,8 +58,11 @@ def select_pe(spec: LaplacianSpectrum, layout: Layout, k: int, drop_trivial: boo
     w, v = spec.eigenvalues, spec.eigenvectors
     device = w.device
     g, n = w.shape
-    first = spec.num_components.to(device) if drop_trivial else torch.zeros_like(
-        spec.num_nodes, device=device)
+    first = (
+        spec.num_components.to(device)
+        if drop_trivial
+        else torch.zeros_like(spec.num_nodes, device=device)
+    )
     idx = first.unsqueeze(-1) + torch.arange(k, device=device)  # (G, k)
     mask = idx < spec.num_nodes.to(device).unsqueeze(-1)
     safe = torch.where(mask, idx, torch.zeros_like(idx)).clamp_max(max(n - 1, 0))
@@ -154,7 +157,8 @@ def laplacian_pe(
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
     edges, layout, from_numpy, out_device = graph_input(
-        edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64)
+        edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64
+    )
     spec = edges_laplacian_eigh(edges, normalization, **dict(eigh_options or {}))
     pe, mask, vals, groups = select_pe(spec, layout, k, drop_trivial, multiplicity_tol)
     if random_sign:

@@ -84,15 +84,27 @@ def count_edge_components(edges: Edges) -> torch.Tensor:
     return _labels_per_graph(rows, cols, layout).to(device)
 
 
-def _solve(lap: torch.Tensor, deg: torch.Tensor, layout: Layout, comps: torch.Tensor,
-           normalization: str | None, bound: torch.Tensor | None,
-           eigh_kw: dict[str, Any]) -> LaplacianSpectrum:
+def _solve(
+    lap: torch.Tensor,
+    deg: torch.Tensor,
+    layout: Layout,
+    comps: torch.Tensor,
+    normalization: str | None,
+    bound: torch.Tensor | None,
+    eigh_kw: dict[str, Any],
+) -> LaplacianSpectrum:
     """Push the padding above the spectrum, make the one core call, strip the padding."""
     mask = layout.node_mask()
     g, n = layout.num_graphs, layout.n_max
     if g == 0 or n == 0:
-        return LaplacianSpectrum(lap.new_zeros((g, n)), lap.new_zeros((g, n, n)),
-                                 layout.counts, comps, deg, normalization)
+        return LaplacianSpectrum(
+            lap.new_zeros((g, n)),
+            lap.new_zeros((g, n, n)),
+            layout.counts,
+            comps,
+            deg,
+            normalization,
+        )
     if bound is None:  # Gershgorin: |lambda| <= max row abs sum
         bound = lap.abs().sum(-1).amax(-1)
     lap = lap + torch.diag_embed((bound + 1.0).unsqueeze(-1) * ~mask)
@@ -108,8 +120,9 @@ def _solve(lap: torch.Tensor, deg: torch.Tensor, layout: Layout, comps: torch.Te
     return LaplacianSpectrum(w, v, layout.counts, comps, deg, normalization)
 
 
-def padded_laplacian_eigh(adj: torch.Tensor, layout: Layout, normalization: str | None,
-                          **eigh_kw: Any) -> LaplacianSpectrum:
+def padded_laplacian_eigh(
+    adj: torch.Tensor, layout: Layout, normalization: str | None, **eigh_kw: Any
+) -> LaplacianSpectrum:
     """Eigenpairs of the Laplacians of a padded ``(G, n_max, n_max)`` adjacency, one core call.
 
     The padded rows get a diagonal above each graph's spectrum (2 for ``sym`` with
@@ -129,8 +142,9 @@ def padded_laplacian_eigh(adj: torch.Tensor, layout: Layout, normalization: str 
     return _solve(lap, deg, layout, comps, normalization, bound, eigh_kw)
 
 
-def edges_laplacian_eigh(edges: Edges, normalization: str | None,
-                         **eigh_kw: Any) -> LaplacianSpectrum:
+def edges_laplacian_eigh(
+    edges: Edges, normalization: str | None, **eigh_kw: Any
+) -> LaplacianSpectrum:
     """As :func:`padded_laplacian_eigh`, the Laplacians assembled from an edge list."""
     check_normalization(normalization)
     sym_norm = "sym" if normalization == "rw" else normalization
@@ -191,7 +205,8 @@ def laplacian_eigh(
     """
     if not dtype.is_floating_point:
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
-    edges, _, from_numpy, _ = graph_input(edge_index, edge_weight, batch, num_nodes,
-                                          num_graphs, device, dtype)
+    edges, _, from_numpy, _ = graph_input(
+        edge_index, edge_weight, batch, num_nodes, num_graphs, device, dtype
+    )
     spec = edges_laplacian_eigh(edges, normalization, **dict(eigh_options or {}))
     return to_numpy_fields(spec) if from_numpy else spec

@@ -121,8 +121,10 @@ class LaplacianPE(BaseTransform):
         self.eigh_options = dict(eigh_options or {})
 
     def __repr__(self) -> str:
-        return (f"{self.__class__.__name__}(k={self.k}, normalization={self.normalization!r}, "
-                f"random_sign={self.random_sign})")
+        return (
+            f"{self.__class__.__name__}(k={self.k}, normalization={self.normalization!r}, "
+            f"random_sign={self.random_sign})"
+        )
 
     def _features(self, data: Any) -> dict[str, torch.Tensor]:
         if getattr(data, "edge_index", None) is None:
@@ -138,12 +140,17 @@ class LaplacianPE(BaseTransform):
             weight = weight.to(solve)
         batch = getattr(data, "batch", None) if isinstance(data, Batch) else None
         num_graphs = data.num_graphs if isinstance(data, Batch) else None
-        layout = make_layout(edge_index.to(solve), data.num_nodes,
-                             batch.to(solve) if batch is not None else None, num_graphs)
+        layout = make_layout(
+            edge_index.to(solve),
+            data.num_nodes,
+            batch.to(solve) if batch is not None else None,
+            num_graphs,
+        )
         edges = edges_of(edge_index.to(solve), weight, layout, torch.float64)
         spec = edges_laplacian_eigh(edges, self.normalization, **self.eigh_options)
-        pe, mask, vals, groups = select_pe(spec, layout, self.k, self.drop_trivial,
-                                           self.multiplicity_tol)
+        pe, mask, vals, groups = select_pe(
+            spec, layout, self.k, self.drop_trivial, self.multiplicity_tol
+        )
         if self.random_sign:
             signs = random_signs(layout.num_graphs, self.k, self.generator).to(pe.device)
             pe = pe * signs[layout.batch]
@@ -163,8 +170,9 @@ class LaplacianPE(BaseTransform):
     def forward(self, data: Any) -> Any:
         """Add the features to ``data`` (a ``Data`` or a ``Batch``) and return it."""
         if not isinstance(data, Data):
-            raise TypeError(f"LaplacianPE works on torch_geometric Data/Batch, got "
-                            f"{type(data).__name__}")
+            raise TypeError(
+                f"LaplacianPE works on torch_geometric Data/Batch, got {type(data).__name__}"
+            )
         feats = self._features(data)
         pe = feats.pop("pe")
         added = dict(feats)
@@ -183,8 +191,7 @@ class LaplacianPE(BaseTransform):
             ptr = data.ptr if getattr(data, "ptr", None) is not None else None
             if ptr is not None:
                 zeros = torch.zeros(data.num_graphs, dtype=torch.long)
-                data._slice_dict = {**data._slice_dict,
-                                    **{name: ptr.cpu() for name in added}}
+                data._slice_dict = {**data._slice_dict, **{name: ptr.cpu() for name in added}}
                 data._inc_dict = {**data._inc_dict, **dict.fromkeys(added, zeros)}
         return data
 

@@ -87,9 +87,16 @@ class BatchPCA:
     (100, 50, 3)
     """
 
-    def __init__(self, n_components: int | float | None = None, *, whiten: bool = False,
-                 center: bool = True, solver: Solver = "auto", precision: Precision = "data",
-                 **eigh_options: Any) -> None:
+    def __init__(
+        self,
+        n_components: int | float | None = None,
+        *,
+        whiten: bool = False,
+        center: bool = True,
+        solver: Solver = "auto",
+        precision: Precision = "data",
+        **eigh_options: Any,
+    ) -> None:
         check_n_components(n_components)
         if solver not in ("auto", "covariance", "gram"):
             raise ValueError(f"solver must be 'auto', 'covariance' or 'gram', got {solver!r}")
@@ -107,9 +114,11 @@ class BatchPCA:
         self._fit: PCAFit | None = None
 
     def __repr__(self) -> str:
-        return (f"BatchPCA(n_components={self.n_components!r}, whiten={self.whiten}, "
-                f"center={self.center}, solver={self.solver!r}, "
-                f"precision={self.precision!r})")
+        return (
+            f"BatchPCA(n_components={self.n_components!r}, whiten={self.whiten}, "
+            f"center={self.center}, solver={self.solver!r}, "
+            f"precision={self.precision!r})"
+        )
 
     # ---------------------------------------------------------------- fitting
     def _work_dtype(self, dtype: torch.dtype) -> torch.dtype:
@@ -146,11 +155,14 @@ class BatchPCA:
         without gathering it: per-dataset moments are reduced on the workers and the fit is
         finished from them (:func:`spectra.distributed.fit_pca`, covariance route).
         """
-        if is_dask_collection(X) or (isinstance(X, (list, tuple)) and X
-                                     and all(is_dask_collection(x) for x in X)):
+        if is_dask_collection(X) or (
+            isinstance(X, (list, tuple)) and X and all(is_dask_collection(x) for x in X)
+        ):
             if lengths is not None or mask is not None:
-                raise ValueError("lengths/mask are not supported with Dask input: pass a list "
-                                 "of Dask arrays with different sample counts instead")
+                raise ValueError(
+                    "lengths/mask are not supported with Dask input: pass a list "
+                    "of Dask arrays with different sample counts instead"
+                )
             from spectra.distributed import fit_pca
 
             return fit_pca(self, X)
@@ -172,8 +184,9 @@ class BatchPCA:
         if route == "gram":
             fit = from_gram(batch.counts, mean, xc, self.n_components, self.eigh_options, on_bad)
         else:
-            fit = from_scatter(batch.counts, mean, scatter_of(xc), self.n_components,
-                               self.eigh_options, on_bad)
+            fit = from_scatter(
+                batch.counts, mean, scatter_of(xc), self.n_components, self.eigh_options, on_bad
+            )
         self._store(fit, batch.origin, d)
 
     def fit_from_moments(self, count: Any, mean: Any, scatter: Any) -> BatchPCA:
@@ -212,14 +225,21 @@ class BatchPCA:
             raise ValueError(f"scatter must have shape (B, D, D), got {tuple(s.shape)}")
         b, d = s.shape[0], s.shape[-1]
         if mu.shape != (b, d) or n.shape != (b,):
-            raise ValueError(f"count must have shape ({b},) and mean ({b}, {d}); got "
-                             f"{tuple(n.shape)} and {tuple(mu.shape)}")
+            raise ValueError(
+                f"count must have shape ({b},) and mean ({b}, {d}); got "
+                f"{tuple(n.shape)} and {tuple(mu.shape)}"
+            )
         if n.is_floating_point() and bool((n != n.round()).any()):
             raise ValueError("count must hold integer sample counts")
         work = self._work_dtype(s.dtype)
         s = s.to(work)
-        fit = from_scatter(n.to(device=s.device, dtype=torch.int64), mu.to(s), s,
-                           self.n_components, self.eigh_options)
+        fit = from_scatter(
+            n.to(device=s.device, dtype=torch.int64),
+            mu.to(s),
+            s,
+            self.n_components,
+            self.eigh_options,
+        )
         self._store(fit, origin, d)
         return self
 
@@ -239,10 +259,12 @@ class BatchPCA:
     # ------------------------------------------------------------- transforms
     def _check_batch_size(self, batch: Batch, name: str) -> None:
         n_sets = self._fitted().mean.shape[0]
-        if batch.data.shape[0] not in (n_sets,) and not (batch.data.shape[0] == 1 and
-                                                         not batch.ragged):
-            raise ValueError(f"{name} holds {batch.data.shape[0]} datasets but the model was "
-                             f"fitted on {n_sets}")
+        if batch.data.shape[0] not in (n_sets,) and not (
+            batch.data.shape[0] == 1 and not batch.ragged
+        ):
+            raise ValueError(
+                f"{name} holds {batch.data.shape[0]} datasets but the model was fitted on {n_sets}"
+            )
 
     def transform(self, X: Any, *, lengths: Any = None, mask: Any = None) -> Any:
         """Project each dataset on its own principal components.
@@ -267,8 +289,9 @@ class BatchPCA:
         tensor([1.0000, 1.0000], dtype=torch.float64)
         """
         fit = self._fitted()
-        batch = as_batch(X, lengths=lengths, mask=mask, n_features=self.n_features_in_,
-                         allow_2d=True)
+        batch = as_batch(
+            X, lengths=lengths, mask=mask, n_features=self.n_features_in_, allow_2d=True
+        )
         self._check_batch_size(batch, "X")
         comps = fit.components.to(batch.data.device)
         x = batch.data.to(comps.dtype)
@@ -282,8 +305,7 @@ class BatchPCA:
             check_finite(batch)  # report NaN/Inf input by dataset (scans X only on failure)
         return self._out(z, batch, fit.n_components)
 
-    def fit_transform(self, X: Any, y: Any = None, *, lengths: Any = None,
-                      mask: Any = None) -> Any:
+    def fit_transform(self, X: Any, y: Any = None, *, lengths: Any = None, mask: Any = None) -> Any:
         """``fit(X)`` then ``transform(X)`` (same arguments and results)."""
         batch = as_batch(X, lengths=lengths, mask=mask)
         self._fit_batch(batch)
@@ -312,8 +334,9 @@ class BatchPCA:
             Z = [self._pad_columns(z, kmax, i) for i, z in enumerate(Z)]
         batch = as_batch(Z, lengths=lengths, mask=mask, n_features=None, allow_2d=True)
         if batch.data.shape[-1] != kmax:
-            raise ValueError(f"Z has {batch.data.shape[-1]} components per row, the model "
-                             f"keeps {kmax}")
+            raise ValueError(
+                f"Z has {batch.data.shape[-1]} components per row, the model keeps {kmax}"
+            )
         self._check_batch_size(batch, "Z")
         check_finite(batch, "Z")
         comps = fit.components.to(batch.data.device)
@@ -354,8 +377,9 @@ class BatchPCA:
     def _pad_columns(self, z: Any, kmax: int, i: int) -> torch.Tensor:
         t, _ = as_tensor(z, f"Z[{i}]")
         if t.ndim != 2 or t.shape[-1] > kmax:
-            raise ValueError(f"Z[{i}] must be an (M, k) array with k <= {kmax}, got shape "
-                             f"{tuple(t.shape)}")
+            raise ValueError(
+                f"Z[{i}] must be an (M, k) array with k <= {kmax}, got shape {tuple(t.shape)}"
+            )
         out = torch.nn.functional.pad(t, (0, kmax - t.shape[-1]))
         return out.numpy() if not isinstance(z, torch.Tensor) else out
 

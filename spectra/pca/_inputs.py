@@ -30,8 +30,10 @@ class Batch:
 
 def is_ragged(x: Any) -> bool:
     """True for a list/tuple of arrays (one array per dataset)."""
-    return isinstance(x, (list, tuple)) and len(x) > 0 and all(
-        hasattr(xi, "shape") and hasattr(xi, "dtype") for xi in x
+    return (
+        isinstance(x, (list, tuple))
+        and len(x) > 0
+        and all(hasattr(xi, "shape") and hasattr(xi, "dtype") for xi in x)
     )
 
 
@@ -53,18 +55,21 @@ def _ragged(xs: Sequence[Any], name: str, n_features: int | None) -> Batch:
     tensors = [_real(t, f"{name}[{i}]") for i, (t, _) in enumerate(items)]
     for i, t in enumerate(tensors):
         if t.ndim != 2:
-            raise ValueError(f"{name}[{i}] must be one (n_samples, n_features) array in a "
-                             f"ragged list, got shape {tuple(t.shape)}")
+            raise ValueError(
+                f"{name}[{i}] must be one (n_samples, n_features) array in a "
+                f"ragged list, got shape {tuple(t.shape)}"
+            )
     widths = [t.shape[1] for t in tensors]
     expected = widths[0] if n_features is None else n_features
     wrong = [i for i, w in enumerate(widths) if w != expected]
     if wrong:
-        raise ValueError(f"{name}: every dataset must have {expected} features; datasets "
-                         f"{format_list(wrong)} have {sorted({widths[i] for i in wrong})}")
+        raise ValueError(
+            f"{name}: every dataset must have {expected} features; datasets "
+            f"{format_list(wrong)} have {sorted({widths[i] for i in wrong})}"
+        )
     devices = {t.device for t in tensors}
     if len(devices) > 1:
-        raise ValueError(f"{name}: datasets live on several devices: "
-                         f"{sorted(map(str, devices))}")
+        raise ValueError(f"{name}: datasets live on several devices: {sorted(map(str, devices))}")
     dtype = tensors[0].dtype
     for t in tensors[1:]:
         dtype = torch.promote_types(dtype, t.dtype)
@@ -78,38 +83,54 @@ def _ragged(xs: Sequence[Any], name: str, n_features: int | None) -> Batch:
     return Batch(data, mask, counts, origin, True)
 
 
-def _mask_from(lengths: Any, mask: Any, shape: torch.Size, device: torch.device,
-               name: str) -> torch.Tensor | None:
+def _mask_from(
+    lengths: Any, mask: Any, shape: torch.Size, device: torch.device, name: str
+) -> torch.Tensor | None:
     if lengths is not None and mask is not None:
         raise ValueError("pass either lengths or mask, not both")
     b, n = shape[0], shape[1]
     if lengths is not None:
-        ln, _ = as_tensor(lengths, "lengths") if not isinstance(lengths, torch.Tensor) else (
-            lengths, None)
+        ln, _ = (
+            as_tensor(lengths, "lengths")
+            if not isinstance(lengths, torch.Tensor)
+            else (lengths, None)
+        )
         if ln.is_floating_point() and bool((ln != ln.round()).any()):
             raise ValueError("lengths must be integers")
         ln = ln.to(device=device, dtype=torch.int64)
         if ln.shape != (b,):
-            raise ValueError(f"lengths must have shape ({b},) (one per dataset of {name}), "
-                             f"got {tuple(ln.shape)}")
+            raise ValueError(
+                f"lengths must have shape ({b},) (one per dataset of {name}), got {tuple(ln.shape)}"
+            )
         bad = torch.nonzero((ln < 0) | (ln > n)).flatten().tolist()
         if bad:
-            raise ValueError(f"lengths must lie in [0, {n}] (the padded sample count of "
-                             f"{name}); datasets {format_list(bad)} are out of range")
+            raise ValueError(
+                f"lengths must lie in [0, {n}] (the padded sample count of "
+                f"{name}); datasets {format_list(bad)} are out of range"
+            )
         return torch.arange(n, device=device) < ln[:, None]
     if mask is not None:
         m = mask if isinstance(mask, torch.Tensor) else torch.as_tensor(mask)
         if m.dtype != torch.bool:
             raise TypeError(f"mask must be boolean (True = a real sample), got {m.dtype}")
         if m.shape != (b, n):
-            raise ValueError(f"mask must have shape ({b}, {n}) to match {name} "
-                             f"{tuple(shape)}, got {tuple(m.shape)}")
+            raise ValueError(
+                f"mask must have shape ({b}, {n}) to match {name} "
+                f"{tuple(shape)}, got {tuple(m.shape)}"
+            )
         return m.to(device)
     return None
 
 
-def as_batch(x: Any, *, lengths: Any = None, mask: Any = None, name: str = "X",
-             n_features: int | None = None, allow_2d: bool = False) -> Batch:
+def as_batch(
+    x: Any,
+    *,
+    lengths: Any = None,
+    mask: Any = None,
+    name: str = "X",
+    n_features: int | None = None,
+    allow_2d: bool = False,
+) -> Batch:
     """Parse one of the accepted data layouts into a :class:`Batch` (no finiteness check).
 
     ``allow_2d`` accepts a single ``(N, D)`` array as ``(1, N, D)`` with ``ragged`` False
@@ -117,8 +138,10 @@ def as_batch(x: Any, *, lengths: Any = None, mask: Any = None, name: str = "X",
     """
     if is_ragged(x):
         if lengths is not None or mask is not None:
-            raise ValueError("lengths/mask apply to a padded (B, N, D) array, not to a "
-                             "ragged list (whose lengths are known)")
+            raise ValueError(
+                "lengths/mask apply to a padded (B, N, D) array, not to a "
+                "ragged list (whose lengths are known)"
+            )
         return _ragged(x, name, n_features)
     if isinstance(x, (list, tuple)) and len(x) == 0:
         raise ValueError(f"{name} is an empty list: pass at least one dataset")
@@ -128,12 +151,15 @@ def as_batch(x: Any, *, lengths: Any = None, mask: Any = None, name: str = "X",
         t = t.unsqueeze(0)
     elif t.ndim != 3:
         hint = " (for one dataset use X[None])" if t.ndim == 2 else ""
-        raise ValueError(f"{name} must have shape (n_datasets, n_samples, n_features) or be "
-                         f"a list of (n_samples, n_features) arrays, got shape "
-                         f"{tuple(t.shape)}{hint}")
+        raise ValueError(
+            f"{name} must have shape (n_datasets, n_samples, n_features) or be "
+            f"a list of (n_samples, n_features) arrays, got shape "
+            f"{tuple(t.shape)}{hint}"
+        )
     if n_features is not None and t.shape[-1] != n_features:
-        raise ValueError(f"{name} has {t.shape[-1]} features, but the model was fitted "
-                         f"with {n_features}")
+        raise ValueError(
+            f"{name} has {t.shape[-1]} features, but the model was fitted with {n_features}"
+        )
     m = _mask_from(lengths, mask, t.shape, t.device, name)
     if m is None:
         counts = torch.full((t.shape[0],), t.shape[1], dtype=torch.int64, device=t.device)
@@ -151,8 +177,10 @@ def check_finite(batch: Batch, name: str = "X") -> None:
     if bool(per_set.any()):
         idx = torch.nonzero(per_set).flatten().tolist()
         first = int(torch.nonzero(bad[idx[0]]).flatten()[0])
-        raise ValueError(f"{name} contains NaN or Inf in datasets {format_list(idx)} "
-                         f"(first in dataset {idx[0]}, sample {first})")
+        raise ValueError(
+            f"{name} contains NaN or Inf in datasets {format_list(idx)} "
+            f"(first in dataset {idx[0]}, sample {first})"
+        )
 
 
 def zero_padding(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

@@ -27,9 +27,13 @@ class Moments(NamedTuple):
     scatter: Any
 
 
-def centered(data: torch.Tensor, mask: torch.Tensor | None, counts: torch.Tensor,
-             center: bool = True, padding_is_zero: bool = False,
-             ) -> tuple[torch.Tensor, torch.Tensor]:
+def centered(
+    data: torch.Tensor,
+    mask: torch.Tensor | None,
+    counts: torch.Tensor,
+    center: bool = True,
+    padding_is_zero: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(mean (B, D), X - mean)`` with padded rows exactly 0 (two-pass, no NaN leaks).
 
     ``padding_is_zero`` skips the masking of the input (a ragged list padded by us).
@@ -57,8 +61,14 @@ def scatter_of(xc: torch.Tensor) -> torch.Tensor:
     return xc.mT @ xc
 
 
-def moments(X: Any, *, lengths: Any = None, mask: Any = None, center: bool = True,
-            dtype: torch.dtype | None = None) -> Moments:
+def moments(
+    X: Any,
+    *,
+    lengths: Any = None,
+    mask: Any = None,
+    center: bool = True,
+    dtype: torch.dtype | None = None,
+) -> Moments:
     """Counts, means and centered scatter matrices of a batch of datasets, in one pass.
 
     Parameters
@@ -87,12 +97,14 @@ def moments(X: Any, *, lengths: Any = None, mask: Any = None, center: bool = Tru
     data = batch.data if dtype is None else batch.data.to(dtype)
     mean, xc = centered(data, batch.mask, batch.counts, center, batch.ragged)
     origin = batch.origin
-    return Moments(restore(batch.counts, origin), restore(mean, origin),
-                   restore(scatter_of(xc), origin))
+    return Moments(
+        restore(batch.counts, origin), restore(mean, origin), restore(scatter_of(xc), origin)
+    )
 
 
-def combine_moments(a: Moments | tuple[Any, Any, Any],
-                    b: Moments | tuple[Any, Any, Any]) -> Moments:
+def combine_moments(
+    a: Moments | tuple[Any, Any, Any], b: Moments | tuple[Any, Any, Any]
+) -> Moments:
     """Merge the moments of two disjoint sample sets of the same datasets (Chan et al.).
 
     ``count = n_a + n_b``, ``mean = (n_a m_a + n_b m_b) / count`` and

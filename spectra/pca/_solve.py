@@ -34,8 +34,9 @@ class PCAFit:
 
     def to(self, dtype: torch.dtype) -> PCAFit:
         """Cast the floating-point fields to ``dtype``."""
-        fields = {k: (v.to(dtype) if v.is_floating_point() else v)
-                  for k, v in self.__dict__.items()}
+        fields = {
+            k: (v.to(dtype) if v.is_floating_point() else v) for k, v in self.__dict__.items()
+        }
         return PCAFit(**fields)
 
 
@@ -51,8 +52,10 @@ def check_n_components(spec: Any) -> None:
         return
     if isinstance(spec, Real):
         if not 0.0 < float(spec) < 1.0:
-            raise ValueError("a float n_components is the fraction of variance to keep and "
-                             f"must lie strictly between 0 and 1, got {spec}")
+            raise ValueError(
+                "a float n_components is the fraction of variance to keep and "
+                f"must lie strictly between 0 and 1, got {spec}"
+            )
         return
     raise TypeError(f"n_components must be None, an int or a float in (0, 1), got {spec!r}")
 
@@ -82,8 +85,10 @@ def choose_k(ratio: torch.Tensor, rank: torch.Tensor, spec: Any) -> torch.Tensor
         bad = torch.nonzero(rank < k).flatten().tolist()
         if bad:
             lows = sorted({int(rank[i]) for i in bad})
-            raise ValueError(f"n_components={k} must be <= min(n_samples, n_features) for every "
-                             f"dataset; datasets {format_list(bad)} allow only {lows}")
+            raise ValueError(
+                f"n_components={k} must be <= min(n_samples, n_features) for every "
+                f"dataset; datasets {format_list(bad)} allow only {lows}"
+            )
         return torch.full_like(rank, k)
     cum = torch.cumsum(ratio.nan_to_num(0.0), -1)
     cols = torch.arange(ratio.shape[-1], device=ratio.device)
@@ -93,9 +98,15 @@ def choose_k(ratio: torch.Tensor, rank: torch.Tensor, spec: Any) -> torch.Tensor
     return torch.minimum(k, rank)
 
 
-def finish(count: torch.Tensor, mean: torch.Tensor, lam: torch.Tensor, total: torch.Tensor,
-           rank: torch.Tensor, spec: Any,
-           vectors: Callable[[int], torch.Tensor]) -> PCAFit:
+def finish(
+    count: torch.Tensor,
+    mean: torch.Tensor,
+    lam: torch.Tensor,
+    total: torch.Tensor,
+    rank: torch.Tensor,
+    spec: Any,
+    vectors: Callable[[int], torch.Tensor],
+) -> PCAFit:
     """sklearn's attributes from the descending eigenvalues of the scatter matrices.
 
     ``lam`` (B, R): eigenvalues of ``X_c^T X_c`` (= squared singular values), descending;
@@ -115,8 +126,9 @@ def finish(count: torch.Tensor, mean: torch.Tensor, lam: torch.Tensor, total: to
     cols = torch.arange(lam.shape[-1], device=lam.device)
     tail = (cols >= k[:, None]) & (cols < rank[:, None])
     left = (rank - k).to(lam.dtype)
-    noise = torch.where(left > 0, (ev_all * tail).sum(-1) / left.clamp(min=1),
-                        torch.zeros_like(left))
+    noise = torch.where(
+        left > 0, (ev_all * tail).sum(-1) / left.clamp(min=1), torch.zeros_like(left)
+    )
     mask = cols[:kmax] < k[:, None]
     comps = svd_flip_rows(vectors(kmax).mT) * mask[..., None]
     zero = torch.zeros((), dtype=lam.dtype, device=lam.device)
@@ -152,19 +164,23 @@ def check_counts(count: torch.Tensor) -> None:
     bad = torch.nonzero(count < 2).flatten().tolist()
     if bad:
         have = sorted({int(count[i]) for i in bad})
-        raise ValueError(f"PCA needs at least 2 samples per dataset; datasets "
-                         f"{format_list(bad)} have {have}")
+        raise ValueError(
+            f"PCA needs at least 2 samples per dataset; datasets {format_list(bad)} have {have}"
+        )
 
 
 def overflow(bad: list[int]) -> None:
     """Default report for non-finite statistics (NaN/Inf in the data or an overflow)."""
-    raise ValueError(f"the means or scatter matrices of datasets {format_list(bad)} are not "
-                     "finite (NaN/Inf in the data, or values so large that their squares "
-                     "overflow: rescale the data or use precision='float64')")
+    raise ValueError(
+        f"the means or scatter matrices of datasets {format_list(bad)} are not "
+        "finite (NaN/Inf in the data, or values so large that their squares "
+        "overflow: rescale the data or use precision='float64')"
+    )
 
 
-def check_stats(mean: torch.Tensor, total: torch.Tensor,
-                on_bad: Callable[[list[int]], None]) -> None:
+def check_stats(
+    mean: torch.Tensor, total: torch.Tensor, on_bad: Callable[[list[int]], None]
+) -> None:
     """Finite means and trace imply finite scatter (|S_ij| <= sqrt(S_ii S_jj)): one cheap test
     on (B, D) numbers instead of a pass over the data; ``on_bad`` gets the bad datasets."""
     bad = ~(torch.isfinite(mean).all(-1) & torch.isfinite(total))
@@ -179,9 +195,14 @@ def _eigh(a: torch.Tensor, eigh_kw: dict[str, Any]) -> tuple[torch.Tensor, torch
     return w, v
 
 
-def from_scatter(count: torch.Tensor, mean: torch.Tensor, scatter: torch.Tensor, spec: Any,
-                 eigh_kw: dict[str, Any],
-                 on_bad: Callable[[list[int]], None] = overflow) -> PCAFit:
+def from_scatter(
+    count: torch.Tensor,
+    mean: torch.Tensor,
+    scatter: torch.Tensor,
+    spec: Any,
+    eigh_kw: dict[str, Any],
+    on_bad: Callable[[list[int]], None] = overflow,
+) -> PCAFit:
     """Covariance route: one batched eigh of the ``(B, D, D)`` scatter matrices."""
     check_counts(count)
     d = scatter.shape[-1]
@@ -190,8 +211,7 @@ def from_scatter(count: torch.Tensor, mean: torch.Tensor, scatter: torch.Tensor,
     w, v = _eigh(scatter, eigh_kw)
     lam = drop_roundoff(w.flip(-1), d)
     rank = count.clamp(max=d)
-    return finish(count, mean, lam, total, rank, spec,
-                  lambda kmax: v[..., d - kmax:].flip(-1))
+    return finish(count, mean, lam, total, rank, spec, lambda kmax: v[..., d - kmax :].flip(-1))
 
 
 def _complete(vecs: torch.Tensor, good: torch.Tensor) -> torch.Tensor:
@@ -207,9 +227,14 @@ def _complete(vecs: torch.Tensor, good: torch.Tensor) -> torch.Tensor:
     return torch.where(good[:, None, :], vecs, q[..., : vecs.shape[-1]])
 
 
-def from_gram(count: torch.Tensor, mean: torch.Tensor, xc: torch.Tensor, spec: Any,
-              eigh_kw: dict[str, Any],
-              on_bad: Callable[[list[int]], None] = overflow) -> PCAFit:
+def from_gram(
+    count: torch.Tensor,
+    mean: torch.Tensor,
+    xc: torch.Tensor,
+    spec: Any,
+    eigh_kw: dict[str, Any],
+    on_bad: Callable[[list[int]], None] = overflow,
+) -> PCAFit:
     """Gram route for ``N < D``: eigh of ``X_c X_c^T`` (B, N, N); ``V = X_c^T U / sqrt(w)``.
 
     Directions whose Gram eigenvalue is at round-off level (centering leaves rank ``N - 1``)

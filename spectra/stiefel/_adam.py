@@ -42,10 +42,18 @@ class RiemannianAdam(torch.optim.Optimizer):
     True
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
-                 retraction: str | None = None) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+        retraction: str | None = None,
+    ) -> None:
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if eps < 0.0:
@@ -55,9 +63,15 @@ class RiemannianAdam(torch.optim.Optimizer):
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         _check_retraction(retraction)
-        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps,
-                    "weight_decay": weight_decay, "amsgrad": amsgrad, "maximize": maximize,
-                    "retraction": retraction}
+        defaults = {
+            "lr": lr,
+            "betas": tuple(betas),
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "amsgrad": amsgrad,
+            "maximize": maximize,
+            "retraction": retraction,
+        }
         super().__init__(params, defaults)
 
     @torch.no_grad()

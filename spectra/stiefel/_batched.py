@@ -20,14 +20,17 @@ def manifold_of(p: torch.Tensor) -> Stiefel | None:
     if m is None:
         return None
     if not isinstance(m, Stiefel):
-        raise TypeError(f"parameter of shape {tuple(p.shape)} carries a manifold "
-                        f"{type(m).__name__}; spectra's optimizers handle Stiefel manifolds "
-                        f"and ordinary parameters only")
+        raise TypeError(
+            f"parameter of shape {tuple(p.shape)} carries a manifold "
+            f"{type(m).__name__}; spectra's optimizers handle Stiefel manifolds "
+            f"and ordinary parameters only"
+        )
     return m
 
 
-def riemannian_grad(p: torch.Tensor, group: dict, optimizer: str
-                    ) -> tuple[torch.Tensor, Stiefel | None] | None:
+def riemannian_grad(
+    p: torch.Tensor, group: dict, optimizer: str
+) -> tuple[torch.Tensor, Stiefel | None] | None:
     """The update direction both optimizers start from, ``None`` for a parameter without
     gradient: the (negated, if maximizing) gradient plus weight decay, projected onto the
     tangent space for a Stiefel parameter."""
@@ -77,7 +80,7 @@ def run_jobs(jobs: list[Job]) -> None:
         start = 0
         for j in members:
             count = j.param.numel() // (shape[0] * shape[1])
-            new = y[start:start + count].reshape(j.param.shape)
+            new = y[start : start + count].reshape(j.param.shape)
             start += count
             j.param.copy_(new)
             for v in j.vectors:

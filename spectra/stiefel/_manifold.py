@@ -38,8 +38,7 @@ def _array_io(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _verdict(err: torch.Tensor, atol: float, raise_error: bool, what: str,
-             metric: str) -> bool:
+def _verdict(err: torch.Tensor, atol: float, raise_error: bool, what: str, metric: str) -> bool:
     """``True`` when every per-matrix ``err`` is within ``atol``; otherwise ``False``, or a
     ``ValueError`` naming the batch indices with ``raise_error``."""
     bad = ~(err <= atol)
@@ -47,8 +46,10 @@ def _verdict(err: torch.Tensor, atol: float, raise_error: bool, what: str,
         return True
     if raise_error:
         where = _batch_indices(bad)[:20] if bad.ndim else "()"
-        raise ValueError(f"{what} (max {metric} = {float(err.max()):.3g} > atol={atol:g}) "
-                         f"at batch indices {where}")
+        raise ValueError(
+            f"{what} (max {metric} = {float(err.max()):.3g} > atol={atol:g}) "
+            f"at batch indices {where}"
+        )
     return False
 
 
@@ -59,8 +60,7 @@ def check_frames(x: torch.Tensor, name: str = "X") -> None:
     if x.ndim < 2:
         raise ValueError(f"{name}: expected frames of shape (..., n, p), got {tuple(x.shape)}")
     if x.shape[-1] > x.shape[-2]:
-        raise ValueError(f"{name}: Stiefel frames need p <= n, got (n, p) = "
-                         f"{tuple(x.shape[-2:])}")
+        raise ValueError(f"{name}: Stiefel frames need p <= n, got (n, p) = {tuple(x.shape[-2:])}")
     if not (x.is_floating_point() or x.is_complex()):
         raise TypeError(f"{name}: expected a floating point or complex dtype, got {x.dtype}")
 
@@ -69,8 +69,10 @@ def _check_finite(t: torch.Tensor, name: str) -> None:
     # one reduction instead of elementwise isfinite: NaN/Inf survive the sum of each matrix
     bad = ~torch.isfinite(t.sum((-2, -1)))
     if bool(bad.any()):
-        raise ValueError(f"{name} contains NaN or Inf at batch indices "
-                         f"{_batch_indices(bad)[:20] if bad.ndim else '()'}")
+        raise ValueError(
+            f"{name} contains NaN or Inf at batch indices "
+            f"{_batch_indices(bad)[:20] if bad.ndim else '()'}"
+        )
 
 
 class Stiefel:
@@ -103,8 +105,9 @@ class Stiefel:
 
     def __init__(self, retraction: str = "polar") -> None:
         if retraction not in RETRACTIONS:
-            raise ValueError(f"unknown retraction {retraction!r}; choose one of "
-                             f"{sorted(RETRACTIONS)}")
+            raise ValueError(
+                f"unknown retraction {retraction!r}; choose one of {sorted(RETRACTIONS)}"
+            )
         self.retraction = retraction
 
     def __repr__(self) -> str:
@@ -169,8 +172,10 @@ class Stiefel:
             raise ValueError(f"unknown retraction {method!r}; choose one of {sorted(RETRACTIONS)}")
         check_frames(x)
         if xi.shape[-2:] != x.shape[-2:]:
-            raise ValueError(f"xi has shape {tuple(xi.shape)}, expected (..., "
-                             f"{x.shape[-2]}, {x.shape[-1]}) like X")
+            raise ValueError(
+                f"xi has shape {tuple(xi.shape)}, expected (..., "
+                f"{x.shape[-2]}, {x.shape[-1]}) like X"
+            )
         try:
             y = RETRACTIONS[method](x, xi)
             if method != "polar":  # polar already checked its Gram eigenvalues
@@ -183,8 +188,9 @@ class Stiefel:
 
     retr = retract
 
-    def retract_transport(self, x: Any, xi: Any, v: Any,
-                          method: str | None = None) -> tuple[Any, Any]:
+    def retract_transport(
+        self, x: Any, xi: Any, v: Any, method: str | None = None
+    ) -> tuple[Any, Any]:
         """Retract ``x`` along ``xi`` and transport ``v`` to the new point."""
         y = self.retract(x, xi, method)
         return y, self.transport(x, y, v)
@@ -199,8 +205,13 @@ class Stiefel:
             _check_finite(x.detach(), "X")
             raise
 
-    def random(self, *shape: int, dtype: torch.dtype | None = None,
-               device: Any = None, generator: torch.Generator | None = None) -> torch.Tensor:
+    def random(
+        self,
+        *shape: int,
+        dtype: torch.dtype | None = None,
+        device: Any = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
         """Haar-distributed random points: the polar factors of Gaussian matrices.
 
         ``random(batch..., n, p)``; complex dtypes give unitary frames.
@@ -245,11 +256,11 @@ class Stiefel:
         check_frames(t)
         atol = default_tolerance(t.dtype) if atol is None else atol
         err = self.orthogonality_error(t.detach())
-        return _verdict(err, atol, raise_error, "X is not on the Stiefel manifold",
-                        "|X^H X - I|")
+        return _verdict(err, atol, raise_error, "X is not on the Stiefel manifold", "|X^H X - I|")
 
-    def check_tangent(self, x: Any, u: Any, *, atol: float | None = None,
-                      raise_error: bool = False) -> bool:
+    def check_tangent(
+        self, x: Any, u: Any, *, atol: float | None = None, raise_error: bool = False
+    ) -> bool:
         """Whether ``u`` is tangent at ``x``: ``max |x^H u + u^H x| <= atol`` for every matrix."""
         xt, _ = as_tensor(x, "X")
         ut, _ = as_tensor(u, "u")

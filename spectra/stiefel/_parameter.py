@@ -40,15 +40,22 @@ class StiefelParameter(torch.nn.Parameter):
 
     manifold: Stiefel
 
-    def __new__(cls, data: torch.Tensor | None = None, manifold: Stiefel | None = None,
-                requires_grad: bool = True, *, project: bool = False,
-                check: bool = True) -> StiefelParameter:
+    def __new__(
+        cls,
+        data: torch.Tensor | None = None,
+        manifold: Stiefel | None = None,
+        requires_grad: bool = True,
+        *,
+        project: bool = False,
+        check: bool = True,
+    ) -> StiefelParameter:
         if data is None:
             raise ValueError("StiefelParameter needs data of shape (..., n, p)")
         manifold = Stiefel() if manifold is None else manifold
         if not isinstance(manifold, Stiefel):
-            raise TypeError(f"manifold must be a spectra.stiefel.Stiefel, got "
-                            f"{type(manifold).__name__}")
+            raise TypeError(
+                f"manifold must be a spectra.stiefel.Stiefel, got {type(manifold).__name__}"
+            )
         data = data.detach()
         check_frames(data, "StiefelParameter data")
         if project:
@@ -65,9 +72,12 @@ class StiefelParameter(torch.nn.Parameter):
     def __deepcopy__(self, memo: dict[int, Any]) -> StiefelParameter:
         if id(self) in memo:
             return memo[id(self)]
-        out = StiefelParameter(self.data.clone(memory_format=torch.preserve_format),
-                               manifold=self.manifold, requires_grad=self.requires_grad,
-                               check=False)
+        out = StiefelParameter(
+            self.data.clone(memory_format=torch.preserve_format),
+            manifold=self.manifold,
+            requires_grad=self.requires_grad,
+            check=False,
+        )
         memo[id(self)] = out
         return out
 

@@ -67,8 +67,9 @@ def _frechet(s: torch.Tensor, u: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
     return u @ (_first_dd(s).to(eh.dtype) * eh) @ u.mH
 
 
-def _second_frechet(s: torch.Tensor, u: torch.Tensor, e: torch.Tensor,
-                    c: torch.Tensor) -> torch.Tensor:
+def _second_frechet(
+    s: torch.Tensor, u: torch.Tensor, e: torch.Tensor, c: torch.Tensor
+) -> torch.Tensor:
     """Gradient of ``<c, D f(G)[e]>`` with respect to ``G`` (both ``e``, ``c`` Hermitian)."""
     eh, ch = u.mH @ e @ u, u.mH @ c @ u
     t = _second_dd(s).to(eh.dtype)  # t[a, c, b]

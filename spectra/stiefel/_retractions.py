@@ -67,8 +67,9 @@ def _qr(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
     d = torch.diagonal(r, dim1=-2, dim2=-1)
     if d.is_complex():
         mag = d.abs()
-        phase = torch.where(mag > 0, d / mag.clamp_min(torch.finfo(mag.dtype).tiny),
-                            torch.ones_like(d))
+        phase = torch.where(
+            mag > 0, d / mag.clamp_min(torch.finfo(mag.dtype).tiny), torch.ones_like(d)
+        )
     else:
         phase = torch.where(d < 0, -torch.ones_like(d), torch.ones_like(d))
     return q * phase.unsqueeze(-2)
@@ -85,9 +86,11 @@ def _cayley(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
     return x + u @ torch.linalg.solve(lhs, rhs)
 
 
-RETRACTIONS: MappingProxyType[str, Retraction] = MappingProxyType({
-    "polar": retract_polar,
-    "qr": retract_qr,
-    "cayley": retract_cayley,
-})
+RETRACTIONS: MappingProxyType[str, Retraction] = MappingProxyType(
+    {
+        "polar": retract_polar,
+        "qr": retract_qr,
+        "cayley": retract_cayley,
+    }
+)
 """The registered retractions by name (read-only)."""

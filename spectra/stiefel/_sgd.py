@@ -53,9 +53,18 @@ class RiemannianSGD(torch.optim.Optimizer):
     True
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0,
-                 dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
-                 *, maximize: bool = False, retraction: str | None = None) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        momentum: float = 0.0,
+        dampening: float = 0.0,
+        weight_decay: float = 0.0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
+        retraction: str | None = None,
+    ) -> None:
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -65,9 +74,15 @@ class RiemannianSGD(torch.optim.Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         _check_retraction(retraction)
-        defaults = {"lr": lr, "momentum": momentum, "dampening": dampening,
-                    "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
-                    "retraction": retraction}
+        defaults = {
+            "lr": lr,
+            "momentum": momentum,
+            "dampening": dampening,
+            "weight_decay": weight_decay,
+            "nesterov": nesterov,
+            "maximize": maximize,
+            "retraction": retraction,
+        }
         super().__init__(params, defaults)
 
     @torch.no_grad()
@@ -103,7 +118,8 @@ class RiemannianSGD(torch.optim.Optimizer):
                     p.add_(d, alpha=-lr)
                 else:
                     method = group["retraction"] or manifold.retraction
-                    jobs.append(Job(p, manifold, d.mul(-lr), method,
-                                    [buf] if buf is not None else []))
+                    jobs.append(
+                        Job(p, manifold, d.mul(-lr), method, [buf] if buf is not None else [])
+                    )
         run_jobs(jobs)
         return loss

@@ -62,8 +62,10 @@ def as_kpoints(k: Any, dim: int) -> tuple[torch.Tensor, Any, tuple[int, ...]]:
     if kt.ndim == 1:
         kt = kt[None, :]
     if kt.shape[-1] != dim:
-        raise ValueError(f"k must have shape (nk, {dim}) (reduced coordinates of the "
-                         f"{dim} periodic directions), got {tuple(kt.shape)}")
+        raise ValueError(
+            f"k must have shape (nk, {dim}) (reduced coordinates of the "
+            f"{dim} periodic directions), got {tuple(kt.shape)}"
+        )
     if not bool(torch.isfinite(kt).all()):
         bad = torch.nonzero(~torch.isfinite(kt).all(-1)).flatten()[:10].tolist()
         raise ValueError(f"k contains NaN/Inf at k-point indices {bad}")
@@ -75,8 +77,13 @@ def _complex_of(dtype: torch.dtype) -> torch.dtype:
     return torch.complex64 if dtype == torch.float32 else torch.complex128
 
 
-def bloch_sum(k: torch.Tensor, rvecs: np.ndarray, blocks: np.ndarray,
-              positions: np.ndarray | None = None, convention: str = "lattice") -> torch.Tensor:
+def bloch_sum(
+    k: torch.Tensor,
+    rvecs: np.ndarray,
+    blocks: np.ndarray,
+    positions: np.ndarray | None = None,
+    convention: str = "lattice",
+) -> torch.Tensor:
     """``M(k) = sum_R exp(2 pi i k.R) M(R)`` for all ``k`` at once (one einsum).
 
     ``k``: real ``(nk, d)`` tensor; ``blocks``: ``(nR, n, n)``. With
@@ -87,20 +94,23 @@ def bloch_sum(k: torch.Tensor, rvecs: np.ndarray, blocks: np.ndarray,
     ctype = _complex_of(k.dtype)
     rt = torch.as_tensor(rvecs, dtype=k.dtype, device=k.device)
     mt = torch.as_tensor(blocks, device=k.device).to(ctype)
-    phase = torch.polar(torch.ones((), dtype=k.dtype, device=k.device),
-                        (2 * math.pi) * (k @ rt.T))  # (nk, nR)
+    phase = torch.polar(
+        torch.ones((), dtype=k.dtype, device=k.device), (2 * math.pi) * (k @ rt.T)
+    )  # (nk, nR)
     n = mt.shape[-1]
     out = (phase @ mt.reshape(mt.shape[0], n * n)).reshape(k.shape[0], n, n)  # one GEMM
     if convention == "orbital" and positions is not None and positions.size:
         tau = torch.as_tensor(positions, dtype=k.dtype, device=k.device)
-        d = torch.polar(torch.ones((), dtype=k.dtype, device=k.device),
-                        (2 * math.pi) * (k @ tau.T))  # (nk, n)
+        d = torch.polar(
+            torch.ones((), dtype=k.dtype, device=k.device), (2 * math.pi) * (k @ tau.T)
+        )  # (nk, n)
         out = d.conj().unsqueeze(-1) * out * d.unsqueeze(-2)
     return out
 
 
-def hamiltonian_chunk(k: torch.Tensor, data: BlochData,
-                      convention: str = "lattice") -> tuple[torch.Tensor, torch.Tensor | None]:
+def hamiltonian_chunk(
+    k: torch.Tensor, data: BlochData, convention: str = "lattice"
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``(H(k), S(k))`` for one chunk of k-points (``S`` is None for orthogonal models).
 
     The blocks satisfy ``M(-R) = M(R)^H`` exactly, so the sums are Hermitian to rounding.
@@ -112,8 +122,13 @@ def hamiltonian_chunk(k: torch.Tensor, data: BlochData,
     return h, s
 
 
-def solve_chunk(k: torch.Tensor, data: BlochData, convention: str = "lattice",
-                vectors: bool = True, **eigh_kw: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+def solve_chunk(
+    k: torch.Tensor,
+    data: BlochData,
+    convention: str = "lattice",
+    vectors: bool = True,
+    **eigh_kw: Any,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Bands (and states) for one chunk of k-points: build ``H(k)``, one core call.
 
     A pure function of the chunk and the model's arrays, to be mapped over blocks. ``H(k)``
@@ -128,8 +143,15 @@ def solve_chunk(k: torch.Tensor, data: BlochData, convention: str = "lattice",
     return spectra.eigvalsh(h, s, **eigh_kw), None
 
 
-def chunk_length(nk: int, nstates: int, nr: int, vectors: bool, overlap: bool,
-                 itemsize: int, max_memory: int | None) -> int:
+def chunk_length(
+    nk: int,
+    nstates: int,
+    nr: int,
+    vectors: bool,
+    overlap: bool,
+    itemsize: int,
+    max_memory: int | None,
+) -> int:
     """k-points per chunk so the Bloch sums, the solve and its work fit ``max_memory``."""
     budget = DEFAULT_MAX_MEMORY if max_memory is None else int(max_memory)
     if budget <= 0:
@@ -138,20 +160,27 @@ def chunk_length(nk: int, nstates: int, nr: int, vectors: bool, overlap: bool,
     return int(max(1, min(max(nk, 1), budget // max(per_k, 1))))
 
 
-def solve(k: Any, data: BlochData, convention: str = "lattice", vectors: bool = True,
-          max_memory: int | None = None, **eigh_kw: Any) -> tuple[Any, Any]:
+def solve(
+    k: Any,
+    data: BlochData,
+    convention: str = "lattice",
+    vectors: bool = True,
+    max_memory: int | None = None,
+    **eigh_kw: Any,
+) -> tuple[Any, Any]:
     """Bands (and states) for all ``k``, cut in memory-bounded chunks of one core call each."""
     kt, origin, batch = as_kpoints(k, data.dim)
     n = data.nstates
     nk = kt.shape[0]
     rtype = kt.dtype
     itemsize = 2 * torch.finfo(rtype).bits // 8
-    step = chunk_length(nk, n, data.rvecs.shape[0], vectors, data.sr is not None, itemsize,
-                        max_memory)
+    step = chunk_length(
+        nk, n, data.rvecs.shape[0], vectors, data.sr is not None, itemsize, max_memory
+    )
     ws: list[torch.Tensor] = []
     vs: list[torch.Tensor] = []
     for start in range(0, max(nk, 1), step):
-        w, v = solve_chunk(kt[start:start + step], data, convention, vectors, **eigh_kw)
+        w, v = solve_chunk(kt[start : start + step], data, convention, vectors, **eigh_kw)
         ws.append(w)
         if v is not None:
             vs.append(v)

@@ -16,8 +16,9 @@ def _cell_points(matrix: np.ndarray) -> np.ndarray:
     corners = np.array(list(itertools.product((0, 1), repeat=dim)), dtype=float) @ matrix
     lo = np.floor(corners.min(0)).astype(int)
     hi = np.ceil(corners.max(0)).astype(int)
-    grid = np.stack(np.meshgrid(*[np.arange(a, b + 1) for a, b in zip(lo, hi, strict=True)],
-                                indexing="ij"), -1).reshape(-1, dim)
+    grid = np.stack(
+        np.meshgrid(*[np.arange(a, b + 1) for a, b in zip(lo, hi, strict=True)], indexing="ij"), -1
+    ).reshape(-1, dim)
     frac = grid @ np.linalg.inv(matrix)
     eps = 1e-9
     inside = np.all((frac > -eps) & (frac < 1 - eps), axis=1)
@@ -26,8 +27,9 @@ def _cell_points(matrix: np.ndarray) -> np.ndarray:
     return pts[order]
 
 
-def _fold(blocks: dict[tuple[int, ...], np.ndarray], points: np.ndarray, matrix: np.ndarray,
-          nstates: int) -> dict[tuple[int, ...], np.ndarray]:
+def _fold(
+    blocks: dict[tuple[int, ...], np.ndarray], points: np.ndarray, matrix: np.ndarray, nstates: int
+) -> dict[tuple[int, ...], np.ndarray]:
     """Re-express ``{R: M(R)}`` on the supercell with sub-cells ``points``."""
     minv = np.linalg.inv(matrix)
     ncell = len(points)
@@ -44,7 +46,7 @@ def _fold(blocks: dict[tuple[int, ...], np.ndarray], points: np.ndarray, matrix:
         b = index[tuple(rest[r_idx, a])]
         key = tuple(rnew[r_idx, a])
         blk = out.setdefault(key, np.zeros((size, size), complex))
-        blk[a * nstates:(a + 1) * nstates, b * nstates:(b + 1) * nstates] += mats[r_idx]
+        blk[a * nstates : (a + 1) * nstates, b * nstates : (b + 1) * nstates] += mats[r_idx]
     return out
 
 
@@ -80,17 +82,26 @@ def supercell(model: Model, matrix: Any) -> Model:
     if det == 0:
         raise ValueError("supercell matrix is singular")
     for d in range(dim):
-        if d not in model.periodic and (mat[d, d] != 1 or np.any(mat[d, np.arange(dim) != d])
-                                        or np.any(mat[np.arange(dim) != d, d])):
-            raise ValueError(f"direction {d} is not periodic: the supercell matrix must leave "
-                             f"it alone")
+        if d not in model.periodic and (
+            mat[d, d] != 1
+            or np.any(mat[d, np.arange(dim) != d])
+            or np.any(mat[np.arange(dim) != d, d])
+        ):
+            raise ValueError(
+                f"direction {d} is not periodic: the supercell matrix must leave it alone"
+            )
     points = _cell_points(mat.astype(float))
     if len(points) != abs(det):
         raise RuntimeError(f"found {len(points)} sub-cells for a supercell of volume {abs(det)}")
     minv = np.linalg.inv(mat.astype(float))
     orbitals = ((model.orbitals[None, :, :] + points[:, None, :]) @ minv).reshape(-1, dim)
-    new = Model(mat @ model.lattice, orbitals, nspin=model.nspin, periodic=model.periodic,
-                convention=model.convention)
+    new = Model(
+        mat @ model.lattice,
+        orbitals,
+        nspin=model.nspin,
+        periodic=model.periodic,
+        convention=model.convention,
+    )
     new._blocks = _fold(model._blocks, points, mat.astype(float), model.nstates)
     if model._overlap is not None:
         new._overlap = _fold(model._overlap, points, mat.astype(float), model.nstates)
@@ -114,16 +125,19 @@ def cut(model: Model, direction: int, ncells: int) -> Model:
     True
     """
     if direction not in model.periodic:
-        raise ValueError(f"direction {direction} is not periodic in this model "
-                         f"(periodic: {list(model.periodic)})")
+        raise ValueError(
+            f"direction {direction} is not periodic in this model "
+            f"(periodic: {list(model.periodic)})"
+        )
     if isinstance(ncells, bool) or int(ncells) != ncells or ncells < 1:
         raise ValueError(f"ncells must be a positive integer, got {ncells!r}")
     mat = np.eye(model.dim, dtype=int)
     mat[direction, direction] = int(ncells)
     big = supercell(model, mat)
     periodic = [p for p in model.periodic if p != direction]
-    new = Model(big.lattice, big.orbitals, nspin=model.nspin, periodic=periodic,
-                convention=model.convention)
+    new = Model(
+        big.lattice, big.orbitals, nspin=model.nspin, periodic=periodic, convention=model.convention
+    )
     new._blocks = {r: b for r, b in big._blocks.items() if r[direction] == 0}
     if big._overlap is not None:
         new._overlap = {r: b for r, b in big._overlap.items() if r[direction] == 0}

@@ -13,23 +13,37 @@ DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "data" / "graphene_hr.dat"
 def register(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``bands`` sub-command to the ``spectra`` CLI."""
     p = subparsers.add_parser(
-        "bands", help="band structure of a tight-binding model (Wannier90 hr.dat)",
+        "bands",
+        help="band structure of a tight-binding model (Wannier90 hr.dat)",
         description="Plot the bands of a Wannier90 seedname_hr.dat model along a k path "
-                    "(seedname.win / _centres.xyz / _wsvec.dat next to it are used when "
-                    "present). Without FILE: graphene.")
+        "(seedname.win / _centres.xyz / _wsvec.dat next to it are used when "
+        "present). Without FILE: graphene.",
+    )
     p.add_argument("file", nargs="?", default=None, help="seedname_hr.dat (default: graphene)")
-    p.add_argument("--path", default=None,
-                   help="named points, e.g. G,K,M,G ('|' breaks the path); default: the "
-                        "standard path of the detected lattice")
+    p.add_argument(
+        "--path",
+        default=None,
+        help="named points, e.g. G,K,M,G ('|' breaks the path); default: the "
+        "standard path of the detected lattice",
+    )
     p.add_argument("--nk", type=int, default=200, help="k-points along the path (200)")
     p.add_argument("--out", default="bands.png", help="output figure, .png/.svg (bands.png)")
     p.add_argument("--dos", action="store_true", help="add a DOS side panel")
-    p.add_argument("--grid", type=int, default=None,
-                   help="k-points per periodic direction for the DOS (default: auto)")
-    p.add_argument("--electrons", type=float, default=None,
-                   help="electrons per cell: draw the Fermi level")
-    p.add_argument("--dim", type=int, default=None,
-                   help="periodic dimensions to keep (default: those with hoppings)")
+    p.add_argument(
+        "--grid",
+        type=int,
+        default=None,
+        help="k-points per periodic direction for the DOS (default: auto)",
+    )
+    p.add_argument(
+        "--electrons", type=float, default=None, help="electrons per cell: draw the Fermi level"
+    )
+    p.add_argument(
+        "--dim",
+        type=int,
+        default=None,
+        help="periodic dimensions to keep (default: those with hoppings)",
+    )
     p.set_defaults(func=run)
     return p
 
@@ -84,10 +98,18 @@ def run(args: argparse.Namespace) -> int:
             dos_panel = (grid_e, dos(egrid, grid_e, method="tetrahedron", kgrid=kgrid))
         if args.electrons is not None:
             fermi = fermi_level(egrid, args.electrons)
-    plot_bands(path, energies, dos=dos_panel, fermi=fermi, out=args.out,
-               title=f"{name}: {model.nstates} bands, {len(path.k)} k-points")
-    line = (f"{name}: {model.nstates} bands x {len(path.k)} k-points along "
-            f"{'-'.join(path.labels)}; E in [{energies.min():.4g}, {energies.max():.4g}]")
+    plot_bands(
+        path,
+        energies,
+        dos=dos_panel,
+        fermi=fermi,
+        out=args.out,
+        title=f"{name}: {model.nstates} bands, {len(path.k)} k-points",
+    )
+    line = (
+        f"{name}: {model.nstates} bands x {len(path.k)} k-points along "
+        f"{'-'.join(path.labels)}; E in [{energies.min():.4g}, {energies.max():.4g}]"
+    )
     if fermi is not None:
         line += f"; E_F = {fermi:.6g}"
     print(f"{line} -> {args.out}")

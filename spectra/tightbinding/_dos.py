@@ -34,9 +34,16 @@ def _weights(weights: Any, nk: int) -> np.ndarray:
     return w
 
 
-def dos(energies: Any, grid: Any, *, sigma: float | None = None, weights: Any = None,
-        method: str = "gaussian", kgrid: Sequence[int] | None = None,
-        chunk: int = 2**22) -> np.ndarray:
+def dos(
+    energies: Any,
+    grid: Any,
+    *,
+    sigma: float | None = None,
+    weights: Any = None,
+    method: str = "gaussian",
+    kgrid: Sequence[int] | None = None,
+    chunk: int = 2**22,
+) -> np.ndarray:
     """Density of states per cell on the energy ``grid`` (integrates to the band count).
 
     Parameters
@@ -77,8 +84,9 @@ def dos(energies: Any, grid: Any, *, sigma: float | None = None, weights: Any = 
     raise ValueError(f"method must be 'gaussian' or 'tetrahedron', got {method!r}")
 
 
-def _gaussian(e: np.ndarray, x: np.ndarray, sigma: float | None, w: np.ndarray,
-              chunk: int) -> np.ndarray:
+def _gaussian(
+    e: np.ndarray, x: np.ndarray, sigma: float | None, w: np.ndarray, chunk: int
+) -> np.ndarray:
     if sigma is None:
         if x.size < 2:
             raise ValueError("give sigma for a grid of fewer than two energies")
@@ -91,8 +99,8 @@ def _gaussian(e: np.ndarray, x: np.ndarray, sigma: float | None, w: np.ndarray,
     step = max(1, chunk // max(x.size, 1))
     norm = 1.0 / (sigma * math.sqrt(2 * math.pi))
     for s in range(0, flat.size, step):
-        z = (x[:, None] - flat[None, s:s + step]) / sigma
-        out += (np.exp(-0.5 * z * z) * wf[None, s:s + step]).sum(1) * norm
+        z = (x[:, None] - flat[None, s : s + step]) / sigma
+        out += (np.exp(-0.5 * z * z) * wf[None, s : s + step]).sum(1) * norm
     return out
 
 
@@ -123,8 +131,9 @@ def _tetrahedron(e: np.ndarray, x: np.ndarray, kgrid: tuple[int, ...], chunk: in
     if not 1 <= dim <= 3:
         raise ValueError(f"tetrahedron DOS needs a 1D, 2D or 3D grid, got kgrid={kgrid}")
     if int(np.prod(kgrid)) != e.shape[0]:
-        raise ValueError(f"kgrid {kgrid} has {int(np.prod(kgrid))} points but energies has "
-                         f"{e.shape[0]} k-points")
+        raise ValueError(
+            f"kgrid {kgrid} has {int(np.prod(kgrid))} points but energies has {e.shape[0]} k-points"
+        )
     if x.size < 2 or np.any(np.diff(x) <= 0):
         raise ValueError("the tetrahedron DOS needs an increasing grid of at least 2 energies")
     simp = _simplices(e, kgrid)
@@ -194,19 +203,30 @@ def _piece(ee: np.ndarray, c: np.ndarray, dim: int) -> np.ndarray:
             n = np.where(ee < e2, (ee - e1) ** 2 / (d21 * d31), 1 - (e3 - ee) ** 2 / (d31 * d32))
         else:
             e1, e2, e3, e4 = c[:, 0], c[:, 1], c[:, 2], c[:, 3]
-            d21, d31, d41, d32, d42, d43 = (np.maximum(v, tiny) for v in (
-                e2 - e1, e3 - e1, e4 - e1, e3 - e2, e4 - e2, e4 - e3))
+            d21, d31, d41, d32, d42, d43 = (
+                np.maximum(v, tiny) for v in (e2 - e1, e3 - e1, e4 - e1, e3 - e2, e4 - e2, e4 - e3)
+            )
             u = ee - e2
             middle = (d21**2 + 3 * d21 * u + 3 * u**2 - (d31 + d42) / (d32 * d42) * u**3) / (
-                d31 * d41)
-            n = np.where(ee < e2, (ee - e1) ** 3 / (d21 * d31 * d41),
-                         np.where(ee < e3, middle, 1 - (e4 - ee) ** 3 / (d41 * d42 * d43)))
+                d31 * d41
+            )
+            n = np.where(
+                ee < e2,
+                (ee - e1) ** 3 / (d21 * d31 * d41),
+                np.where(ee < e3, middle, 1 - (e4 - ee) ** 3 / (d41 * d42 * d43)),
+            )
     return np.nan_to_num(np.clip(n, 0.0, 1.0), nan=0.0)
 
 
-def fermi_level(energies: Any, nelectrons: float, *, weights: Any = None,
-                degeneracy: float = 1.0, smearing: float = 0.0,
-                method: str = "fermi-dirac") -> float:
+def fermi_level(
+    energies: Any,
+    nelectrons: float,
+    *,
+    weights: Any = None,
+    degeneracy: float = 1.0,
+    smearing: float = 0.0,
+    method: str = "fermi-dirac",
+) -> float:
     """The Fermi level for ``nelectrons`` electrons per cell.
 
     Parameters
@@ -232,8 +252,9 @@ def fermi_level(energies: Any, nelectrons: float, *, weights: Any = None,
     w = _weights(weights, e.shape[0]) * float(degeneracy)
     capacity = float(w.sum() * e.shape[1])
     if not 0 <= nelectrons <= capacity * (1 + 1e-12):
-        raise ValueError(f"nelectrons={nelectrons} is outside [0, {capacity:g}] "
-                         f"(states x degeneracy)")
+        raise ValueError(
+            f"nelectrons={nelectrons} is outside [0, {capacity:g}] (states x degeneracy)"
+        )
     if smearing == 0:
         flat = e.reshape(-1)
         wf = np.repeat(w, e.shape[1])
@@ -252,9 +273,11 @@ def fermi_level(energies: Any, nelectrons: float, *, weights: Any = None,
     if smearing < 0:
         raise ValueError(f"smearing must be >= 0, got {smearing}")
     if method == "fermi-dirac":
+
         def occ(z: np.ndarray) -> np.ndarray:
             return expit(-z)
     elif method == "gaussian":
+
         def occ(z: np.ndarray) -> np.ndarray:
             return 0.5 * erfc(z)
     else:

@@ -16,28 +16,64 @@ _F = 1.0 / 3.0
 CANONICAL: dict[str, tuple[np.ndarray, dict[str, Sequence[float]], str]] = {
     "chain": (np.eye(1), {"G": [0.0], "X": [0.5]}, "X,G,X"),
     "square": (np.eye(2), {"G": [0, 0], "X": [0.5, 0], "M": [0.5, 0.5]}, "G,X,M,G"),
-    "hexagonal2d": (np.array([[1.0, 0.0], [0.5, np.sqrt(3) / 2]]),
-                    {"G": [0, 0], "K": [2 * _F, _F], "M": [0.5, 0.5]}, "G,K,M,G"),
-    "cubic": (np.eye(3), {"G": [0, 0, 0], "X": [0, 0.5, 0], "M": [0.5, 0.5, 0],
-                          "R": [0.5, 0.5, 0.5]}, "G,X,M,G,R,X|M,R"),
-    "fcc": (0.5 * np.array([[0.0, 1, 1], [1, 0, 1], [1, 1, 0]]),
-            {"G": [0, 0, 0], "X": [0.5, 0, 0.5], "L": [0.5, 0.5, 0.5],
-             "W": [0.5, 0.25, 0.75], "K": [0.375, 0.375, 0.75], "U": [0.625, 0.25, 0.625]},
-            "G,X,W,K,G,L,U,W,L,K|U,X"),
-    "bcc": (0.5 * np.array([[-1.0, 1, 1], [1, -1, 1], [1, 1, -1]]),
-            {"G": [0, 0, 0], "H": [0.5, -0.5, 0.5], "P": [0.25, 0.25, 0.25],
-             "N": [0, 0, 0.5]}, "G,H,N,G,P,H|P,N"),
+    "hexagonal2d": (
+        np.array([[1.0, 0.0], [0.5, np.sqrt(3) / 2]]),
+        {"G": [0, 0], "K": [2 * _F, _F], "M": [0.5, 0.5]},
+        "G,K,M,G",
+    ),
+    "cubic": (
+        np.eye(3),
+        {"G": [0, 0, 0], "X": [0, 0.5, 0], "M": [0.5, 0.5, 0], "R": [0.5, 0.5, 0.5]},
+        "G,X,M,G,R,X|M,R",
+    ),
+    "fcc": (
+        0.5 * np.array([[0.0, 1, 1], [1, 0, 1], [1, 1, 0]]),
+        {
+            "G": [0, 0, 0],
+            "X": [0.5, 0, 0.5],
+            "L": [0.5, 0.5, 0.5],
+            "W": [0.5, 0.25, 0.75],
+            "K": [0.375, 0.375, 0.75],
+            "U": [0.625, 0.25, 0.625],
+        },
+        "G,X,W,K,G,L,U,W,L,K|U,X",
+    ),
+    "bcc": (
+        0.5 * np.array([[-1.0, 1, 1], [1, -1, 1], [1, 1, -1]]),
+        {"G": [0, 0, 0], "H": [0.5, -0.5, 0.5], "P": [0.25, 0.25, 0.25], "N": [0, 0, 0.5]},
+        "G,H,N,G,P,H|P,N",
+    ),
 }
 
 #: Points for lattices with a free aspect ratio, in the reduced coordinates of an
 #: orthogonal (or hexagonal-in-plane) basis with the odd axis last.
 _RECT = {"G": [0, 0], "X": [0.5, 0], "Y": [0, 0.5], "S": [0.5, 0.5]}
-_TETRA = {"G": [0, 0, 0], "X": [0, 0.5, 0], "M": [0.5, 0.5, 0], "Z": [0, 0, 0.5],
-          "R": [0, 0.5, 0.5], "A": [0.5, 0.5, 0.5]}
-_ORTHO = {"G": [0, 0, 0], "X": [0.5, 0, 0], "Y": [0, 0.5, 0], "Z": [0, 0, 0.5],
-          "S": [0.5, 0.5, 0], "U": [0.5, 0, 0.5], "T": [0, 0.5, 0.5], "R": [0.5, 0.5, 0.5]}
-_HEX3 = {"G": [0, 0, 0], "M": [0.5, 0.5, 0], "K": [2 * _F, _F, 0], "A": [0, 0, 0.5],
-         "L": [0.5, 0.5, 0.5], "H": [2 * _F, _F, 0.5]}
+_TETRA = {
+    "G": [0, 0, 0],
+    "X": [0, 0.5, 0],
+    "M": [0.5, 0.5, 0],
+    "Z": [0, 0, 0.5],
+    "R": [0, 0.5, 0.5],
+    "A": [0.5, 0.5, 0.5],
+}
+_ORTHO = {
+    "G": [0, 0, 0],
+    "X": [0.5, 0, 0],
+    "Y": [0, 0.5, 0],
+    "Z": [0, 0, 0.5],
+    "S": [0.5, 0.5, 0],
+    "U": [0.5, 0, 0.5],
+    "T": [0, 0.5, 0.5],
+    "R": [0.5, 0.5, 0.5],
+}
+_HEX3 = {
+    "G": [0, 0, 0],
+    "M": [0.5, 0.5, 0],
+    "K": [2 * _F, _F, 0],
+    "A": [0, 0, 0.5],
+    "L": [0.5, 0.5, 0.5],
+    "H": [2 * _F, _F, 0.5],
+}
 
 _ALIASES = {"Γ": "G", "GAMMA": "G", "\\GAMMA": "G"}
 
@@ -52,8 +88,9 @@ class KPath(NamedTuple):
     labels: list[str]
 
 
-def monkhorst_pack(grid: Sequence[int] | int, *, gamma_centered: bool = False,
-                   dim: int | None = None) -> np.ndarray:
+def monkhorst_pack(
+    grid: Sequence[int] | int, *, gamma_centered: bool = False, dim: int | None = None
+) -> np.ndarray:
     """A Monkhorst-Pack grid of reduced k-points, ``(prod(grid), len(grid))``, C order
     (the last direction fastest, so ``k.reshape(*grid, dim)`` recovers the grid).
 
@@ -69,8 +106,10 @@ def monkhorst_pack(grid: Sequence[int] | int, *, gamma_centered: bool = False,
     sizes = [int(q) for q in grid]
     if any(q < 1 for q in sizes) or any(q != g for q, g in zip(sizes, grid, strict=True)):
         raise ValueError(f"grid sizes must be positive integers, got {list(grid)}")
-    axes = [np.arange(q) / q if gamma_centered else (2 * np.arange(1, q + 1) - q - 1) / (2 * q)
-            for q in sizes]
+    axes = [
+        np.arange(q) / q if gamma_centered else (2 * np.arange(1, q + 1) - q - 1) / (2 * q)
+        for q in sizes
+    ]
     if not axes:
         return np.zeros((1, 0))
     return np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, len(sizes))
@@ -146,8 +185,13 @@ def _label(name: str) -> str:
     return "Γ" if name == "G" else name
 
 
-def kpath(lattice: Any, path: str | Sequence[Any] | None = None, npoints: int = 100, *,
-          points: Mapping[str, Any] | None = None) -> KPath:
+def kpath(
+    lattice: Any,
+    path: str | Sequence[Any] | None = None,
+    npoints: int = 100,
+    *,
+    points: Mapping[str, Any] | None = None,
+) -> KPath:
     """A band path through named points, evenly spaced in Cartesian distance.
 
     Parameters
@@ -185,8 +229,11 @@ def kpath(lattice: Any, path: str | Sequence[Any] | None = None, npoints: int = 
         path = default
     segments = _parse_path(path, named, dim)
     recip = 2 * np.pi * np.linalg.inv(lat).T
-    lengths = [np.linalg.norm((b - a) @ recip) for seg in segments for (_, a), (_, b)
-               in itertools.pairwise(seg)]
+    lengths = [
+        np.linalg.norm((b - a) @ recip)
+        for seg in segments
+        for (_, a), (_, b) in itertools.pairwise(seg)
+    ]
     nnodes = sum(len(seg) for seg in segments)
     if npoints < nnodes:
         raise ValueError(f"npoints={npoints} is less than the {nnodes} named points of the path")
@@ -236,11 +283,14 @@ def _lattice_of(lattice: Any) -> np.ndarray:
     return lat
 
 
-def _parse_path(path: Any, named: Mapping[str, np.ndarray], dim: int
-                ) -> list[list[tuple[str, np.ndarray]]]:
+def _parse_path(
+    path: Any, named: Mapping[str, np.ndarray], dim: int
+) -> list[list[tuple[str, np.ndarray]]]:
     if isinstance(path, str):
-        raw = [[_normalize(n) for n in part.split(",") if n.strip()]
-               for part in path.replace(" ", "").split("|")]
+        raw = [
+            [_normalize(n) for n in part.split(",") if n.strip()]
+            for part in path.replace(" ", "").split("|")
+        ]
     else:
         raw = [list(path)]
     segments: list[list[tuple[str, np.ndarray]]] = []

@@ -24,8 +24,10 @@ Key = tuple[int, int, tuple[int, ...]]
 def _as_lattice(lattice: Any) -> np.ndarray:
     lat = np.atleast_2d(np.asarray(lattice, dtype=float))
     if lat.ndim != 2 or lat.shape[0] != lat.shape[1]:
-        raise ValueError(f"lattice must be a square (dim, dim) array of lattice vectors (rows), "
-                         f"got shape {lat.shape}")
+        raise ValueError(
+            f"lattice must be a square (dim, dim) array of lattice vectors (rows), "
+            f"got shape {lat.shape}"
+        )
     if not np.all(np.isfinite(lat)):
         raise ValueError("lattice contains NaN/Inf")
     if lat.shape[0] and abs(np.linalg.det(lat)) < 1e-12 * max(1.0, np.abs(lat).max()) ** 3:
@@ -58,8 +60,15 @@ class Model:
     True
     """
 
-    def __init__(self, lattice: Any, orbitals: Any, *, nspin: int = 1,
-                 periodic: Sequence[int] | None = None, convention: str = "lattice") -> None:
+    def __init__(
+        self,
+        lattice: Any,
+        orbitals: Any,
+        *,
+        nspin: int = 1,
+        periodic: Sequence[int] | None = None,
+        convention: str = "lattice",
+    ) -> None:
         self.lattice = _as_lattice(lattice)
         dim = self.lattice.shape[0]
         if isinstance(orbitals, (int, np.integer)) and not isinstance(orbitals, bool):
@@ -68,8 +77,9 @@ class Model:
         if orb.ndim == 1 and dim == 1:
             orb = orb[:, None]
         if orb.ndim != 2 or orb.shape[1] != dim:
-            raise ValueError(f"orbitals must have shape (norb, {dim}) (reduced coordinates), "
-                             f"got {orb.shape}")
+            raise ValueError(
+                f"orbitals must have shape (norb, {dim}) (reduced coordinates), got {orb.shape}"
+            )
         if not np.all(np.isfinite(orb)):
             raise ValueError("orbital positions contain NaN/Inf")
         if nspin not in (1, 2):
@@ -120,9 +130,11 @@ class Model:
         return 2 * np.pi * np.linalg.inv(self.lattice).T
 
     def __repr__(self) -> str:
-        return (f"Model(dim={self.dim}, periodic={list(self.periodic)}, norb={self.norb}, "
-                f"nspin={self.nspin}, nR={len(self._blocks)}, "
-                f"orthogonal={self.is_orthogonal})")
+        return (
+            f"Model(dim={self.dim}, periodic={list(self.periodic)}, norb={self.norb}, "
+            f"nspin={self.nspin}, nR={len(self._blocks)}, "
+            f"orthogonal={self.is_orthogonal})"
+        )
 
     # ---------------------------------------------------------------- input checks
     def _orbital_index(self, i: Any, name: str) -> int:
@@ -143,7 +155,8 @@ class Model:
         if arr.shape != (self.dim,):
             raise ValueError(f"R must have {self.dim} integer components, got {r!r}")
         if arr.dtype.kind not in "iu" and (
-                arr.dtype.kind != "f" or not np.all(arr == np.round(arr))):
+            arr.dtype.kind != "f" or not np.all(arr == np.round(arr))
+        ):
             raise ValueError(f"R must be integer lattice vectors, got {r!r}")
         vec = tuple(int(x) for x in np.round(arr).astype(int))
         for d in range(self.dim):
@@ -179,24 +192,27 @@ class Model:
             else:
                 values = list(value)
             if len(values) != self.norb:
-                raise ValueError(f"set_onsite needs {self.norb} values (one per orbital), "
-                                 f"got {len(values)}")
+                raise ValueError(
+                    f"set_onsite needs {self.norb} values (one per orbital), got {len(values)}"
+                )
             for idx, v in enumerate(values):
                 self.set_onsite(v, idx)
             return
         i = self._orbital_index(i, "i")
         amp = self._amplitude(value, f"onsite energy of orbital {i}")
         if not np.allclose(amp, amp.conj().T, atol=1e-12, rtol=0):
-            raise ValueError(f"onsite energy of orbital {i} must be real (Hermitian), "
-                             f"got {value!r}")
+            raise ValueError(
+                f"onsite energy of orbital {i} must be real (Hermitian), got {value!r}"
+            )
         if not np.all(np.isfinite(amp)):
             raise ValueError(f"onsite energy of orbital {i} is NaN/Inf")
         zero = (0,) * self.dim
         self._blocks[zero][self._slice(i), self._slice(i)] = 0.5 * (amp + amp.conj().T)
         self._data = None
 
-    def _add_term(self, store: dict, keys: set, t: Any, i: Any, j: Any, r: Any,
-                  what: str, replace: bool) -> None:
+    def _add_term(
+        self, store: dict, keys: set, t: Any, i: Any, j: Any, r: Any, what: str, replace: bool
+    ) -> None:
         i = self._orbital_index(i, "i")
         j = self._orbital_index(j, "j")
         vec = self._lattice_vector(r)
@@ -206,13 +222,16 @@ class Model:
             raise ValueError(f"{what} ({i}, {j}, R={vec}) is NaN/Inf")
         key = min((i, j, vec), (j, i, neg))
         if i == j and not any(vec):
-            raise ValueError(f"({i}, {i}, R=0) is an on-site term, not a {what}: "
-                             f"use set_onsite" + (" / set_overlap_onsite" if what == "overlap"
-                                                  else ""))
+            raise ValueError(
+                f"({i}, {i}, R=0) is an on-site term, not a {what}: "
+                f"use set_onsite" + (" / set_overlap_onsite" if what == "overlap" else "")
+            )
         if key in keys and not replace:
-            raise ValueError(f"{what} ({i}, {j}, R={vec}) was already given (its Hermitian "
-                             f"partner ({j}, {i}, R={neg}) is implied); use replace=True to "
-                             f"overwrite it")
+            raise ValueError(
+                f"{what} ({i}, {j}, R={vec}) was already given (its Hermitian "
+                f"partner ({j}, {i}, R={neg}) is implied); use replace=True to "
+                f"overwrite it"
+            )
         if (i, j, vec) != key:  # store in the canonical direction
             i, j, vec, neg, amp = j, i, neg, vec, amp.conj().T
         n = self.nstates
@@ -223,8 +242,7 @@ class Model:
         keys.add(key)
         self._data = None
 
-    def add_hopping(self, t: Any, i: int, j: int, R: Any = None, *, replace: bool = False
-                    ) -> None:
+    def add_hopping(self, t: Any, i: int, j: int, R: Any = None, *, replace: bool = False) -> None:
         """Add the hopping ``<i, 0| H |j, R> = t``; the Hermitian partner is implied.
 
         Giving the same hopping twice (or its partner ``(j, i, -R)``) is an error unless
@@ -232,8 +250,7 @@ class Model:
         """
         self._add_term(self._blocks, self._hop_keys, t, i, j, R, "hopping", replace)
 
-    def add_overlap(self, s: Any, i: int, j: int, R: Any = None, *, replace: bool = False
-                    ) -> None:
+    def add_overlap(self, s: Any, i: int, j: int, R: Any = None, *, replace: bool = False) -> None:
         """Add the overlap ``<i, 0 | j, R> = s`` (non-orthogonal model; ``S(0)`` diagonal is 1
         unless changed with :meth:`set_overlap_onsite`)."""
         self._ensure_overlap()
@@ -268,8 +285,9 @@ class Model:
             self._ovl_keys = set()
         self._data = None
 
-    def _check_blocks(self, rvecs: Any, blocks: Any, name: str, tol: float
-                      ) -> dict[tuple[int, ...], np.ndarray]:
+    def _check_blocks(
+        self, rvecs: Any, blocks: Any, name: str, tol: float
+    ) -> dict[tuple[int, ...], np.ndarray]:
         r = np.asarray(rvecs)
         b = np.asarray(blocks, dtype=complex)
         n = self.nstates
@@ -291,12 +309,16 @@ class Model:
         for vec, blk in out.items():
             neg = tuple(-x for x in vec)
             if neg not in out:
-                raise ValueError(f"{name}: R={vec} is given but its partner -R={neg} is not "
-                                 f"(H(-R) = H(R)^H must hold)")
+                raise ValueError(
+                    f"{name}: R={vec} is given but its partner -R={neg} is not "
+                    f"(H(-R) = H(R)^H must hold)"
+                )
             err = float(np.abs(out[neg] - blk.conj().T).max())
             if err > tol * scale:
-                raise ValueError(f"{name} is not Hermitian: |{name[0]}(-R) - {name[0]}(R)^H| = "
-                                 f"{err:.3g} at R={vec} (tol {tol * scale:.3g})")
+                raise ValueError(
+                    f"{name} is not Hermitian: |{name[0]}(-R) - {name[0]}(R)^H| = "
+                    f"{err:.3g} at R={vec} (tol {tol * scale:.3g})"
+                )
             sym[vec] = 0.5 * (blk + out[neg].conj().T)
         return sym
 
@@ -324,17 +346,26 @@ class Model:
         zero = np.zeros((n, n), complex)
         rv = np.array(keys, dtype=np.int64).reshape(len(keys), self.dim)
         hr = np.stack([self._blocks.get(key, zero) for key in keys])
-        sr = None if self._overlap is None else np.stack(
-            [self._overlap.get(key, zero) for key in keys])
+        sr = (
+            None
+            if self._overlap is None
+            else np.stack([self._overlap.get(key, zero) for key in keys])
+        )
         return rv, hr, sr
 
     def copy(self) -> Model:
         """An independent copy."""
-        new = Model(self.lattice, self.orbitals, nspin=self.nspin, periodic=self.periodic,
-                    convention=self.convention)
+        new = Model(
+            self.lattice,
+            self.orbitals,
+            nspin=self.nspin,
+            periodic=self.periodic,
+            convention=self.convention,
+        )
         new._blocks = {k: v.copy() for k, v in self._blocks.items()}
-        new._overlap = None if self._overlap is None else {
-            k: v.copy() for k, v in self._overlap.items()}
+        new._overlap = (
+            None if self._overlap is None else {k: v.copy() for k, v in self._overlap.items()}
+        )
         new._hop_keys = set(self._hop_keys)
         new._ovl_keys = set(self._ovl_keys)
         return new
@@ -343,8 +374,9 @@ class Model:
         """Explicit spin doubling: every orbital gets two spin states, ``H(R) (x) I_2``."""
         if self.nspin != 1:
             raise ValueError("the model is already spinful (nspin=2)")
-        new = Model(self.lattice, self.orbitals, nspin=2, periodic=self.periodic,
-                    convention=self.convention)
+        new = Model(
+            self.lattice, self.orbitals, nspin=2, periodic=self.periodic, convention=self.convention
+        )
         eye = np.eye(2)
         new._blocks = {k: np.kron(v, eye) for k, v in self._blocks.items()}
         if self._overlap is not None:
@@ -379,14 +411,23 @@ class Model:
             import torch
 
             ctype = torch.complex64 if kt.dtype == torch.float32 else torch.complex128
-            s = torch.eye(self.nstates, dtype=ctype, device=kt.device).expand(
-                kt.shape[0], self.nstates, self.nstates).clone()
+            s = (
+                torch.eye(self.nstates, dtype=ctype, device=kt.device)
+                .expand(kt.shape[0], self.nstates, self.nstates)
+                .clone()
+            )
         else:
             _, s = hamiltonian_chunk(kt, data, self._convention(convention))
         return restore(s.reshape(*batch, self.nstates, self.nstates), origin)
 
-    def bands(self, k: Any, *, convention: str | None = None, max_memory: int | None = None,
-              **eigh_kw: Any) -> Any:
+    def bands(
+        self,
+        k: Any,
+        *,
+        convention: str | None = None,
+        max_memory: int | None = None,
+        **eigh_kw: Any,
+    ) -> Any:
         """Band energies ``(nk, nstates)`` (ascending) at reduced ``k``.
 
         k is processed in chunks that fit ``max_memory`` bytes (default 512 MiB), each chunk
@@ -397,18 +438,37 @@ class Model:
         if is_dask_collection(k):
             from spectra.distributed import bands as distributed_bands
 
-            return distributed_bands(self, k, convention=convention, max_memory=max_memory,
-                                     **eigh_kw)
-        w, _ = solve(k, self.data(), self._convention(convention), vectors=False,
-                     max_memory=max_memory, **eigh_kw)
+            return distributed_bands(
+                self, k, convention=convention, max_memory=max_memory, **eigh_kw
+            )
+        w, _ = solve(
+            k,
+            self.data(),
+            self._convention(convention),
+            vectors=False,
+            max_memory=max_memory,
+            **eigh_kw,
+        )
         return w
 
-    def eigh(self, k: Any, *, convention: str | None = None, max_memory: int | None = None,
-             **eigh_kw: Any) -> tuple[Any, Any]:
+    def eigh(
+        self,
+        k: Any,
+        *,
+        convention: str | None = None,
+        max_memory: int | None = None,
+        **eigh_kw: Any,
+    ) -> tuple[Any, Any]:
         """``(energies (nk, n), states (nk, n, n))``: states are columns, ``S``-orthonormal
         for non-orthogonal models, in the given phase convention."""
-        return solve(k, self.data(), self._convention(convention), vectors=True,
-                     max_memory=max_memory, **eigh_kw)
+        return solve(
+            k,
+            self.data(),
+            self._convention(convention),
+            vectors=True,
+            max_memory=max_memory,
+            **eigh_kw,
+        )
 
     # ---------------------------------------------------------------- builders / io
     def supercell(self, matrix: Any) -> Model:

@@ -56,8 +56,7 @@ def graphene(t: float = -1.0, delta: float = 0.0) -> Model:
     return m
 
 
-def haldane(t1: float = -1.0, t2: float = 0.15, phi: float = np.pi / 2,
-            mass: float = 0.0) -> Model:
+def haldane(t1: float = -1.0, t2: float = 0.15, phi: float = np.pi / 2, mass: float = 0.0) -> Model:
     """Haldane's model (PythTB's example geometry): graphene with on-site ``-+mass`` and
     complex second-neighbour hopping ``t2 exp(+-i phi)``; Chern insulator (C = +-1) for
     ``|mass| < 3 sqrt(3) |t2 sin(phi)|``, trivial beyond.

@@ -26,10 +26,18 @@ def _np(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
-def plot_bands(path: Any, energies: Any, *, dos: tuple[Any, Any] | None = None,
-               fermi: float | None = None, out: Any = None, title: str | None = None,
-               ylabel: str = "Energy", ylim: tuple[float, float] | None = None,
-               color: str = "C0") -> Any:
+def plot_bands(
+    path: Any,
+    energies: Any,
+    *,
+    dos: tuple[Any, Any] | None = None,
+    fermi: float | None = None,
+    out: Any = None,
+    title: str | None = None,
+    ylabel: str = "Energy",
+    ylim: tuple[float, float] | None = None,
+    color: str = "C0",
+) -> Any:
     """Plot a band structure along a :class:`KPath` with ticks, optionally with a DOS panel.
 
     Parameters
@@ -60,13 +68,19 @@ def plot_bands(path: Any, energies: Any, *, dos: tuple[Any, Any] | None = None,
         fig, ax = plt.subplots(figsize=(5, 4))
         side = None
     else:
-        fig, (ax, side) = plt.subplots(1, 2, figsize=(6.5, 4), sharey=True,
-                                       gridspec_kw={"width_ratios": [3, 1], "wspace": 0.05})
+        fig, (ax, side) = plt.subplots(
+            1,
+            2,
+            figsize=(6.5, 4),
+            sharey=True,
+            gridspec_kw={"width_ratios": [3, 1], "wspace": 0.05},
+        )
     visible = e < 1e29  # PySCF's dropped orbitals sit at 1e30
     # break the lines at path discontinuities (repeated distances)
     breaks = np.flatnonzero(np.diff(x) == 0) + 1
-    for part_x, part_e, part_v in zip(np.split(x, breaks), np.split(e, breaks),
-                                      np.split(visible, breaks), strict=True):
+    for part_x, part_e, part_v in zip(
+        np.split(x, breaks), np.split(e, breaks), np.split(visible, breaks), strict=True
+    ):
         ax.plot(part_x, np.where(part_v, part_e, np.nan), color=color, lw=1.2)
     ticks = _np(path.ticks)
     ax.set_xticks(ticks)

@@ -53,8 +53,14 @@ def fock_overlap(kmf: Any, kpts: Any, *, dm: Any = None) -> tuple[np.ndarray, np
     return np.asarray(fock), np.asarray(ovlp)
 
 
-def pyscf_bands(kmf: Any, kpts: Any, *, lindep: float | str | None = "pyscf",
-                lindep_fill: float = INVALID_ORBITAL_ENERGY, **eigh_kw: Any) -> Bands:
+def pyscf_bands(
+    kmf: Any,
+    kpts: Any,
+    *,
+    lindep: float | str | None = "pyscf",
+    lindep_fill: float = INVALID_ORBITAL_ENERGY,
+    **eigh_kw: Any,
+) -> Bands:
     """Bands of a converged PySCF periodic SCF (KRHF/KRKS) at absolute ``kpts`` (1/Bohr).
 
     Builds ``F(k)`` and ``S(k)`` for all band k-points with PySCF (as ``kmf.get_bands``)

@@ -43,8 +43,7 @@ def _states(k: torch.Tensor, data: BlochData, idx: list[int]) -> torch.Tensor:
 def _shift_phase(g: torch.Tensor, data: BlochData) -> torch.Tensor:
     """``exp(-2 pi i G.tau)`` per state: ``u(k + G) = exp(-2 pi i G.tau) u(k)``."""
     tau = torch.as_tensor(data.positions, dtype=g.dtype, device=g.device)
-    return torch.polar(torch.ones((), dtype=g.dtype, device=g.device),
-                       -(2 * math.pi) * (g @ tau.T))
+    return torch.polar(torch.ones((), dtype=g.dtype, device=g.device), -(2 * math.pi) * (g @ tau.T))
 
 
 def _ordered_product(m: torch.Tensor) -> torch.Tensor:
@@ -64,13 +63,17 @@ def _loop_matrix(model: Model, kloop: Any, bands: int | Sequence[int]) -> tuple[
     if kt.ndim == 1 and model.dim_k == 1:
         kt = kt[:, None]
     if kt.ndim < 2 or kt.shape[-1] != model.dim_k or kt.shape[-2] < 3:
-        raise ValueError(f"kloop must have shape (..., npoints >= 3, {model.dim_k}) with the "
-                         f"end point equal to the start plus a reciprocal lattice vector; got "
-                         f"{tuple(kt.shape)}")
+        raise ValueError(
+            f"kloop must have shape (..., npoints >= 3, {model.dim_k}) with the "
+            f"end point equal to the start plus a reciprocal lattice vector; got "
+            f"{tuple(kt.shape)}"
+        )
     g = kt[..., -1, :] - kt[..., 0, :]
     if not bool(torch.all(torch.abs(g - torch.round(g)) < 1e-8)):
-        raise ValueError("kloop is not closed: its last point must equal the first plus an "
-                         "integer reciprocal lattice vector (reduced coordinates)")
+        raise ValueError(
+            "kloop is not closed: its last point must equal the first plus an "
+            "integer reciprocal lattice vector (reduced coordinates)"
+        )
     g = torch.round(g)
     idx = _band_index(bands, data.nstates)
     u = _states(kt[..., :-1, :], data, idx)  # (..., N, n, m)
@@ -160,8 +163,14 @@ def unitary_phases(w: torch.Tensor) -> torch.Tensor:
     return torch.sort(phases, dim=-1).values
 
 
-def chern_number(model: Model, bands: int | Sequence[int], grid: Sequence[int] = (24, 24), *,
-                 plane: Sequence[int] = (0, 1), k0: Any = None) -> float:
+def chern_number(
+    model: Model,
+    bands: int | Sequence[int],
+    grid: Sequence[int] = (24, 24),
+    *,
+    plane: Sequence[int] = (0, 1),
+    k0: Any = None,
+) -> float:
     """Chern number of the given bands by the Fukui-Hatsugai-Suzuki lattice method.
 
     The states on the ``grid[0] x grid[1]`` mesh of the ``plane`` of k (the other reduced k
@@ -181,8 +190,14 @@ def chern_number(model: Model, bands: int | Sequence[int], grid: Sequence[int] =
     return float(curvature.sum() / (2 * np.pi))
 
 
-def berry_flux(model: Model, bands: int | Sequence[int], grid: Sequence[int] = (24, 24), *,
-               plane: Sequence[int] = (0, 1), k0: Any = None) -> np.ndarray:
+def berry_flux(
+    model: Model,
+    bands: int | Sequence[int],
+    grid: Sequence[int] = (24, 24),
+    *,
+    plane: Sequence[int] = (0, 1),
+    k0: Any = None,
+) -> np.ndarray:
     """Berry flux through each plaquette of the FHS mesh, ``(grid[0], grid[1])`` in
     ``(-pi, pi]``; ``sum / 2 pi`` is :func:`chern_number`."""
     data = _check_model(model, "a Chern number")

@@ -41,8 +41,10 @@ def parse_hr(path: PathLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     body = tokens[nr:]
     need = nr * nw * nw * 7
     if len(body) != need:
-        raise ValueError(f"{path}: expected {nr} x {nw}^2 lines of 'R1 R2 R3 m n Re Im' "
-                         f"({need} numbers), found {len(body)} numbers")
+        raise ValueError(
+            f"{path}: expected {nr} x {nw}^2 lines of 'R1 R2 R3 m n Re Im' "
+            f"({need} numbers), found {len(body)} numbers"
+        )
     rows = np.array(body, dtype=float).reshape(nr, nw * nw, 7)
     rvecs = rows[:, 0, :3].astype(np.int64)
     if np.any(rows[:, :, :3] != rows[:, :1, :3]):
@@ -88,12 +90,16 @@ def parse_centres(path: PathLike, nw: int) -> np.ndarray:
 def parse_win_cell(path: PathLike) -> np.ndarray | None:
     """``unit_cell_cart`` (Angstrom) from a ``.win`` file, or None when absent."""
     text = Path(path).read_text()
-    block = re.search(r"begin\s+unit_cell_cart(.*?)end\s+unit_cell_cart", text,
-                      re.IGNORECASE | re.DOTALL)
+    block = re.search(
+        r"begin\s+unit_cell_cart(.*?)end\s+unit_cell_cart", text, re.IGNORECASE | re.DOTALL
+    )
     if block is None:
         return None
-    rows = [ln.split() for ln in block.group(1).splitlines() if ln.split()
-            and not ln.strip().startswith(("!", "#"))]
+    rows = [
+        ln.split()
+        for ln in block.group(1).splitlines()
+        if ln.split() and not ln.strip().startswith(("!", "#"))
+    ]
     scale = 1.0
     if rows and len(rows[0]) == 1:
         unit = rows.pop(0)[0].lower()
@@ -101,9 +107,16 @@ def parse_win_cell(path: PathLike) -> np.ndarray | None:
     return np.array(rows[:3], dtype=float) * scale
 
 
-def read_wannier90(path: PathLike, *, lattice: Any = None, centres: Any = None,
-                   wsvec: Any = None, dim: int = 3, auto: bool = True,
-                   tol: float = 1e-5) -> Model:
+def read_wannier90(
+    path: PathLike,
+    *,
+    lattice: Any = None,
+    centres: Any = None,
+    wsvec: Any = None,
+    dim: int = 3,
+    auto: bool = True,
+    tol: float = 1e-5,
+) -> Model:
     """A :class:`Model` from Wannier90's ``seedname_hr.dat``.
 
     Parameters
@@ -170,9 +183,9 @@ def read_wannier90(path: PathLike, *, lattice: Any = None, centres: Any = None,
     return model
 
 
-def _apply_wsvec(rvecs: np.ndarray, blocks: np.ndarray,
-                 shifts: dict[tuple[int, int, int, int, int], np.ndarray]
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def _apply_wsvec(
+    rvecs: np.ndarray, blocks: np.ndarray, shifts: dict[tuple[int, int, int, int, int], np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
     nw = blocks.shape[-1]
     out: dict[tuple[int, ...], np.ndarray] = {}
     for r, blk in zip(rvecs, blocks, strict=True):
@@ -188,8 +201,9 @@ def _apply_wsvec(rvecs: np.ndarray, blocks: np.ndarray,
     return np.array(keys, dtype=np.int64), np.stack([out[k] for k in keys])
 
 
-def write_wannier90(model: Model, path: PathLike, *, centres: bool = True,
-                    header: str | None = None) -> None:
+def write_wannier90(
+    model: Model, path: PathLike, *, centres: bool = True, header: str | None = None
+) -> None:
     """Write ``model`` as ``seedname_hr.dat`` (all degeneracy weights 1, full precision),
     plus ``seedname_centres.xyz`` and ``seedname.win`` (``unit_cell_cart``) when ``centres``.
 
@@ -211,12 +225,14 @@ def write_wannier90(model: Model, path: PathLike, *, centres: bool = True,
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%d%b%Y at %H:%M:%S")
     lines = [header or f"written by spectra on {stamp}", f"{nw:12d}", f"{len(r3):12d}"]
     ones = ["    1"] * len(r3)
-    lines += ["".join(ones[i:i + 15]) for i in range(0, len(ones), 15)]
+    lines += ["".join(ones[i : i + 15]) for i in range(0, len(ones), 15)]
     mm, nn = np.meshgrid(np.arange(nw), np.arange(nw), indexing="xy")  # m fastest
     for r, blk in zip(r3, hr, strict=True):
         vals = blk[mm.ravel(), nn.ravel()]
-        lines += [f"{r[0]:5d}{r[1]:5d}{r[2]:5d}{m + 1:5d}{n + 1:5d}{v.real:24.16e}{v.imag:24.16e}"
-                  for m, n, v in zip(mm.ravel(), nn.ravel(), vals, strict=True)]
+        lines += [
+            f"{r[0]:5d}{r[1]:5d}{r[2]:5d}{m + 1:5d}{n + 1:5d}{v.real:24.16e}{v.imag:24.16e}"
+            for m, n, v in zip(mm.ravel(), nn.ravel(), vals, strict=True)
+        ]
     path.write_text("\n".join(lines) + "\n")
     if centres:
         lat = np.eye(3)
@@ -230,7 +246,8 @@ def write_wannier90(model: Model, path: PathLike, *, centres: bool = True,
         Path(f"{seed}_centres.xyz").write_text("\n".join(xyz) + "\n")
         cell = "\n".join(f"{a[0]:20.12f}{a[1]:20.12f}{a[2]:20.12f}" for a in lat)
         Path(f"{seed}.win").write_text(
-            f"num_wann = {nw}\nbegin unit_cell_cart\nang\n{cell}\nend unit_cell_cart\n")
+            f"num_wann = {nw}\nbegin unit_cell_cart\nang\n{cell}\nend unit_cell_cart\n"
+        )
 
 
 def _flatten_spin(model: Model) -> Model:
@@ -241,5 +258,11 @@ def _flatten_spin(model: Model) -> Model:
     return flat
 
 
-__all__ = ["parse_centres", "parse_hr", "parse_win_cell", "parse_wsvec", "read_wannier90",
-           "write_wannier90"]
+__all__ = [
+    "parse_centres",
+    "parse_hr",
+    "parse_win_cell",
+    "parse_wsvec",
+    "read_wannier90",
+    "write_wannier90",
+]

@@ -7,8 +7,14 @@ import torch
 
 from spectra.core._samples import random_hermitian, random_unitary, with_spectrum
 
-__all__ = ["DTYPES", "projector_distance", "random_hermitian", "random_unitary", "tol",
-           "with_spectrum"]
+__all__ = [
+    "DTYPES",
+    "projector_distance",
+    "random_hermitian",
+    "random_unitary",
+    "tol",
+    "with_spectrum",
+]
 
 DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
 

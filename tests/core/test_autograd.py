@@ -26,8 +26,7 @@ def test_gradcheck_and_gradgradcheck_separated(dtype):
     assert torch.autograd.gradcheck(loss_terms, (x,))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64,
-                                   torch.complex128])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
 def test_gradients_equal_torch_where_separated(dtype):
     a = random_hermitian((3,), 6, dtype, seed=2)
     weights = torch.randn(6, 6, dtype=torch.float64).to(a.real.dtype)
@@ -44,8 +43,9 @@ def test_gradients_equal_torch_where_separated(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex128])
 def test_degenerate_eigenvectors_have_finite_invariant_gradients(dtype):
-    a = with_spectrum(torch.tensor([[1.0, 1.0, 1.0, 2.0, 3.0, 3.0]], dtype=torch.float64),
-                      dtype, seed=3)
+    a = with_spectrum(
+        torch.tensor([[1.0, 1.0, 1.0, 2.0, 3.0, 3.0]], dtype=torch.float64), dtype, seed=3
+    )
     x = a.clone().requires_grad_()
     w, v = spectra.eigh(_sym(x))
     proj = v[..., :3] @ v[..., :3].mH  # projector onto the degenerate subspace

@@ -44,16 +44,18 @@ def test_cuda_chunked_ragged_generalized_and_grad():
     mats = [random_hermitian((), n, torch.float64, seed=n).cuda() for n in (3, 40, 17)]
     ws, _ = spectra.eigh(mats)
     for m, wi in zip(mats, ws, strict=True):
-        np.testing.assert_allclose(wi.cpu().numpy(), spectra.reference(m).eigenvalues,
-                                   atol=1e-10 * 40)
+        np.testing.assert_allclose(
+            wi.cpu().numpy(), spectra.reference(m).eigenvalues, atol=1e-10 * 40
+        )
     b = torch.eye(20, dtype=torch.float64, device="cuda") * 3
     wg, _ = spectra.eigh(a, b)
     torch.testing.assert_close(wg, w0 / 3)
     x = a[:8].clone().requires_grad_()
     wv, _ = spectra.eigh(0.5 * (x + x.mT))
     (g,) = torch.autograd.grad(wv.sum(), x)
-    torch.testing.assert_close(g, torch.eye(20, dtype=torch.float64, device="cuda").expand(8, 20,
-                                                                                          20))
+    torch.testing.assert_close(
+        g, torch.eye(20, dtype=torch.float64, device="cuda").expand(8, 20, 20)
+    )
 
 
 def test_cuda_plan_verifies_and_reports():

@@ -15,8 +15,11 @@ def _check_against_reference(a, w, v, b=None, k=None, largest=False):
     dtype = a.dtype
     t = tol(dtype)
     ref = spectra.reference(a, b, k=k, largest=largest)
-    scale = max(float(torch.linalg.matrix_norm(a.to(torch.complex128), ord=2).max()), 1e-300) \
-        if a.numel() else 1.0
+    scale = (
+        max(float(torch.linalg.matrix_norm(a.to(torch.complex128), ord=2).max()), 1e-300)
+        if a.numel()
+        else 1.0
+    )
     assert w.dtype == (a.real.dtype if a.is_complex() else a.dtype)
     assert np.abs(w.numpy() - ref.eigenvalues).max(initial=0) <= t * scale
     metrics = spectra.validate(a, w, v, b)
@@ -42,8 +45,12 @@ def test_exactly_repeated_eigenvalues_give_the_reference_subspaces(dtype):
     t = tol(dtype)
     assert np.abs(w.numpy() - ref.eigenvalues).max() <= 10 * t
     for i in range(4):
-        d = projector_distance(v[i].numpy().astype(np.complex128),
-                               ref.eigenvectors[i].astype(np.complex128), ref.eigenvalues[i], 0.5)
+        d = projector_distance(
+            v[i].numpy().astype(np.complex128),
+            ref.eigenvectors[i].astype(np.complex128),
+            ref.eigenvalues[i],
+            0.5,
+        )
         assert d <= 100 * t
 
 
@@ -106,5 +113,6 @@ def test_k_is_the_slice_of_the_full_result(dtype, largest):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_eigvalsh_matches_eigh(dtype):
     a = random_hermitian((3,), 12, dtype, seed=9)
-    torch.testing.assert_close(spectra.eigvalsh(a), spectra.eigh(a).eigenvalues,
-                               atol=tol(dtype) * 10, rtol=0)
+    torch.testing.assert_close(
+        spectra.eigvalsh(a), spectra.eigh(a).eigenvalues, atol=tol(dtype) * 10, rtol=0
+    )

@@ -17,7 +17,7 @@ def test_sign_follows_the_largest_magnitude_entry(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex128])
 def test_near_ties_resolve_to_the_first_entry_whatever_the_round_off(dtype):
-    s = 2 ** -0.5
+    s = 2**-0.5
     eps = 1e-12 if dtype != torch.float32 else 1e-6
     for bump in (eps, -eps):  # which entry is larger by round-off must not matter
         v = torch.tensor([[s], [-(s + bump)]], dtype=dtype)
@@ -26,8 +26,7 @@ def test_near_ties_resolve_to_the_first_entry_whatever_the_round_off(dtype):
 
 
 def test_complex_phase_makes_the_pivot_real_positive():
-    v = torch.tensor([[0.6j], [0.8 * torch.exp(torch.tensor(1.0j)).item()]],
-                     dtype=torch.complex128)
+    v = torch.tensor([[0.6j], [0.8 * torch.exp(torch.tensor(1.0j)).item()]], dtype=torch.complex128)
     out = spectra.fix_gauge(v)
     assert abs(out[1, 0].imag) < 1e-15 and out[1, 0].real > 0
     torch.testing.assert_close(out.abs(), v.abs())

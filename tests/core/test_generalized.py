@@ -26,8 +26,9 @@ def test_generalized_against_scipy(dtype, cond):
     w, v = spectra.eigh(a, b)
     ref = spectra.reference(a, b)
     scale = float(np.abs(ref.eigenvalues).max())
-    assert np.abs(w.numpy() - ref.eigenvalues).max() <= tol(dtype) * scale * (10 if cond > 10
-                                                                              else 1)
+    assert np.abs(w.numpy() - ref.eigenvalues).max() <= tol(dtype) * scale * (
+        10 if cond > 10 else 1
+    )
     m = spectra.validate(a, w, v, b)
     assert m.worst()["orthogonality"] <= 100 * tol(dtype) * (cond if cond > 10 else 1) ** 0.5
 
@@ -51,8 +52,9 @@ def test_canonical_orthogonalization_equals_cholesky_when_nothing_is_dropped():
 
 def test_canonical_orthogonalization_drops_the_near_null_space():
     n = 6
-    s = torch.tensor([[1e-12, 1e-9, 0.5, 1.0, 2.0, 3.0], [1e-3, 0.1, 0.5, 1.0, 2.0, 3.0]],
-                     dtype=torch.float64)
+    s = torch.tensor(
+        [[1e-12, 1e-9, 0.5, 1.0, 2.0, 3.0], [1e-3, 0.1, 0.5, 1.0, 2.0, 3.0]], dtype=torch.float64
+    )
     b = with_spectrum(s, torch.float64, seed=7)
     a = random_hermitian((2,), n, torch.float64, seed=8)
     w, v = spectra.eigh(a, b, lindep=1e-6, lindep_fill=1e30)
@@ -63,7 +65,7 @@ def test_canonical_orthogonalization_drops_the_near_null_space():
 
     for i, kept in ((0, 4), (1, 6)):
         sv, u = scipy.linalg.eigh(b[i].numpy())
-        x = u[:, n - kept:] / np.sqrt(sv[n - kept:])
+        x = u[:, n - kept :] / np.sqrt(sv[n - kept :])
         ref = scipy.linalg.eigh(x.T @ a[i].numpy() @ x, eigvals_only=True)
         np.testing.assert_allclose(w[i, :kept].numpy(), ref, atol=1e-9)
     largest = spectra.eigh(a, b, lindep=1e-6, k=2, largest=True).eigenvalues

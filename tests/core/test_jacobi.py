@@ -31,16 +31,18 @@ def hermitian(batch: int, n: int, dtype: torch.dtype, gen: torch.Generator) -> t
 def with_spectrum(lam: torch.Tensor, dtype: torch.dtype, gen: torch.Generator):
     """``Q diag(lam) Q^H`` with a random unitary ``Q`` (returned too)."""
     b, n = lam.shape
-    q, _ = torch.linalg.qr(torch.randn(b, n, n, dtype=torch.complex128 if dtype.is_complex
-                                       else torch.float64, generator=gen))
+    q, _ = torch.linalg.qr(
+        torch.randn(
+            b, n, n, dtype=torch.complex128 if dtype.is_complex else torch.float64, generator=gen
+        )
+    )
     a = q @ torch.diag_embed(lam.to(q.dtype)) @ q.mH
     return ((a + a.mH) / 2).to(dtype), q
 
 
 def scipy_eigvals(a: torch.Tensor) -> np.ndarray:
     arr = a.detach().cpu().numpy().astype(np.complex128 if a.is_complex() else np.float64)
-    return np.stack([scipy.linalg.eigh(x, eigvals_only=True) for x in arr]).reshape(
-        a.shape[:-1])
+    return np.stack([scipy.linalg.eigh(x, eigvals_only=True) for x in arr]).reshape(a.shape[:-1])
 
 
 def check_pairs(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
@@ -82,7 +84,7 @@ def test_round_robin_meets_every_pair_once(m):
     cur, pairs = list(range(m)), set()
     for order in orders:  # every step is the previous one permuted by the same perm
         assert cur == order
-        pairs |= {tuple(sorted(order[2 * i:2 * i + 2])) for i in range(m // 2)}
+        pairs |= {tuple(sorted(order[2 * i : 2 * i + 2])) for i in range(m // 2)}
         cur = [cur[j] for j in perm]
     assert cur == list(range(m))  # back to the original basis after a sweep
     assert len(pairs) == m * (m - 1) // 2
@@ -123,8 +125,11 @@ def test_degenerate_invariant_subspaces(dtype, gen):
     assert bool(converged.all())
     check_pairs(a, w, v)
     for (s, e), x in zip(groups, values, strict=False):
-        assert torch.allclose(w[:, s:e].double(), torch.full((3, e - s), x, dtype=torch.float64),
-                              atol=tol(n, dtype) * 10)
+        assert torch.allclose(
+            w[:, s:e].double(),
+            torch.full((3, e - s), x, dtype=torch.float64),
+            atol=tol(n, dtype) * 10,
+        )
         pv = v[..., s:e].to(q.dtype) @ v[..., s:e].to(q.dtype).mH
         pq = q[..., s:e] @ q[..., s:e].mH
         assert (pv - pq).abs().max() <= 100 * tol(n, dtype)
@@ -188,9 +193,10 @@ def test_near_overflow(dtype):
     a[0, 0, 2] = a[0, 2, 0] = big
     w, v, converged, _ = jac.jacobi_eigh(a)
     assert bool(converged.all())
-    torch.testing.assert_close(w[0].double(), torch.tensor([-big, 0.0, big], dtype=torch.float64),
-                               rtol=1e-6, atol=0)
-    expect = torch.tensor([[1.0, 0, 1], [0, 2 ** 0.5, 0], [-1, 0, 1]]).to(dtype) / 2 ** 0.5
+    torch.testing.assert_close(
+        w[0].double(), torch.tensor([-big, 0.0, big], dtype=torch.float64), rtol=1e-6, atol=0
+    )
+    expect = torch.tensor([[1.0, 0, 1], [0, 2**0.5, 0], [-1, 0, 1]]).to(dtype) / 2**0.5
     torch.testing.assert_close(v[0].abs(), expect.abs(), atol=1e-6, rtol=0)
 
 
@@ -287,8 +293,11 @@ def test_public_eigh_matches_torch_strategy(dtype, gen):
     # gauge: largest-|entry| of each column real positive
     big = v.abs().argmax(-2, keepdim=True)
     lead = v.gather(-2, big)
-    assert bool((lead.real > 0).all()) and float(lead.imag.abs().max()) <= eps(dtype) * 10 \
-        if dtype.is_complex else bool((lead > 0).all())
+    assert (
+        bool((lead.real > 0).all()) and float(lead.imag.abs().max()) <= eps(dtype) * 10
+        if dtype.is_complex
+        else bool((lead > 0).all())
+    )
 
 
 def test_public_api_variants(gen):

@@ -53,8 +53,7 @@ def test_worker_errors_reach_the_caller(monkeypatch):
 
     monkeypatch.setattr(_strategies.torch.linalg, "eigh", boom)
     with pytest.raises(RuntimeError, match="worker failed"):
-        spectra.eigh(random_hermitian((8,), 4, torch.float64), strategy="torch",
-                     workers=2)
+        spectra.eigh(random_hermitian((8,), 4, torch.float64), strategy="torch", workers=2)
 
 
 def test_gradients_flow_through_the_threaded_path():
@@ -115,11 +114,13 @@ def test_legacy_cuda_planning_stays_batched(monkeypatch):
     monkeypatch.setattr(_plan, "cuda_batched_everywhere", lambda: False)
     monkeypatch.setattr(_plan, "_autotune", lambda *a: ("cupy-syevj", (("cupy-syevj", 1.0),)))
     _plan._plan_cached.cache_clear()
-    p = _plan._plan_cached(64, 1024, torch.float32, torch.device("cuda", 0), True, None, None,
-                           1 << 30, 1, None, None)
+    p = _plan._plan_cached(
+        64, 1024, torch.float32, torch.device("cuda", 0), True, None, None, 1 << 30, 1, None, None
+    )
     assert p.strategy == "cupy-syevj" and p.verify
-    p = _plan._plan_cached(16, 1024, torch.float32, torch.device("cuda", 0), True, None, None,
-                           1 << 30, 1, None, None)
+    p = _plan._plan_cached(
+        16, 1024, torch.float32, torch.device("cuda", 0), True, None, None, 1 << 30, 1, None, None
+    )
     assert p.strategy == "torch"
     _plan._plan_cached.cache_clear()
 

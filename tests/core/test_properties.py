@@ -45,8 +45,11 @@ def test_gauge_rule_holds_and_is_idempotent(a):
         assert (pivot.imag.abs() <= 1e-12).all()
     torch.testing.assert_close(spectra.fix_gauge(v), v, atol=1e-14, rtol=0)
     # any re-phasing of the columns maps back to the same gauge
-    phases = torch.exp(1j * torch.rand(v.shape[-1], dtype=torch.float64)) if v.is_complex() \
+    phases = (
+        torch.exp(1j * torch.rand(v.shape[-1], dtype=torch.float64))
+        if v.is_complex()
         else torch.where(torch.rand(v.shape[-1]) > 0.5, -1.0, 1.0).to(v.dtype)
+    )
     torch.testing.assert_close(spectra.fix_gauge(v * phases), v, atol=1e-12, rtol=0)
 
 

@@ -18,8 +18,12 @@ def client(request):
     cloudpickle.register_pickle_by_value(sys.modules[request.module.__name__])
     cloudpickle.register_pickle_by_value(sys.modules[__package__ + ".helpers"])
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None, silence_logs=logging.CRITICAL,
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        silence_logs=logging.CRITICAL,
     )
     cl = distributed.Client(cluster)
     cl.run(__import__, "spectra.distributed")  # import torch once per worker, up front

@@ -147,7 +147,7 @@ def test_bands_of_a_stand_in_model_over_k_blocks(client):
 
 def test_bands_of_a_tightbinding_model(client):
     tb = pytest.importorskip("spectra.tightbinding")
-    g = tb.Model([[1.0, 0.0], [0.5, 3 ** 0.5 / 2]], [[1 / 3, 1 / 3], [2 / 3, 2 / 3]])
+    g = tb.Model([[1.0, 0.0], [0.5, 3**0.5 / 2]], [[1 / 3, 1 / 3], [2 / 3, 2 / 3]])
     for r in ([0, 0], [-1, 0], [0, -1]):
         g.add_hopping(-1.0, 0, 1, r)
     k = np.random.default_rng(12).uniform(-0.5, 0.5, size=(40, 2))
@@ -174,8 +174,9 @@ def test_moments_and_batch_pca_fit_on_the_cluster(client):
     for i in range(5):
         ref = sklearn.PCA(2, svd_solver="full").fit(x[i])
         np.testing.assert_allclose(fitted.components_[i], ref.components_, atol=1e-8)
-        np.testing.assert_allclose(fitted.explained_variance_[i], ref.explained_variance_,
-                                   rtol=1e-10)
+        np.testing.assert_allclose(
+            fitted.explained_variance_[i], ref.explained_variance_, rtol=1e-10
+        )
 
 
 # ------------------------------------------------------------------ fault tolerance (last)
@@ -189,8 +190,14 @@ def _slow_block(seed_base, n, block_id=None):
 
 def test_a_worker_killed_mid_computation_loses_and_duplicates_nothing(client):
     blocks, n = 12, 6
-    x = da.map_blocks(_slow_block, 100, n, chunks=((3,) * blocks, (n,), (n,)),
-                      dtype=np.complex128, meta=np.empty((0, 0, 0), np.complex128))
+    x = da.map_blocks(
+        _slow_block,
+        100,
+        n,
+        chunks=((3,) * blocks, (n,), (n,)),
+        dtype=np.complex128,
+        meta=np.empty((0, 0, 0), np.complex128),
+    )
     w, v = sd.eigh(x)
     futures = client.compute([w, v])
     before = set(client.scheduler_info()["workers"])
@@ -208,6 +215,5 @@ def test_a_worker_killed_mid_computation_loses_and_duplicates_nothing(client):
     client.wait_for_workers(2, timeout=60)
     after = set(client.scheduler_info()["workers"])
     assert victim not in after  # the worker really died (the nanny started a new one)
-    data = np.concatenate([hermitian((3,), n, np.complex128, seed=100 + i)
-                           for i in range(blocks)])
+    data = np.concatenate([hermitian((3,), n, np.complex128, seed=100 + i) for i in range(blocks)])
     assert_same_pairs(got_w, got_v, spectra.eigh(data))

@@ -83,17 +83,22 @@ def test_missing_dask_names_the_extra(monkeypatch):
 
 
 def test_relocate_shifts_one_dimensional_indices_and_keeps_the_tail():
-    exc = ValueError("a contains NaN or Inf in the matrices at batch indices "
-                     "[0, 2, 5, ... (12 in all)]")
+    exc = ValueError(
+        "a contains NaN or Inf in the matrices at batch indices [0, 2, 5, ... (12 in all)]"
+    )
     new = relocate(exc, (10,), (3,))
     assert type(new) is ValueError
-    assert str(new) == ("dask block (3,): a contains NaN or Inf in the matrices at batch "
-                        "indices [10, 12, 15, ... (12 in all)]")
+    assert str(new) == (
+        "dask block (3,): a contains NaN or Inf in the matrices at batch "
+        "indices [10, 12, 15, ... (12 in all)]"
+    )
 
 
 def test_relocate_shifts_tuples_and_linalgerror_indices():
-    exc = spectra.LinAlgError("b is not positive definite at batch indices [(0, 1), (2, 0)] "
-                              "(pass lindep=1e-6 ...)", [(0, 1), (2, 0)])
+    exc = spectra.LinAlgError(
+        "b is not positive definite at batch indices [(0, 1), (2, 0)] (pass lindep=1e-6 ...)",
+        [(0, 1), (2, 0)],
+    )
     new = relocate(exc, (4, 6), (1, 2))
     assert isinstance(new, spectra.LinAlgError)
     assert "batch indices [(4, 7), (6, 6)] (pass lindep" in str(new)
@@ -152,8 +157,7 @@ def test_moments_of_a_list_of_datasets_of_different_lengths():
     np.testing.assert_array_equal(count, [5, 40, 1])
     for i, xi in enumerate(xs):
         np.testing.assert_allclose(mean[i], xi.mean(0), rtol=1e-12)
-        np.testing.assert_allclose(scatter[i], (xi - xi.mean(0)).T @ (xi - xi.mean(0)),
-                                   atol=1e-12)
+        np.testing.assert_allclose(scatter[i], (xi - xi.mean(0)).T @ (xi - xi.mean(0)), atol=1e-12)
     with pytest.raises(ValueError, match="same number of features"):
         sd.moments([np.zeros((3, 2)), np.zeros((3, 4))])
 
@@ -165,8 +169,9 @@ class Keeper:
 
 
 def test_fit_pca_hands_moments_in_the_data_dtype_and_needs_the_hook():
-    x = da.from_array(np.random.default_rng(5).standard_normal((2, 9, 3)).astype(np.float32),
-                      chunks=(1, 4, 3))
+    x = da.from_array(
+        np.random.default_rng(5).standard_normal((2, 9, 3)).astype(np.float32), chunks=(1, 4, 3)
+    )
     count, mean, scatter = sd.fit_pca(Keeper(), x).got
     assert mean.dtype == np.float32 and scatter.dtype == np.float32
     assert count.tolist() == [9, 9]
@@ -231,5 +236,4 @@ def test_domain_methods_accept_dask_arrays_directly():
     for i in range(3):
         ref = PCA(2, svd_solver="full").fit(x[i])
         np.testing.assert_allclose(pca.components_[i], ref.components_, atol=1e-10)
-        np.testing.assert_allclose(pca.explained_variance_[i], ref.explained_variance_,
-                                   rtol=1e-10)
+        np.testing.assert_allclose(pca.explained_variance_[i], ref.explained_variance_, rtol=1e-10)

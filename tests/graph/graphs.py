@@ -9,8 +9,9 @@ import torch
 TOL = {torch.float32: 2e-4, torch.float64: 1e-9}
 
 
-def random_graph(rng: np.random.Generator, n: int, p: float = 0.3, connected: bool = True,
-                 weighted: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+def random_graph(
+    rng: np.random.Generator, n: int, p: float = 0.3, connected: bool = True, weighted: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Undirected graph as (edge_index with both directions, edge_weight or None)."""
     upper = np.triu(rng.random((n, n)) < p, 1)
     if connected and n > 1:
@@ -80,10 +81,12 @@ def batch_of(graphs):
         bs.append(torch.full((n,), g, dtype=torch.long))
         off += n
     weighted = any(ew is not None for _, ew, _ in graphs)
-    return (torch.cat(eis, 1) if eis else torch.zeros(2, 0, dtype=torch.long),
-            torch.cat(ews) if weighted else None,
-            torch.cat(bs) if bs else torch.zeros(0, dtype=torch.long),
-            [n for *_, n in graphs])
+    return (
+        torch.cat(eis, 1) if eis else torch.zeros(2, 0, dtype=torch.long),
+        torch.cat(ews) if weighted else None,
+        torch.cat(bs) if bs else torch.zeros(0, dtype=torch.long),
+        [n for *_, n in graphs],
+    )
 
 
 def align_signs(x: np.ndarray, ref: np.ndarray) -> np.ndarray:

@@ -53,20 +53,27 @@ def test_embedding_matches_sklearn_up_to_sign(norm_laplacian, drop_first, dtype)
         if separated(a, k, norm_laplacian):
             mats.append(a)
     batch = np.stack(mats).astype(dtype)
-    ours = spectral_embedding(batch, n_components=k, norm_laplacian=norm_laplacian,
-                              drop_first=drop_first)
+    ours = spectral_embedding(
+        batch, n_components=k, norm_laplacian=norm_laplacian, drop_first=drop_first
+    )
     assert isinstance(ours, np.ndarray) and ours.dtype == dtype and ours.shape == (4, 12, k)
     tol = 1e-4 if dtype == np.float32 else 1e-8
     for g, a in enumerate(mats):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ref = sk_embedding(a, n_components=k, norm_laplacian=norm_laplacian,
-                               drop_first=drop_first, random_state=0)
+            ref = sk_embedding(
+                a,
+                n_components=k,
+                norm_laplacian=norm_laplacian,
+                drop_first=drop_first,
+                random_state=0,
+            )
         got = ours[g].astype(np.float64)
         np.testing.assert_allclose(align_signs(got, ref), ref, atol=tol * np.abs(ref).max())
         # single-graph call gives the same as its row of the batch
-        single = spectral_embedding(batch[g], n_components=k, norm_laplacian=norm_laplacian,
-                                    drop_first=drop_first)
+        single = spectral_embedding(
+            batch[g], n_components=k, norm_laplacian=norm_laplacian, drop_first=drop_first
+        )
         np.testing.assert_allclose(single, ours[g], atol=tol)
 
 
@@ -82,9 +89,10 @@ def test_ragged_list_and_torch_padded_with_num_nodes():
     assert isinstance(emb, torch.Tensor) and emb.shape == (3, 9, 2)
     for i, m in enumerate(mats):
         torch.testing.assert_close(emb[i, : len(m)], ragged[i], atol=1e-10, rtol=0)
-        torch.testing.assert_close(ragged[i], torch.from_numpy(
-            spectral_embedding(m, n_components=2)), atol=1e-10, rtol=0)
-        assert torch.all(emb[i, len(m):] == 0)
+        torch.testing.assert_close(
+            ragged[i], torch.from_numpy(spectral_embedding(m, n_components=2)), atol=1e-10, rtol=0
+        )
+        assert torch.all(emb[i, len(m) :] == 0)
 
 
 def test_diagonal_is_ignored():

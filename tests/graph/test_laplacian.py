@@ -16,8 +16,13 @@ NORMS = [None, "sym", "rw"]
 
 
 def pyg_dense(edge_index, n, edge_weight, normalization, dtype):
-    ei, ew = get_laplacian(edge_index, None if edge_weight is None else edge_weight.to(dtype),
-                           normalization=normalization, num_nodes=n, dtype=dtype)
+    ei, ew = get_laplacian(
+        edge_index,
+        None if edge_weight is None else edge_weight.to(dtype),
+        normalization=normalization,
+        num_nodes=n,
+        dtype=dtype,
+    )
     return to_dense_adj(ei, edge_attr=ew, max_num_nodes=n)[0]
 
 
@@ -73,12 +78,16 @@ def test_batched_blocks_equal_per_graph(normalization):
     rng = np.random.default_rng(4)
     graphs = []
     for n in (5, 1, 8, 3):
-        ei, ew = random_graph(rng, n, weighted=True) if n > 1 else (
-            torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.float64))
+        ei, ew = (
+            random_graph(rng, n, weighted=True)
+            if n > 1
+            else (torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.float64))
+        )
         graphs.append((ei, ew, n))
     ei, ew, batch, _sizes = batch_of(graphs)
-    out = laplacian(ei, edge_weight=ew, normalization=normalization, batch=batch,
-                    padding_diagonal=3.5)
+    out = laplacian(
+        ei, edge_weight=ew, normalization=normalization, batch=batch, padding_diagonal=3.5
+    )
     assert out.shape == (4, 8, 8) and out.dtype == torch.float64
     for g, (gei, gew, n) in enumerate(graphs):
         single = laplacian(gei, n, gew, normalization)
@@ -126,23 +135,41 @@ def test_trailing_empty_graphs_with_num_graphs():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"edge_index": torch.tensor([[0, 3], [3, 0]]), "batch": torch.tensor([0, 0, 1, 1])},
-         "joins graph 0 and graph 1"),
-        ({"edge_index": torch.tensor([[0, 1], [1, 0]]), "batch": torch.tensor([1, 0])},
-         "sorted"),
+        (
+            {"edge_index": torch.tensor([[0, 3], [3, 0]]), "batch": torch.tensor([0, 0, 1, 1])},
+            "joins graph 0 and graph 1",
+        ),
+        ({"edge_index": torch.tensor([[0, 1], [1, 0]]), "batch": torch.tensor([1, 0])}, "sorted"),
         ({"edge_index": torch.tensor([[0, 5], [5, 0]]), "num_nodes": 3}, "outside"),
         ({"edge_index": torch.tensor([0, 1])}, r"shape \(2, E\)"),
-        ({"edge_index": torch.tensor([[0, 1], [1, 0]]), "normalization": "lap"},
-         "normalization"),
-        ({"edge_index": torch.tensor([[0, 1], [1, 0]]),
-              "edge_weight": torch.tensor([1.0, float("nan")])}, "NaN"),
-        ({"edge_index": torch.tensor([[0, 1], [1, 0]]), "edge_weight": torch.tensor([1.0])},
-         "edge_weight must have shape"),
-        ({"edge_index": torch.tensor([[0, 1], [1, 0]]),
-              "edge_weight": torch.tensor([-1.0, -1.0]), "normalization": "sym"},
-         "negative weighted degree"),
-        ({"edge_index": torch.tensor([[0, 1], [1, 0]]), "num_nodes": 3,
-              "batch": torch.tensor([0, 0])}, "num_nodes=3"),
+        ({"edge_index": torch.tensor([[0, 1], [1, 0]]), "normalization": "lap"}, "normalization"),
+        (
+            {
+                "edge_index": torch.tensor([[0, 1], [1, 0]]),
+                "edge_weight": torch.tensor([1.0, float("nan")]),
+            },
+            "NaN",
+        ),
+        (
+            {"edge_index": torch.tensor([[0, 1], [1, 0]]), "edge_weight": torch.tensor([1.0])},
+            "edge_weight must have shape",
+        ),
+        (
+            {
+                "edge_index": torch.tensor([[0, 1], [1, 0]]),
+                "edge_weight": torch.tensor([-1.0, -1.0]),
+                "normalization": "sym",
+            },
+            "negative weighted degree",
+        ),
+        (
+            {
+                "edge_index": torch.tensor([[0, 1], [1, 0]]),
+                "num_nodes": 3,
+                "batch": torch.tensor([0, 0]),
+            },
+            "num_nodes=3",
+        ),
     ],
 )
 def test_bad_input_is_named(kwargs, match):

@@ -51,10 +51,24 @@ def test_equals_pyg_up_to_sign_on_separated_graphs(weighted, dtype):
 def test_subspace_equal_where_eigenvalues_repeat():
     # cycle C8: sym eigenvalues 1 - cos(2 pi j / 8), pairs repeat; complete graph K5: 4-fold
     for n, ei in [
-        (8, torch.tensor([list(range(8)) + [(i + 1) % 8 for i in range(8)],
-                          [(i + 1) % 8 for i in range(8)] + list(range(8))])),
-        (5, torch.tensor([[i for i in range(5) for j in range(5) if i != j],
-                          [j for i in range(5) for j in range(5) if i != j]])),
+        (
+            8,
+            torch.tensor(
+                [
+                    list(range(8)) + [(i + 1) % 8 for i in range(8)],
+                    [(i + 1) % 8 for i in range(8)] + list(range(8)),
+                ]
+            ),
+        ),
+        (
+            5,
+            torch.tensor(
+                [
+                    [i for i in range(5) for j in range(5) if i != j],
+                    [j for i in range(5) for j in range(5) if i != j],
+                ]
+            ),
+        ),
     ]:
         lap = ref_laplacian(dense_adj(ei, n), "sym")
         w_ref, v_ref = scipy.linalg.eigh(lap)
@@ -77,15 +91,24 @@ def test_batch_equals_per_data_and_separates_back():
     rng = np.random.default_rng(21)
     datas = []
     for n in (7, 3, 12, 1, 9, 2):
-        ei, ew = random_graph(rng, n, weighted=True) if n > 1 else (
-            torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.float64))
+        ei, ew = (
+            random_graph(rng, n, weighted=True)
+            if n > 1
+            else (torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.float64))
+        )
         datas.append(Data(edge_index=ei, edge_weight=ew, x=torch.randn(n, 3), num_nodes=n))
-    t = LaplacianPE(4, eigenvalues_attr="lap_eigval", groups_attr="lap_groups",
-                    heat_times=[0.5, 2.0])
+    t = LaplacianPE(
+        4, eigenvalues_attr="lap_eigval", groups_attr="lap_groups", heat_times=[0.5, 2.0]
+    )
     batch = t(Batch.from_data_list(datas))
     singles = [t(d) for d in datas]
-    names = ["laplacian_eigenvector_pe", "laplacian_eigenvector_pe_mask", "lap_eigval",
-             "lap_groups", "heat_kernel_diag"]
+    names = [
+        "laplacian_eigenvector_pe",
+        "laplacian_eigenvector_pe_mask",
+        "lap_eigval",
+        "lap_groups",
+        "heat_kernel_diag",
+    ]
     for name in names:
         whole = torch.cat([s[name] for s in singles])
         if whole.is_floating_point():
@@ -99,8 +122,9 @@ def test_batch_equals_per_data_and_separates_back():
     # many = one call over the list, same result
     many = t.apply_many(datas)
     for m, s in zip(many, singles, strict=True):
-        torch.testing.assert_close(m.laplacian_eigenvector_pe, s.laplacian_eigenvector_pe,
-                                   atol=1e-5, rtol=0)
+        torch.testing.assert_close(
+            m.laplacian_eigenvector_pe, s.laplacian_eigenvector_pe, atol=1e-5, rtol=0
+        )
 
 
 def test_deterministic_and_random_sign():
@@ -111,8 +135,10 @@ def test_deterministic_and_random_sign():
     b = LaplacianPE(5)(data).laplacian_eigenvector_pe
     assert torch.equal(a, b)
     gen = torch.Generator().manual_seed(3)
-    flips = [LaplacianPE(5, random_sign=True, generator=gen)(data).laplacian_eigenvector_pe
-             for _ in range(8)]
+    flips = [
+        LaplacianPE(5, random_sign=True, generator=gen)(data).laplacian_eigenvector_pe
+        for _ in range(8)
+    ]
     signs = torch.stack([(f * a).sum(0).sign() for f in flips])
     for f, s in zip(flips, signs, strict=True):  # only signs change
         torch.testing.assert_close(f, a * s)
@@ -122,11 +148,14 @@ def test_deterministic_and_random_sign():
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_small_graphs_padded_with_mask(n):
     k = 4
-    ei = torch.tensor([list(range(n - 1)) + [i + 1 for i in range(n - 1)],
-                       [i + 1 for i in range(n - 1)] + list(range(n - 1))]).long()
+    ei = torch.tensor(
+        [
+            list(range(n - 1)) + [i + 1 for i in range(n - 1)],
+            [i + 1 for i in range(n - 1)] + list(range(n - 1)),
+        ]
+    ).long()
     ei = ei.reshape(2, -1)
-    out = LaplacianPE(k, eigenvalues_attr="ev", groups_attr="gr")(Data(edge_index=ei,
-                                                                       num_nodes=n))
+    out = LaplacianPE(k, eigenvalues_attr="ev", groups_attr="gr")(Data(edge_index=ei, num_nodes=n))
     pe, mask = out.laplacian_eigenvector_pe, out.laplacian_eigenvector_pe_mask
     assert pe.shape == (n, k) and mask.shape == (n, k)
     real = n - 1
@@ -151,7 +180,7 @@ def test_disconnected_graph_drops_one_null_vector_per_component():
     assert out.num_components.tolist() == [4]
     lap = ref_laplacian(dense_adj(ei, n, ew), "sym")
     w_ref = scipy.linalg.eigvalsh(lap)
-    np.testing.assert_allclose(out.eigenvalues[0].numpy(), w_ref[4:4 + k], atol=1e-10)
+    np.testing.assert_allclose(out.eigenvalues[0].numpy(), w_ref[4 : 4 + k], atol=1e-10)
     assert bool((out.eigenvalues > 1e-6).all())  # no null vector kept
     pe = out.pe.numpy()
     np.testing.assert_allclose(lap @ pe, pe * out.eigenvalues[0].numpy(), atol=1e-10)
@@ -200,8 +229,9 @@ def test_attr_name_none_concatenates_to_x_and_pre_transform(tmp_path):
             return ["data.pt"]
 
         def process(self):
-            data_list = [Data(edge_index=ei, x=torch.ones(int(ei.max()) + 1, 2))
-                         for ei, _ in graphs]
+            data_list = [
+                Data(edge_index=ei, x=torch.ones(int(ei.max()) + 1, 2)) for ei, _ in graphs
+            ]
             data_list = [self.pre_transform(d) for d in data_list]
             self.save(data_list, self.processed_paths[0])
 

@@ -17,8 +17,13 @@ def mixed_graphs(rng, weighted=True):
     graphs = []
     for n, connected in [(9, True), (1, True), (6, False), (14, True), (2, False), (5, True)]:
         if n == 1:
-            graphs.append((torch.zeros(2, 0, dtype=torch.long),
-                           torch.zeros(0, dtype=torch.float64) if weighted else None, 1))
+            graphs.append(
+                (
+                    torch.zeros(2, 0, dtype=torch.long),
+                    torch.zeros(0, dtype=torch.float64) if weighted else None,
+                    1,
+                )
+            )
             continue
         ei, ew = random_graph(rng, n, p=0.25, connected=connected, weighted=weighted)
         graphs.append((ei, ew, n))
@@ -31,8 +36,7 @@ def test_eigenpairs_match_scipy_per_graph(normalization, dtype):
     rng = np.random.default_rng(10)
     graphs = mixed_graphs(rng)
     ei, ew, batch, _sizes = batch_of(graphs)
-    spec = laplacian_eigh(ei, edge_weight=ew, batch=batch, normalization=normalization,
-                          dtype=dtype)
+    spec = laplacian_eigh(ei, edge_weight=ew, batch=batch, normalization=normalization, dtype=dtype)
     tol = 2e-4 if dtype == torch.float32 else 1e-9
     assert spec.eigenvalues.dtype == dtype and spec.eigenvectors.shape == (6, 14, 14)
     for g, (gei, gew, n) in enumerate(graphs):
@@ -98,10 +102,10 @@ def test_same_spectrum_whatever_the_padding():
     graphs = [(ei, ew, 7), (big, torch.ones(big.shape[1], dtype=torch.float64), 30)]
     bei, bw, batch, _ = batch_of(graphs)
     padded = laplacian_eigh(bei, edge_weight=bw, batch=batch)
-    torch.testing.assert_close(padded.eigenvalues[0, :7], alone.eigenvalues[0],
-                               atol=1e-12, rtol=0)
-    torch.testing.assert_close(padded.eigenvectors[0, :7, :7], alone.eigenvectors[0],
-                               atol=1e-10, rtol=0)
+    torch.testing.assert_close(padded.eigenvalues[0, :7], alone.eigenvalues[0], atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        padded.eigenvectors[0, :7, :7], alone.eigenvectors[0], atol=1e-10, rtol=0
+    )
 
 
 def test_deterministic_across_calls():

@@ -14,8 +14,9 @@ TOL = {np.float32: 1e-4, np.float64: 1e-10}
 GAP = {np.float32: 1e-2, np.float64: 1e-5}
 
 
-def make_data(rng: np.random.Generator, n_sets: int, n: int, d: int, dtype=np.float64,
-              spread: float = 10.0) -> np.ndarray:
+def make_data(
+    rng: np.random.Generator, n_sets: int, n: int, d: int, dtype=np.float64, spread: float = 10.0
+) -> np.ndarray:
     """``(n_sets, n, d)`` data with a spread-out spectrum, a random basis and offsets."""
     scales = np.geomspace(spread, 1.0, d) ** 0.5
     out = np.empty((n_sets, n, d))
@@ -50,8 +51,9 @@ def resolved(ref: PCA, dtype) -> np.ndarray:
     return (gap > GAP[dtype]) & (ev > GAP[dtype] * ev[0])
 
 
-def check_dataset(model, b: int, x: np.ndarray, ref: PCA, dtype, x_new: np.ndarray,
-                  k_rows: int | None = None) -> int:
+def check_dataset(
+    model, b: int, x: np.ndarray, ref: PCA, dtype, x_new: np.ndarray, k_rows: int | None = None
+) -> int:
     """Compare dataset ``b`` of a fitted BatchPCA with sklearn; returns #components compared."""
     tol = TOL[dtype]
     k = int(ref.n_components_)
@@ -66,26 +68,33 @@ def check_dataset(model, b: int, x: np.ndarray, ref: PCA, dtype, x_new: np.ndarr
     assert np.all(comps[k:] == 0)
     ev = to_np(model.explained_variance_)[b]
     ev_scale = max(float(ref.explained_variance_[0]) if k else 1.0, 1e-300)
-    np.testing.assert_allclose(to_np(model.mean_)[b], ref.mean_, rtol=0,
-                               atol=tol * (np.abs(x).max() + 1))
+    np.testing.assert_allclose(
+        to_np(model.mean_)[b], ref.mean_, rtol=0, atol=tol * (np.abs(x).max() + 1)
+    )
     np.testing.assert_allclose(ev[:k], ref.explained_variance_, rtol=0, atol=tol * ev_scale)
     assert np.all(ev[k:] == 0)
-    np.testing.assert_allclose(to_np(model.explained_variance_ratio_)[b][:k],
-                               ref.explained_variance_ratio_, rtol=0, atol=tol)
+    np.testing.assert_allclose(
+        to_np(model.explained_variance_ratio_)[b][:k],
+        ref.explained_variance_ratio_,
+        rtol=0,
+        atol=tol,
+    )
     sv = to_np(model.singular_values_)[b][:k].astype(np.float64)
     s_scale = float(ref.singular_values_[0]) if k else 1.0
     np.testing.assert_allclose(sv**2, ref.singular_values_**2, rtol=0, atol=tol * s_scale**2)
     big = ref.explained_variance_ > 1e-3 * ev_scale
     np.testing.assert_allclose(sv[big], ref.singular_values_[big], rtol=0, atol=tol * s_scale)
-    np.testing.assert_allclose(float(to_np(model.noise_variance_)[b]), ref.noise_variance_,
-                               rtol=0, atol=tol * ev_scale)
+    np.testing.assert_allclose(
+        float(to_np(model.noise_variance_)[b]), ref.noise_variance_, rtol=0, atol=tol * ev_scale
+    )
     good = resolved(ref, dtype)
     np.testing.assert_allclose(comps[:k][good], ref.components_[good], rtol=0, atol=tol)
     return int(good.sum())
 
 
-def check_transforms(z: np.ndarray, x_back: np.ndarray, ref: PCA, dtype, x_new: np.ndarray,
-                     z_in: np.ndarray) -> None:
+def check_transforms(
+    z: np.ndarray, x_back: np.ndarray, ref: PCA, dtype, x_new: np.ndarray, z_in: np.ndarray
+) -> None:
     """``z``: our transform of ``x_new`` (M, K); ``x_back``: our inverse of ``z_in`` (M, K)."""
     tol = TOL[dtype]
     k = int(ref.n_components_)
@@ -99,10 +108,10 @@ def check_transforms(z: np.ndarray, x_back: np.ndarray, ref: PCA, dtype, x_new: 
     # subspace), see zero_unresolved
     zin = z_in[:, :k]
     back = ref.inverse_transform(zin)
-    mag = np.abs(zin).sum(-1).max() * (np.sqrt(ref.explained_variance_).max()
-                                       if ref.whiten and k else 1.0)
-    np.testing.assert_allclose(x_back, back, rtol=0,
-                               atol=tol * (mag + np.abs(ref.mean_).max() + 1))
+    mag = np.abs(zin).sum(-1).max() * (
+        np.sqrt(ref.explained_variance_).max() if ref.whiten and k else 1.0
+    )
+    np.testing.assert_allclose(x_back, back, rtol=0, atol=tol * (mag + np.abs(ref.mean_).max() + 1))
 
 
 def zero_unresolved(z_in: np.ndarray, refs: list[PCA], dtype) -> np.ndarray:

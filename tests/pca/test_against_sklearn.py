@@ -40,8 +40,7 @@ def test_matches_sklearn(dtype, shape, solver, n_components, whiten):
     assert isinstance(model.components_, torch.Tensor if kind == "torch" else np.ndarray)
     refs = [reference(x[i], k, whiten) for i in range(b)]
     kmax = max(int(r.n_components_) for r in refs)
-    compared = sum(check_dataset(model, i, x[i], refs[i], dtype, x_new[i], kmax)
-                   for i in range(b))
+    compared = sum(check_dataset(model, i, x[i], refs[i], dtype, x_new[i], kmax) for i in range(b))
     assert compared >= b  # at least the leading component of every dataset
     z = to_np(model.transform(as_kind(x_new, kind)))
     z_in = zero_unresolved(rng.normal(size=(b, 5, kmax)).astype(dtype), refs, dtype)
@@ -65,16 +64,18 @@ def test_fit_transform_and_covariance(dtype, whiten):
         ref = reference(x[i], 3, whiten)
         want = ref.fit_transform(x[i].astype(np.float64))
         np.testing.assert_allclose(z[i], want, rtol=0, atol=tol * np.abs(want).max())
-        np.testing.assert_allclose(cov[i], ref.get_covariance(), rtol=0,
-                                   atol=tol * np.abs(ref.get_covariance()).max())
+        np.testing.assert_allclose(
+            cov[i], ref.get_covariance(), rtol=0, atol=tol * np.abs(ref.get_covariance()).max()
+        )
 
 
 def test_sign_rule_is_sklearns():
     """Largest-|entry| positive, first maximal entry on exact ties (np.argmax)."""
     from spectra.pca import svd_flip_rows
 
-    rows = torch.tensor([[0.6, -0.8, 0.0], [-0.5, 0.5, 0.1], [-1.0, 0.0, 0.0],
-                         [0.0, 0.0, 0.0]], dtype=torch.float64)
+    rows = torch.tensor(
+        [[0.6, -0.8, 0.0], [-0.5, 0.5, 0.1], [-1.0, 0.0, 0.0], [0.0, 0.0, 0.0]], dtype=torch.float64
+    )
     got = svd_flip_rows(rows)
     from sklearn.utils.extmath import svd_flip
 
@@ -93,7 +94,7 @@ def test_signs_match_on_many_datasets(dtype):
             comps = to_np(BatchPCA(k, solver=solver).fit(x).components_)
             for i in range(200):
                 ref = reference(x[i], k)
-                good = (ref.explained_variance_ > 1e-2 * ref.explained_variance_[0])
+                good = ref.explained_variance_ > 1e-2 * ref.explained_variance_[0]
                 dots = np.einsum("kd,kd->k", comps[i].astype(np.float64), ref.components_)
                 assert np.all(dots[good] > 0.99), (solver, i, dots)
 
@@ -112,8 +113,9 @@ def test_k_equals_d_and_min():
     for solver in ("gram", "covariance"):
         model = BatchPCA(4, solver=solver).fit(x)
         c = model.components_
-        np.testing.assert_allclose(c @ c.transpose(0, 2, 1), np.broadcast_to(np.eye(4), (3, 4, 4)),
-                                   atol=1e-12)
+        np.testing.assert_allclose(
+            c @ c.transpose(0, 2, 1), np.broadcast_to(np.eye(4), (3, 4, 4)), atol=1e-12
+        )
         np.testing.assert_array_equal(model.noise_variance_, 0.0)
         for i in range(3):
             check_dataset(model, i, x[i], reference(x[i], 4), np.float64, x[i])

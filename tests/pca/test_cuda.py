@@ -10,8 +10,10 @@ from spectra.pca import BatchPCA
 
 from .helpers import check_dataset, make_data, reference, to_np
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"),
+]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -18,9 +18,9 @@ DTYPES = [np.float32, np.float64]
 def test_constant_features(dtype, solver):
     rng = np.random.default_rng(1)
     x = make_data(rng, 3, 30, 6, dtype)
-    x[0, :, 2] = 4.0                  # one constant feature: null direction e_2, unique
-    x[1, :, [0, 5]] = -1.5            # two constant features
-    x[2, :, :] = x[2, :1, :]          # every feature constant
+    x[0, :, 2] = 4.0  # one constant feature: null direction e_2, unique
+    x[1, :, [0, 5]] = -1.5  # two constant features
+    x[2, :, :] = x[2, :1, :]  # every feature constant
     model = BatchPCA(6, solver=solver).fit(x)
     for i in range(2):
         check_dataset(model, i, x[i], reference(x[i], 6), dtype, x[i])
@@ -57,18 +57,23 @@ def test_zero_components():
     model = BatchPCA(0).fit(x)
     assert model.components_.shape == (2, 0, 3)
     assert model.transform(x).shape == (2, 10, 0)
-    np.testing.assert_allclose(model.noise_variance_, [reference(xi, 0).noise_variance_
-                                                       for xi in x], atol=1e-10)
-    np.testing.assert_allclose(model.inverse_transform(np.zeros((2, 4, 0))),
-                               np.broadcast_to(x.mean(1)[:, None], (2, 4, 3)), atol=1e-12)
+    np.testing.assert_allclose(
+        model.noise_variance_, [reference(xi, 0).noise_variance_ for xi in x], atol=1e-10
+    )
+    np.testing.assert_allclose(
+        model.inverse_transform(np.zeros((2, 4, 0))),
+        np.broadcast_to(x.mean(1)[:, None], (2, 4, 3)),
+        atol=1e-12,
+    )
 
 
 def test_degenerate_spectrum_gives_an_orthonormal_basis_of_the_right_subspace():
     rng = np.random.default_rng(6)
     # exactly isotropic in the first two directions: any rotation in that plane is valid
     base = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]], dtype=float) * 3
-    x = np.concatenate([np.pad(base, ((0, 0), (0, 2))),
-                        np.pad(rng.normal(size=(4, 2)) * 0.1, ((0, 0), (2, 0)))])[None]
+    x = np.concatenate(
+        [np.pad(base, ((0, 0), (0, 2))), np.pad(rng.normal(size=(4, 2)) * 0.1, ((0, 0), (2, 0)))]
+    )[None]
     model = BatchPCA(2).fit(x)
     c = model.components_[0]
     np.testing.assert_allclose(c @ c.T, np.eye(2), atol=1e-12)
@@ -86,7 +91,7 @@ def test_precision_float64_for_float32_data():
         q, _ = np.linalg.qr(rng.normal(size=(4, 4)))
         z = rng.normal(size=(400, 4))
         z = (z - z.mean(0)) @ np.linalg.inv(np.linalg.cholesky(np.cov(z.T)).T)  # whiten
-        x.append((z * scales) @ q.T + 100.0)     # large offset: float32 moments lose digits
+        x.append((z * scales) @ q.T + 100.0)  # large offset: float32 moments lose digits
     x = np.stack(x).astype(np.float32)
     hi = BatchPCA(2, precision="float64").fit(torch.from_numpy(x))
     assert hi.components_.dtype == torch.float32
@@ -95,8 +100,9 @@ def test_precision_float64_for_float32_data():
         ref = reference(x[i], 2)
         c = hi.components_[i].double().numpy()
         err.append(np.abs(c - ref.components_).max())
-        np.testing.assert_allclose(hi.explained_variance_[i].double().numpy(),
-                                   ref.explained_variance_, rtol=1e-5)
+        np.testing.assert_allclose(
+            hi.explained_variance_[i].double().numpy(), ref.explained_variance_, rtol=1e-5
+        )
     assert max(err) < 1e-6  # float32 accumulation gives ~1e-4 here
 
 
@@ -110,18 +116,26 @@ def test_uncentered_matches_svd():
             _, s, vt = np.linalg.svd(x[i], full_matrices=False)
             np.testing.assert_allclose(model.singular_values_[i], s[:3], rtol=1e-10)
             np.testing.assert_allclose(model.explained_variance_[i], s[:3] ** 2 / 11, rtol=1e-10)
-            np.testing.assert_allclose(np.abs(np.einsum("kd,kd->k", model.components_[i],
-                                                        vt[:3])), 1, atol=1e-10)
-            np.testing.assert_allclose(model.explained_variance_ratio_[i],
-                                       s[:3] ** 2 / (s**2).sum(), rtol=1e-10)
+            np.testing.assert_allclose(
+                np.abs(np.einsum("kd,kd->k", model.components_[i], vt[:3])), 1, atol=1e-10
+            )
+            np.testing.assert_allclose(
+                model.explained_variance_ratio_[i], s[:3] ** 2 / (s**2).sum(), rtol=1e-10
+            )
 
 
 def test_integer_data_becomes_float64():
     x = np.random.default_rng(0).integers(0, 10, size=(2, 20, 3))
     model = BatchPCA(2).fit(x)
     assert model.components_.dtype == np.float64
-    check_dataset(model, 1, x[1].astype(float), reference(x[1].astype(float), 2), np.float64,
-                  x[1].astype(float))
+    check_dataset(
+        model,
+        1,
+        x[1].astype(float),
+        reference(x[1].astype(float), 2),
+        np.float64,
+        x[1].astype(float),
+    )
 
 
 def test_eigh_options_pass_through():
@@ -144,12 +158,11 @@ def test_solver_routes_agree_and_auto_picks_gram_for_wide_data(monkeypatch):
 
     monkeypatch.setattr(core, "eigh", spy)
     auto = BatchPCA(4).fit(x)
-    assert sizes == [(4, 6, 6)]          # one call, on the 6x6 Gram matrices
+    assert sizes == [(4, 6, 6)]  # one call, on the 6x6 Gram matrices
     cov = BatchPCA(4, solver="covariance").fit(x)
     assert sizes[-1] == (4, 30, 30)
     np.testing.assert_allclose(auto.components_, cov.components_, atol=1e-9)
-    np.testing.assert_allclose(to_np(auto.explained_variance_), cov.explained_variance_,
-                               rtol=1e-10)
+    np.testing.assert_allclose(to_np(auto.explained_variance_), cov.explained_variance_, rtol=1e-10)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -30,8 +30,9 @@ def test_too_many_components_names_datasets():
     with pytest.raises(ValueError, match=r"datasets \[1\] allow only \[3\]"):
         BatchPCA(4).fit(xs)
     with pytest.raises(ValueError, match=r"datasets \[1\]"):
-        BatchPCA(4).fit_from_moments(np.array([10, 3]), np.zeros((2, 6)),
-                                     np.broadcast_to(np.eye(6), (2, 6, 6)))
+        BatchPCA(4).fit_from_moments(
+            np.array([10, 3]), np.zeros((2, 6)), np.broadcast_to(np.eye(6), (2, 6, 6))
+        )
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
@@ -126,7 +127,7 @@ def test_moments_input_checks():
 
 def test_overflow_is_reported_not_returned():
     x = _x()
-    x[1] *= 1e200          # finite data whose squares overflow float64
+    x[1] *= 1e200  # finite data whose squares overflow float64
     with pytest.raises(ValueError, match=r"datasets \[1\] are not finite.*overflow"):
         BatchPCA(2).fit(x)
     with pytest.raises(ValueError, match=r"datasets \[1\]"):

@@ -50,12 +50,24 @@ def test_combine_equals_whole(kind):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-12)
     fitted = BatchPCA(3, whiten=True).fit_from_moments(*merged)
     direct = BatchPCA(3, whiten=True, solver="covariance").fit(xt)
-    for name in ("components_", "explained_variance_", "explained_variance_ratio_",
-                 "singular_values_", "noise_variance_", "mean_", "n_samples_"):
-        np.testing.assert_allclose(np.asarray(getattr(fitted, name)),
-                                   np.asarray(getattr(direct, name)), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(np.asarray(fitted.transform(xt)), np.asarray(direct.transform(xt)),
-                               atol=1e-10)
+    for name in (
+        "components_",
+        "explained_variance_",
+        "explained_variance_ratio_",
+        "singular_values_",
+        "noise_variance_",
+        "mean_",
+        "n_samples_",
+    ):
+        np.testing.assert_allclose(
+            np.asarray(getattr(fitted, name)),
+            np.asarray(getattr(direct, name)),
+            rtol=1e-10,
+            atol=1e-12,
+        )
+    np.testing.assert_allclose(
+        np.asarray(fitted.transform(xt)), np.asarray(direct.transform(xt)), atol=1e-10
+    )
 
 
 def test_moments_precision_option():

@@ -15,8 +15,7 @@ from .helpers import check_dataset, make_data, reference
 def problems(draw):
     d = draw(st.integers(1, 7))
     sizes = draw(st.lists(st.integers(2, 12), min_size=1, max_size=4))
-    spec = draw(st.one_of(st.none(), st.integers(0, min(min(sizes), d)),
-                          st.floats(0.05, 0.95)))
+    spec = draw(st.one_of(st.none(), st.integers(0, min(min(sizes), d)), st.floats(0.05, 0.95)))
     dtype = draw(st.sampled_from([np.float32, np.float64]))
     solver = draw(st.sampled_from(["auto", "covariance", "gram"]))
     seed = draw(st.integers(0, 2**31))

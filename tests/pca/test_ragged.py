@@ -39,8 +39,9 @@ def test_ragged_list(dtype, n_components, solver, kind):
         assert isinstance(zi, torch.Tensor if kind == "torch" else np.ndarray)
         assert zi.shape == (new[i].shape[0], int(refs[i].n_components_))
     z_in = zero_unresolved(rng.normal(size=(5, 3, kmax)).astype(dtype), refs, dtype)
-    back = model.inverse_transform([wrap(z_in[i, :, : int(r.n_components_)])
-                                    for i, r in enumerate(refs)])
+    back = model.inverse_transform(
+        [wrap(z_in[i, :, : int(r.n_components_)]) for i, r in enumerate(refs)]
+    )
     assert [b.shape for b in back] == [(3, 6)] * 5
     zp = np.zeros((5, 6, kmax), dtype=dtype)
     for i, zi in enumerate(z):
@@ -67,18 +68,26 @@ def test_lengths_and_mask_equal_ragged(dtype):
     by_mask = BatchPCA(3).fit(torch.from_numpy(scattered), mask=torch.from_numpy(mask))
     tol = 1e-4 if dtype == np.float32 else 1e-10
     for other in (by_len, by_mask):
-        for name in ("components_", "explained_variance_", "singular_values_", "mean_",
-                     "noise_variance_", "explained_variance_ratio_"):
-            np.testing.assert_allclose(to_np(getattr(other, name)), getattr(ragged, name),
-                                       rtol=0, atol=tol * 10)
+        for name in (
+            "components_",
+            "explained_variance_",
+            "singular_values_",
+            "mean_",
+            "noise_variance_",
+            "explained_variance_ratio_",
+        ):
+            np.testing.assert_allclose(
+                to_np(getattr(other, name)), getattr(ragged, name), rtol=0, atol=tol * 10
+            )
     for i, x in enumerate(xs):
         check_dataset(by_mask, i, x, reference(x, 3), dtype, x)
     z = to_np(by_mask.transform(torch.from_numpy(scattered), mask=torch.from_numpy(mask)))
     assert np.all(z[~mask] == 0) and np.all(np.isfinite(z))
     z_len = by_len.fit_transform(padded, lengths=sizes)
     assert np.all(z_len[np.arange(12)[None] >= np.array(sizes)[:, None]] == 0)
-    np.testing.assert_allclose(z_len[0], reference(xs[0], 3).transform(xs[0].astype(float)),
-                               rtol=0, atol=tol * 10)
+    np.testing.assert_allclose(
+        z_len[0], reference(xs[0], 3).transform(xs[0].astype(float)), rtol=0, atol=tol * 10
+    )
 
 
 def test_float_n_components_is_per_dataset():

@@ -45,8 +45,11 @@ def test_qr_retraction_matches_torch_qr_positive_diagonal(dtype):
     r = y.mH @ (x + xi)
     assert torch.allclose(torch.tril(r, -1), torch.zeros_like(r), atol=20 * tol(dtype))
     d = torch.diagonal(r, dim1=-2, dim2=-1)
-    assert (d.real > 0).all() and (d.imag.abs() < 20 * tol(dtype)).all() if d.is_complex() \
+    assert (
+        (d.real > 0).all() and (d.imag.abs() < 20 * tol(dtype)).all()
+        if d.is_complex()
         else (d > 0).all()
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
@@ -67,8 +70,7 @@ def test_retractions_agree_to_first_order(method):
     x = haar(8, 9, 3, generator=g)
     xi = tangent(x, generator=g)
     st = Stiefel()
-    errs = [float((st.retract(x, t * xi, method) - x - t * xi).abs().max())
-            for t in (1e-2, 1e-3)]
+    errs = [float((st.retract(x, t * xi, method) - x - t * xi).abs().max()) for t in (1e-2, 1e-3)]
     assert errs[1] < errs[0] / 50  # O(t^2)
 
 
@@ -174,8 +176,9 @@ def test_projx_is_nearest_point_and_dist(dtype):
     s = torch.linalg.svdvals(big)
     ref_dist = ((s - 1) ** 2).sum(-1).sqrt()
     assert torch.allclose(st.dist(a).double(), ref_dist, atol=10 * tol(dtype), rtol=1e-4)
-    assert torch.allclose(st.dist(a).double(), torch.linalg.matrix_norm(big - ref),
-                          atol=10 * tol(dtype), rtol=1e-4)
+    assert torch.allclose(
+        st.dist(a).double(), torch.linalg.matrix_norm(big - ref), atol=10 * tol(dtype), rtol=1e-4
+    )
     assert float(st.dist(st.projx(a)).max()) < 10 * tol(dtype) ** 0.5
 
 

@@ -25,8 +25,9 @@ with warnings.catch_warnings():  # geoopt 0.5 scripts functions with torch.jit a
 def brockett_problem(batch=12, n=6, p=3, dtype=torch.float64, seed=0):
     g = torch.Generator().manual_seed(seed)
     q = haar(batch, n, n, dtype=dtype, generator=g)
-    lam = torch.arange(n, dtype=torch.float64) + 0.3 * torch.rand(batch, n, dtype=torch.float64,
-                                                                   generator=g)
+    lam = torch.arange(n, dtype=torch.float64) + 0.3 * torch.rand(
+        batch, n, dtype=torch.float64, generator=g
+    )
     lam = lam[:, torch.randperm(n, generator=g)].to(dtype)
     a = q @ torch.diag_embed(lam) @ q.mH
     a = (a + a.mH) / 2
@@ -34,8 +35,12 @@ def brockett_problem(batch=12, n=6, p=3, dtype=torch.float64, seed=0):
     # independent optimum: sum_i N_i * (i-th largest eigenvalue), from SciPy
     w = np.stack([scipy.linalg.eigh(m, eigvals_only=True) for m in a.numpy()])
     top = w[:, ::-1][:, :p]
-    return a, nw, (top * np.arange(p, 0, -1)).sum(1), np.stack(
-        [scipy.linalg.eigh(m)[1][:, ::-1][:, :p] for m in a.numpy()])
+    return (
+        a,
+        nw,
+        (top * np.arange(p, 0, -1)).sum(1),
+        np.stack([scipy.linalg.eigh(m)[1][:, ::-1][:, :p] for m in a.numpy()]),
+    )
 
 
 def brockett(x, a, nw):
@@ -55,8 +60,7 @@ def optimize(make_opt, a, nw, steps, x0, manifold=None):
 
 CASES = {
     "sgd-qr": (lambda p: RiemannianSGD(p, lr=0.05, retraction="qr"), 400),
-    "sgd-polar-nesterov": (lambda p: RiemannianSGD(p, lr=0.02, momentum=0.9, nesterov=True),
-                           400),
+    "sgd-polar-nesterov": (lambda p: RiemannianSGD(p, lr=0.02, momentum=0.9, nesterov=True), 400),
     "sgd-cayley": (lambda p: RiemannianSGD(p, lr=0.05, retraction="cayley"), 400),
     "adam-polar": (lambda p: RiemannianAdam(p, lr=0.05), 900),
 }
@@ -66,8 +70,9 @@ CASES = {
 def test_brockett_reaches_scipy_optimum(case):
     make, steps = CASES[case]
     a, nw, best, vecs = brockett_problem()
-    x0 = Stiefel().random(*a.shape[:-1], 3, dtype=a.dtype,
-                          generator=torch.Generator().manual_seed(1))
+    x0 = Stiefel().random(
+        *a.shape[:-1], 3, dtype=a.dtype, generator=torch.Generator().manual_seed(1)
+    )
     x, f = optimize(make, a, nw, steps, x0)
     assert np.abs(f.numpy() - best).max() < 1e-6
     # the columns converge to the eigenvectors of the largest eigenvalues (up to sign)
@@ -78,10 +83,12 @@ def test_brockett_reaches_scipy_optimum(case):
 
 def test_brockett_complex_unitary_frames():
     a, nw, best, _ = brockett_problem(batch=6, dtype=torch.complex128, seed=3)
-    x0 = Stiefel().random(6, 6, 3, dtype=torch.complex128,
-                          generator=torch.Generator().manual_seed(2))
-    _, f = optimize(lambda p: RiemannianSGD(p, lr=0.02, momentum=0.9, nesterov=True), a, nw,
-                    400, x0)
+    x0 = Stiefel().random(
+        6, 6, 3, dtype=torch.complex128, generator=torch.Generator().manual_seed(2)
+    )
+    _, f = optimize(
+        lambda p: RiemannianSGD(p, lr=0.02, momentum=0.9, nesterov=True), a, nw, 400, x0
+    )
     assert np.abs(f.numpy() - best).max() < 1e-6
 
 
@@ -110,26 +117,31 @@ def test_trajectory_matches_geoopt_euclidean_stiefel(kind):
     a, nw, _, _ = brockett_problem(batch=5, seed=5)
     x0 = haar(5, 6, 3, generator=torch.Generator().manual_seed(4))
     wd = 0.01 if kind.endswith("wd") else 0.0
-    ours_cls, ref_cls = ((RiemannianSGD, geoopt.optim.RiemannianSGD) if kind.startswith("sgd")
-                         else (RiemannianAdam, geoopt.optim.RiemannianAdam))
+    ours_cls, ref_cls = (
+        (RiemannianSGD, geoopt.optim.RiemannianSGD)
+        if kind.startswith("sgd")
+        else (RiemannianAdam, geoopt.optim.RiemannianAdam)
+    )
     ref = _geoopt_run(ref_cls, {"lr": 0.03, "weight_decay": wd}, x0, a, nw, 40)
-    x, _ = optimize(lambda p: ours_cls(p, lr=0.03, weight_decay=wd, retraction="qr"), a, nw, 40,
-                    x0)
+    x, _ = optimize(lambda p: ours_cls(p, lr=0.03, weight_decay=wd, retraction="qr"), a, nw, 40, x0)
     assert torch.allclose(x, ref, atol=1e-10, rtol=0)
     # the polar retraction differs at second order only, so it lands close by
     xp, _ = optimize(lambda p: RiemannianSGD(p, lr=0.03, weight_decay=wd), a, nw, 1, x0)
-    xq, _ = optimize(lambda p: RiemannianSGD(p, lr=0.03, weight_decay=wd, retraction="qr"),
-                     a, nw, 1, x0)
+    xq, _ = optimize(
+        lambda p: RiemannianSGD(p, lr=0.03, weight_decay=wd, retraction="qr"), a, nw, 1, x0
+    )
     assert 0 < float((xp - xq).abs().max()) < 1e-2
 
 
 def test_momentum_converges_to_same_point_as_geoopt():
     a, nw, _, _ = brockett_problem(batch=5, seed=6)
     x0 = haar(5, 6, 3, generator=torch.Generator().manual_seed(5))
-    ref = _geoopt_run(geoopt.optim.RiemannianSGD, {"lr": 0.02, "momentum": 0.9,
-                                                   "nesterov": True}, x0, a, nw, 250)
-    x, _ = optimize(lambda p: RiemannianSGD(p, lr=0.02, momentum=0.9, nesterov=True), a, nw,
-                    250, x0)
+    ref = _geoopt_run(
+        geoopt.optim.RiemannianSGD, {"lr": 0.02, "momentum": 0.9, "nesterov": True}, x0, a, nw, 250
+    )
+    x, _ = optimize(
+        lambda p: RiemannianSGD(p, lr=0.02, momentum=0.9, nesterov=True), a, nw, 250, x0
+    )
     assert torch.allclose(x, ref, atol=1e-6)
 
 
@@ -146,9 +158,16 @@ def _euclid_run(opt_factory, seed=0, steps=15):
     return w.detach(), b.detach()
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"momentum": 0.9}, {"momentum": 0.9, "nesterov": True},
-                                    {"momentum": 0.5, "dampening": 0.2, "weight_decay": 0.1},
-                                    {"maximize": True}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"momentum": 0.9},
+        {"momentum": 0.9, "nesterov": True},
+        {"momentum": 0.5, "dampening": 0.2, "weight_decay": 0.1},
+        {"maximize": True},
+    ],
+)
 def test_ordinary_parameters_match_torch_sgd(kwargs):
     ours = _euclid_run(lambda p: RiemannianSGD(p, lr=0.01, **kwargs))
     ref = _euclid_run(lambda p: torch.optim.SGD(p, lr=0.01, **kwargs))
@@ -156,8 +175,9 @@ def test_ordinary_parameters_match_torch_sgd(kwargs):
         assert torch.allclose(u, v, atol=1e-12)
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"amsgrad": True}, {"weight_decay": 0.1},
-                                    {"betas": (0.5, 0.9), "eps": 1e-6}])
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"amsgrad": True}, {"weight_decay": 0.1}, {"betas": (0.5, 0.9), "eps": 1e-6}]
+)
 def test_ordinary_parameters_match_torch_adam(kwargs):
     ours = _euclid_run(lambda p: RiemannianAdam(p, lr=0.01, **kwargs))
     ref = _euclid_run(lambda p: torch.optim.Adam(p, lr=0.01, **kwargs))
@@ -187,8 +207,9 @@ def _train(model, opt, steps, seed=0):
         opt.step()
 
 
-@pytest.mark.parametrize("opt_cls,kw", [(RiemannianSGD, {"lr": 0.05, "momentum": 0.9}),
-                                        (RiemannianAdam, {"lr": 0.01})])
+@pytest.mark.parametrize(
+    "opt_cls,kw", [(RiemannianSGD, {"lr": 0.05, "momentum": 0.9}), (RiemannianAdam, {"lr": 0.01})]
+)
 def test_state_dict_resume_is_exact(opt_cls, kw):
     model = OrthoNet()
     opt = opt_cls(model.parameters(), **kw)
@@ -230,15 +251,22 @@ def test_mixed_model_trains_and_all_same_shape_params_share_one_core_call(monkey
 
 def test_parameters_of_different_retractions_or_shapes_are_grouped_separately():
     g = torch.Generator().manual_seed(8)
-    ps = [StiefelParameter(Stiefel().random(2, 6, 2, dtype=torch.float64, generator=g)),
-          StiefelParameter(Stiefel().random(6, 3, dtype=torch.float64, generator=g)),
-          StiefelParameter(Stiefel().random(6, 2, dtype=torch.float64, generator=g),
-                           manifold=Stiefel("cayley"))]
+    ps = [
+        StiefelParameter(Stiefel().random(2, 6, 2, dtype=torch.float64, generator=g)),
+        StiefelParameter(Stiefel().random(6, 3, dtype=torch.float64, generator=g)),
+        StiefelParameter(
+            Stiefel().random(6, 2, dtype=torch.float64, generator=g), manifold=Stiefel("cayley")
+        ),
+    ]
     opt = RiemannianSGD(ps, lr=0.1)
     for p in ps:
         p.grad = torch.randn(p.shape, dtype=p.dtype, generator=g)
-    expect = [Stiefel().retract(p.detach(), Stiefel().proj(p.detach(), -0.1 * p.grad),
-                                p.manifold.retraction) for p in ps]
+    expect = [
+        Stiefel().retract(
+            p.detach(), Stiefel().proj(p.detach(), -0.1 * p.grad), p.manifold.retraction
+        )
+        for p in ps
+    ]
     opt.step()
     for p, e in zip(ps, expect, strict=True):
         assert torch.allclose(p.detach(), e, atol=1e-12)

@@ -45,8 +45,9 @@ def test_inv_sqrtm_degenerate_and_identity():
     eye = torch.eye(4, dtype=torch.float64).expand(3, 4, 4)
     assert torch.equal(inv_sqrtm(eye), eye)
     d = torch.diag(torch.tensor([4.0, 4.0, 9.0], dtype=torch.float64))
-    assert torch.allclose(inv_sqrtm(d), torch.diag(torch.tensor([0.5, 0.5, 1 / 3],
-                                                              dtype=torch.float64)))
+    assert torch.allclose(
+        inv_sqrtm(d), torch.diag(torch.tensor([0.5, 0.5, 1 / 3], dtype=torch.float64))
+    )
 
 
 def test_singular_gram_raises_with_index():
@@ -104,8 +105,7 @@ def test_gradcheck_through_retract(method, scale):
     st = Stiefel()
     # finite-difference step well below the step size so the test resolves small scales
     eps = 1e-6 * min(1.0, max(scale, 1e-3))
-    assert gradcheck(lambda a, b: st.retract(a, b, method), (x, xi), eps=eps, atol=1e-5,
-                     rtol=1e-4)
+    assert gradcheck(lambda a, b: st.retract(a, b, method), (x, xi), eps=eps, atol=1e-5, rtol=1e-4)
 
 
 @pytest.mark.parametrize("scale", [1e-8, 1e-3, 1.0])

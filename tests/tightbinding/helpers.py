@@ -11,8 +11,9 @@ from spectra.tightbinding import Model
 TOL = {np.float64: 1e-10, np.float32: 2e-4}
 
 
-def random_model(rng: np.random.Generator, dim: int, norb: int, nhop: int = 12,
-                 nspin: int = 1, reach: int = 2) -> Model:
+def random_model(
+    rng: np.random.Generator, dim: int, norb: int, nhop: int = 12, nspin: int = 1, reach: int = 2
+) -> Model:
     """A random Hermitian model with complex hoppings (no duplicates) and random positions."""
     lat = np.eye(dim) + 0.3 * rng.standard_normal((dim, dim))
     m = Model(lat, rng.random((norb, dim)), nspin=nspin)
@@ -42,18 +43,17 @@ def random_model(rng: np.random.Generator, dim: int, norb: int, nhop: int = 12,
 
 def to_pythtb(m: Model) -> pythtb.tb_model:
     """The same model in PythTB, built from the model's blocks entry by entry."""
-    p = pythtb.tb_model(m.dim_k, m.dim, m.lattice, m.orbitals, per=list(m.periodic),
-                        nspin=m.nspin)
+    p = pythtb.tb_model(m.dim_k, m.dim, m.lattice, m.orbitals, per=list(m.periodic), nspin=m.nspin)
     rv, hr, _ = m.blocks()
     ns = m.nspin
     zero = next(i for i, r in enumerate(rv) if not r.any())
-    onsite = [hr[zero][i * ns:(i + 1) * ns, i * ns:(i + 1) * ns] for i in range(m.norb)]
+    onsite = [hr[zero][i * ns : (i + 1) * ns, i * ns : (i + 1) * ns] for i in range(m.norb)]
     p.set_onsite([np.real(o[0, 0]) if ns == 1 else o for o in onsite])
     seen = set()
     for r, b in zip(rv, hr, strict=True):
         for i in range(m.norb):
             for j in range(m.norb):
-                blk = b[i * ns:(i + 1) * ns, j * ns:(j + 1) * ns]
+                blk = b[i * ns : (i + 1) * ns, j * ns : (j + 1) * ns]
                 if not np.any(blk) or (i == j and not r.any()):
                     continue
                 key = min((i, j, tuple(r)), (j, i, tuple(-r)))

@@ -49,8 +49,7 @@ def test_supercell_3d_and_matches_pythtb():
     k = rng.random((8, 3))
     ref = pythtb_bands(to_pythtb(m).make_supercell(mat), k)
     np.testing.assert_allclose(big.bands(k), ref, atol=1e-10)
-    np.testing.assert_allclose(big.orbitals, to_pythtb(m).make_supercell(mat).get_orb(),
-                               atol=1e-12)
+    np.testing.assert_allclose(big.orbitals, to_pythtb(m).make_supercell(mat).get_orb(), atol=1e-12)
 
 
 def test_supercell_keeps_overlap_and_spin():
@@ -75,8 +74,9 @@ def test_ribbon_matches_pythtb_cut_piece(direction):
     flake = cut(ribbon, 1 - direction, 3)
     assert flake.dim_k == 0
     pf = p.cut_piece(3, 1 - direction, glue_edgs=False)
-    np.testing.assert_allclose(flake.bands(np.zeros((1, 0)))[0], np.sort(pf.solve_all()),
-                               atol=1e-10)
+    np.testing.assert_allclose(
+        flake.bands(np.zeros((1, 0)))[0], np.sort(pf.solve_all()), atol=1e-10
+    )
 
 
 def test_slab_from_3d():

@@ -27,8 +27,23 @@ def test_bands_file_path_svg_and_fermi(tmp_path, capsys):
 
     write_wannier90(graphene(-1.0, 0.5), tmp_path / "gap_hr.dat")
     out = tmp_path / "b.svg"
-    assert main(["bands", str(tmp_path / "gap_hr.dat"), "--path", "G,K,M,G", "--out", str(out),
-                 "--electrons", "1", "--grid", "24"]) == 0
+    assert (
+        main(
+            [
+                "bands",
+                str(tmp_path / "gap_hr.dat"),
+                "--path",
+                "G,K,M,G",
+                "--out",
+                str(out),
+                "--electrons",
+                "1",
+                "--grid",
+                "24",
+            ]
+        )
+        == 0
+    )
     assert out.read_text().lstrip().startswith(("<?xml", "<svg"))
     assert "E_F = 0" in capsys.readouterr().out  # mid-gap of the symmetric gapped model
     with pytest.raises(SystemExit, match="unknown k-point"):
@@ -38,8 +53,10 @@ def test_bands_file_path_svg_and_fermi(tmp_path, capsys):
 
 
 def test_import_is_light():
-    code = ("import sys, spectra.tightbinding, spectra.cli; spectra.cli.build_parser(); "
-            "print('matplotlib' in sys.modules, 'pyscf' in sys.modules)")
+    code = (
+        "import sys, spectra.tightbinding, spectra.cli; spectra.cli.build_parser(); "
+        "print('matplotlib' in sys.modules, 'pyscf' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 

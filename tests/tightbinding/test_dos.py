@@ -25,7 +25,8 @@ def test_gaussian_dos_is_the_sum_of_gaussians():
     grid = np.linspace(-4, 4, 101)
     sigma = 0.2
     ref = np.exp(-0.5 * ((grid[:, None, None] - e[None]) / sigma) ** 2).sum((1, 2)) / (
-        50 * sigma * np.sqrt(2 * np.pi))
+        50 * sigma * np.sqrt(2 * np.pi)
+    )
     np.testing.assert_allclose(dos(e, grid, sigma=sigma), ref, rtol=1e-12)
     np.testing.assert_allclose(dos(e, grid, sigma=sigma, chunk=7), ref, rtol=1e-12)
     fine = np.linspace(-8, 8, 4001)
@@ -33,9 +34,11 @@ def test_gaussian_dos_is_the_sum_of_gaussians():
     w = rng.random(50)
     w /= w.sum()
     refw = (np.exp(-0.5 * ((grid[:, None, None] - e[None]) / sigma) ** 2) * w[None, :, None]).sum(
-        (1, 2)) / (sigma * np.sqrt(2 * np.pi))
-    np.testing.assert_allclose(dos(torch.from_numpy(e), grid, sigma=sigma, weights=w), refw,
-                               rtol=1e-12)
+        (1, 2)
+    ) / (sigma * np.sqrt(2 * np.pi))
+    np.testing.assert_allclose(
+        dos(torch.from_numpy(e), grid, sigma=sigma, weights=w), refw, rtol=1e-12
+    )
 
 
 def test_tetrahedron_1d_chain_matches_analytic_dos():
@@ -45,8 +48,9 @@ def test_tetrahedron_1d_chain_matches_analytic_dos():
     ref = 1 / (np.pi * np.sqrt(4 - grid**2))
     np.testing.assert_allclose(dos(e, grid, method="tetrahedron", kgrid=[n]), ref, rtol=2e-3)
     # integrated DOS: the fraction of the band below E is arccos(-E/2)/pi
-    np.testing.assert_allclose(integrated_dos(e, grid, [n]), np.arccos(-grid / 2) / np.pi,
-                               atol=1e-3)
+    np.testing.assert_allclose(
+        integrated_dos(e, grid, [n]), np.arccos(-grid / 2) / np.pi, atol=1e-3
+    )
 
 
 def test_tetrahedron_2d_graphene_integrates_to_band_count_and_vanishes_at_dirac():
@@ -68,9 +72,11 @@ def test_tetrahedron_3d_integrated_dos_matches_dense_counting():
     g = dos(e, grid, method="tetrahedron", kgrid=[n, n, n])
     assert abs(g.sum() * (grid[1] - grid[0]) - 1) < 1e-9  # bin averages integrate exactly
     integrated = integrated_dos(e, grid, [n, n, n])
-    np.testing.assert_allclose(np.cumsum(g) * (grid[1] - grid[0]),
-                               integrated_dos(e, grid + 0.5 * (grid[1] - grid[0]), [n, n, n]),
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        np.cumsum(g) * (grid[1] - grid[0]),
+        integrated_dos(e, grid + 0.5 * (grid[1] - grid[0]), [n, n, n]),
+        atol=1e-9,
+    )
     dense = np.sort(cubic().bands(monkhorst_pack([48, 48, 48]))[:, 0])
     for level in (-4.0, -2.0, 0.0, 1.5, 3.0):
         count = np.searchsorted(dense, level) / dense.size

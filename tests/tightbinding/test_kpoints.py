@@ -26,9 +26,14 @@ def bz_distance(lattice, k):
     return np.sort(d)
 
 
-@pytest.mark.parametrize("lattice", [HEX, np.array([[1.0, 0.0], [-0.5, np.sqrt(3) / 2]]),
-                                     2.46 * np.array([[0.5, -np.sqrt(3) / 2], [0.5,
-                                                      np.sqrt(3) / 2]])])
+@pytest.mark.parametrize(
+    "lattice",
+    [
+        HEX,
+        np.array([[1.0, 0.0], [-0.5, np.sqrt(3) / 2]]),
+        2.46 * np.array([[0.5, -np.sqrt(3) / 2], [0.5, np.sqrt(3) / 2]]),
+    ],
+)
 def test_hexagonal_points_are_zone_corner_and_edge(lattice):
     kind, pts, _ = special_points(lattice)
     assert kind == "hexagonal2d"
@@ -52,11 +57,19 @@ def test_fcc_points_geometry():
         np.testing.assert_allclose(np.sort(k["K"]), [0, 0.75, 0.75], atol=1e-12)
 
 
-@pytest.mark.parametrize("lattice, kind", [
-    (np.eye(1) * 3, "chain"), (np.eye(2) * 2, "square"), (np.diag([1.0, 2.0]), "rectangular"),
-    (np.eye(3), "cubic"), (0.5 * np.array([[-1.0, 1, 1], [1, -1, 1], [1, 1, -1]]), "bcc"),
-    (np.diag([1.0, 1.0, 2.0]), "tetragonal"), (np.diag([1.0, 2.0, 3.0]), "orthorhombic"),
-    (np.array([[1.0, 0, 0], [0.5, np.sqrt(3) / 2, 0], [0, 0, 5]]), "hexagonal")])
+@pytest.mark.parametrize(
+    "lattice, kind",
+    [
+        (np.eye(1) * 3, "chain"),
+        (np.eye(2) * 2, "square"),
+        (np.diag([1.0, 2.0]), "rectangular"),
+        (np.eye(3), "cubic"),
+        (0.5 * np.array([[-1.0, 1, 1], [1, -1, 1], [1, 1, -1]]), "bcc"),
+        (np.diag([1.0, 1.0, 2.0]), "tetragonal"),
+        (np.diag([1.0, 2.0, 3.0]), "orthorhombic"),
+        (np.array([[1.0, 0, 0], [0.5, np.sqrt(3) / 2, 0], [0, 0, 5]]), "hexagonal"),
+    ],
+)
 def test_lattice_detection_and_default_paths(lattice, kind):
     found, pts, default = special_points(lattice)
     assert found == kind

@@ -37,8 +37,9 @@ def test_graphene_closed_form(rng, dtype, convention):
 def test_chain_and_two_orbital_chain_closed_form(rng):
     k = rng.random((100, 1))
     t, eps = rng.standard_normal(), rng.standard_normal()
-    np.testing.assert_allclose(chain(t, eps).bands(k)[:, 0],
-                               eps + 2 * t * np.cos(2 * np.pi * k[:, 0]), atol=1e-12)
+    np.testing.assert_allclose(
+        chain(t, eps).bands(k)[:, 0], eps + 2 * t * np.cos(2 * np.pi * k[:, 0]), atol=1e-12
+    )
     v, w, d = rng.standard_normal(3)
     e = ssh(v, w, d).bands(k)
     ref = np.sqrt(d**2 + np.abs(v + w * np.exp(-2j * np.pi * k[:, 0])) ** 2)
@@ -97,8 +98,9 @@ def test_hamiltonian_is_the_direct_bloch_sum(rng):
     m = random_model(rng, 2, norb=3, nhop=7)
     rv, hr, _ = m.blocks()
     k = rng.random((5, 2))
-    ref = np.array([sum(np.exp(2j * np.pi * kk @ r) * b for r, b in zip(rv, hr, strict=True))
-                    for kk in k])
+    ref = np.array(
+        [sum(np.exp(2j * np.pi * kk @ r) * b for r, b in zip(rv, hr, strict=True)) for kk in k]
+    )
     np.testing.assert_allclose(m.hamiltonian(k), ref, atol=1e-12)
     np.testing.assert_allclose(m.hamiltonian(k), np.conj(np.swapaxes(ref, 1, 2)), atol=1e-12)
 
@@ -174,8 +176,11 @@ def test_nonorthogonal_generalized(rng, dtype):
     ref = np.array([scipy.linalg.eigh(a, b, eigvals_only=True) for a, b in zip(h, s, strict=True)])
     assert np.abs(w - ref).max() < TOL[dtype] * 50
     if dtype == np.float64:  # S-orthonormal states
-        np.testing.assert_allclose(np.einsum("kia,kij,kjb->kab", v.conj(), s, v),
-                                   np.broadcast_to(np.eye(3), (30, 3, 3)), atol=1e-10)
+        np.testing.assert_allclose(
+            np.einsum("kia,kij,kjb->kab", v.conj(), s, v),
+            np.broadcast_to(np.eye(3), (30, 3, 3)),
+            atol=1e-10,
+        )
 
 
 def test_overlap_identity_for_orthogonal_model():

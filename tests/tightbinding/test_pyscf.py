@@ -44,16 +44,20 @@ def test_bands_equal_get_bands(diamond):
     # coefficients: S-orthonormal eigenvectors of the same F(k), S(k)
     f, s = fock_overlap(kmf, kpts)
     np.testing.assert_allclose(f @ c, s @ c * e[:, None, :], atol=1e-8)
-    np.testing.assert_allclose(np.einsum("kia,kij,kjb->kab", c.conj(), s, c),
-                               np.broadcast_to(np.eye(cell.nao), (8, cell.nao, cell.nao)),
-                               atol=1e-8)
+    np.testing.assert_allclose(
+        np.einsum("kia,kij,kjb->kab", c.conj(), s, c),
+        np.broadcast_to(np.eye(cell.nao), (8, cell.nao, cell.nao)),
+        atol=1e-8,
+    )
     # the same subspaces as PySCF's (a gauge-free comparison): projectors per band
     ref_c = np.asarray(ref_c)
     p_ours = np.einsum("kia,kja->kaij", c, c.conj())
     p_ref = np.einsum("kia,kja->kaij", ref_c, ref_c.conj())
     gaps = np.diff(e, axis=1)
-    simple = np.concatenate([gaps[:, :1] > 1e-4, (gaps[:, 1:] > 1e-4) & (gaps[:, :-1] > 1e-4),
-                             gaps[:, -1:] > 1e-4], axis=1)
+    simple = np.concatenate(
+        [gaps[:, :1] > 1e-4, (gaps[:, 1:] > 1e-4) & (gaps[:, :-1] > 1e-4), gaps[:, -1:] > 1e-4],
+        axis=1,
+    )
     np.testing.assert_allclose(p_ours[simple], p_ref[simple], atol=1e-6)
 
 

@@ -22,9 +22,18 @@ from spectra.tightbinding._topology import unitary_phases
 from .helpers import random_model, to_pythtb
 
 
-@pytest.mark.parametrize("mass, phi, expected", [
-    (0.1, np.pi / 2, -1), (-0.3, np.pi / 2, -1), (0.1, -np.pi / 2, 1), (0.5, 1.0, -1),
-    (1.0, np.pi / 2, 0), (-1.0, -np.pi / 2, 0), (0.9, 0.3, 0)])
+@pytest.mark.parametrize(
+    "mass, phi, expected",
+    [
+        (0.1, np.pi / 2, -1),
+        (-0.3, np.pi / 2, -1),
+        (0.1, -np.pi / 2, 1),
+        (0.5, 1.0, -1),
+        (1.0, np.pi / 2, 0),
+        (-1.0, -np.pi / 2, 0),
+        (0.9, 0.3, 0),
+    ],
+)
 def test_haldane_chern_number_phase_diagram(mass, phi, expected):
     t2 = 0.15
     topological = abs(mass) < 3 * np.sqrt(3) * abs(t2 * np.sin(phi))
@@ -90,8 +99,9 @@ def test_ssh_zak_phase_and_torch_input():
 
 def test_unitary_phases_with_degeneracies_and_pi():
     rng = np.random.default_rng(5)
-    theta = np.array([[np.pi, -np.pi + 1e-3, 0.3, 0.3], [0.0, 0.0, 0.0, 0.0],
-                      [-2.0, 2.0, 1.0, -1.0]])
+    theta = np.array(
+        [[np.pi, -np.pi + 1e-3, 0.3, 0.3], [0.0, 0.0, 0.0, 0.0], [-2.0, 2.0, 1.0, -1.0]]
+    )
     q, _ = np.linalg.qr(rng.standard_normal((3, 4, 4)) + 1j * rng.standard_normal((3, 4, 4)))
     u = q @ (np.exp(1j * theta)[..., None] * q.conj().transpose(0, 2, 1))
     scaled = torch.from_numpy(u * 0.7)  # the polar step removes the non-unitary part

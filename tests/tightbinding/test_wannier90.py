@@ -21,13 +21,14 @@ def write_hr(path, blocks, ndegen, header="test"):
     nw = blocks[rvecs[0]].shape[0]
     lines = [header, f"{nw:12d}", f"{len(rvecs):12d}"]
     deg = [f"{ndegen[r]:5d}" for r in rvecs]
-    lines += ["".join(deg[i:i + 15]) for i in range(0, len(deg), 15)]
+    lines += ["".join(deg[i : i + 15]) for i in range(0, len(deg), 15)]
     for r in rvecs:
         for n in range(nw):
             for m in range(nw):
                 v = blocks[r][m, n]
-                lines.append(f"{r[0]:5d}{r[1]:5d}{r[2]:5d}{m + 1:5d}{n + 1:5d}"
-                             f"{v.real:12.6f}{v.imag:12.6f}")
+                lines.append(
+                    f"{r[0]:5d}{r[1]:5d}{r[2]:5d}{m + 1:5d}{n + 1:5d}{v.real:12.6f}{v.imag:12.6f}"
+                )
     Path(path).write_text("\n".join(lines) + "\n")
 
 
@@ -42,8 +43,9 @@ def test_written_then_read_reproduces_bands(tmp_path):
     # centres and lattice come back through _centres.xyz and .win, so states match too
     np.testing.assert_allclose(back.lattice, m.lattice, atol=1e-10)
     np.testing.assert_allclose(back.orbitals, m.orbitals, atol=1e-10)
-    np.testing.assert_allclose(back.hamiltonian(k, convention="orbital"),
-                               m.hamiltonian(k, convention="orbital"), atol=1e-9)
+    np.testing.assert_allclose(
+        back.hamiltonian(k, convention="orbital"), m.hamiltonian(k, convention="orbital"), atol=1e-9
+    )
 
 
 def test_2d_and_spinful_round_trip(tmp_path):
@@ -85,8 +87,9 @@ def test_degeneracy_weights_are_divided_out(tmp_path):
     write_hr(f, blocks, ndegen)
     m = read_wannier90(f)
     k = rng.random((10, 3))
-    ref = np.array([sum(np.exp(2j * np.pi * kk @ np.array(r)) * b for r, b in true.items())
-                    for kk in k])
+    ref = np.array(
+        [sum(np.exp(2j * np.pi * kk @ np.array(r)) * b for r, b in true.items()) for kk in k]
+    )
     np.testing.assert_allclose(m.hamiltonian(k), ref, atol=1e-9)
     rv, nd, _hr = parse_hr(f)
     assert len(rv) == len(blocks)
@@ -125,8 +128,9 @@ def test_wsvec_shifts(tmp_path):
     ref[:, 1, 0] = np.conj(t * f_k)
     np.testing.assert_allclose(m.hamiltonian(k), ref, atol=1e-12)
     plain = read_wannier90(f, auto=False)  # without the shifts: plain R = (1, 0, 0)
-    np.testing.assert_allclose(plain.hamiltonian(k)[:, 0, 1], t * np.exp(2j * np.pi * k[:, 0]),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        plain.hamiltonian(k)[:, 0, 1], t * np.exp(2j * np.pi * k[:, 0]), atol=1e-12
+    )
 
 
 def test_shipped_data_files():
