@@ -131,8 +131,9 @@ def cholesky_checked(b: torch.Tensor) -> torch.Tensor:
     if bool(bad.any()):
         idx = _bad_indices(bad) if bad.ndim else [()]
         raise LinAlgError(
-            f"b is not positive definite at batch indices {format_indices(idx)} "
-            "(pass lindep=1e-6 to drop its near-null space by canonical orthogonalization)",
+            "b",
+            "is not positive definite",
             idx,
+            hint="pass lindep=1e-6 to drop its near-null space by canonical orthogonalization",
         )
     return factor
