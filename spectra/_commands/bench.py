@@ -1,28 +1,61 @@
-"""``spectra bench``: spectra.eigh against its peers, measured in the same run (the main job)."""
+"""``spectra bench``: spectra.eigh against its peers, measured in the same run (the main job).
+
+The timing, peers, tables and figure live in :mod:`spectra._bench`; this module is the
+command line: arguments, progress, the report (printed and as JSON).
+"""
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import importlib
 import json
 import platform
 import sys
+from typing import Any, NoReturn
+
+
+def _sizes(text: str) -> tuple[tuple[int, int], ...]:
+    """``"8:1024,64:256"`` -> ((8, 1024), (64, 256))."""
+    try:
+        out = tuple(
+            (int(n), int(b)) for n, b in (part.split(":") for part in text.split(",") if part)
+        )
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected n:batch[,n:batch...], got {text!r}") from None
+    if not out or any(n < 1 or b < 1 for n, b in out):
+        raise argparse.ArgumentTypeError(f"sizes must be positive n:batch pairs, got {text!r}")
+    return out
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "bench",
-        help="time spectra.eigh against a Python loop, torch, NumPy and "
-        "SciPy on the default device",
+        help="time spectra.eigh against torch, NumPy, SciPy and a plain thread fan-out",
+        description="Time spectra.eigh against what a user would write instead, in the same "
+        "run (interleaved repeats), and print a table, its legend and a verdict.",
     )
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
-    p.add_argument("--quick", action="store_true", help="fewer repeats (< 60 s on 2 cores)")
+    p.add_argument(
+        "--quick", action="store_true", help="smaller batches, 3 repeats (<= 60 s on 2 cores)"
+    )
     p.add_argument("--dtype", choices=["float32", "float64", "both"], default="both")
     p.add_argument("--json", metavar="FILE", help="write the numbers as JSON")
+    p.add_argument("--plot", metavar="FILE", help="save a speed-up vs n figure (needs [plot])")
+    p.add_argument("--sizes", type=_sizes, default=None, help="n:batch pairs, e.g. 8:16384,64:1024")
+    p.add_argument("--repeats", type=_positive, default=None, help="repeats per cell")
     p.add_argument(
         "--dask",
-        type=int,
+        type=_positive,
         metavar="N",
         default=None,
         help="also run the benchmark batch across N local Dask workers",
@@ -30,86 +63,151 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--domains",
         action="store_true",
-        help="also run benchmarks/bench_*.py (from a source checkout)",
+        help="also time PCA, tight-binding, graph and Stiefel against their peers",
     )
+
+    def error(message: str) -> NoReturn:  # one line, exit status 2
+        print(f"spectra bench: error: {message} (see spectra bench --help)", file=sys.stderr)
+        sys.exit(2)
+
+    p.error = error  # type: ignore[method-assign]
     p.set_defaults(func=run)
 
 
-def _progress():
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm is optional
-        return lambda msg: print(f"  {msg}", file=sys.stderr, flush=True), lambda: None
-    bar = tqdm(total=None, file=sys.stderr, leave=False, bar_format="{desc} [{elapsed}]")
+def _timer(args: argparse.Namespace, sync: Any) -> Any:
+    from spectra._bench.timing import Timer
 
-    def update(msg: str) -> None:
-        bar.set_description_str(msg)
-        bar.update()
-
-    return update, bar.close
+    if args.quick:
+        t = Timer(repeats=3, min_repeats=3, budget_s=2.0, pause_s=0.05, reruns=1, sync=sync)
+    else:
+        t = Timer(repeats=7, min_repeats=5, budget_s=12.0, pause_s=0.2, reruns=1, sync=sync)
+    if args.repeats:
+        t.repeats = t.min_repeats = args.repeats
+    return t
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.plot:
+        try:
+            from spectra._bench.plot import require_matplotlib
+
+            require_matplotlib()
+        except ImportError as exc:
+            print(f"spectra bench: error: {exc}", file=sys.stderr)
+            return 2
     import numpy as np
+    import scipy
     import torch
 
-    from spectra.core._benchmark import bench_core, format_rows
-    from spectra.core._threads import cpu_count
+    from spectra._bench import domains as dom
+    from spectra._bench.progress import Progress
+    from spectra._bench.suite import FULL_SIZES, LOOP_SAMPLE, QUICK_SIZES, bench_core
+    from spectra._bench.table import core_table, domain_table, extrapolations, legend, verdict
+    from spectra._bench.timing import busy_warning, load_snapshot
+    from spectra.core import cpu_count
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        print("spectra bench: error: --device cuda but no CUDA device is visible", file=sys.stderr)
+        return 2
+    cuda = device.startswith("cuda")
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     dtypes = {
         "float32": (torch.float32,),
         "float64": (torch.float64,),
         "both": (torch.float32, torch.float64),
     }[args.dtype]
-    update, close = _progress()
-    try:
-        rows = bench_core(
-            device,
-            dtypes,
-            repeats=1 if args.quick else 7,
-            budget_s=0.6 if args.quick else 3.0,
-            progress=update,
-            loop_sample=512 if args.quick else None,
-            pause_s=0.1 if args.quick else 0.2,
-        )
-    finally:
-        close()
-    name = torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor()
-    print(
-        f"spectra bench on {device} ({name or platform.machine()}, {cpu_count()} cores), "
-        f"torch {torch.__version__}, numpy {np.__version__}"
+    sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
+    sample = LOOP_SAMPLE["cuda" if cuda else ("cpu-quick" if args.quick else "cpu")]
+    cores = cpu_count()
+    timer = _timer(args, sync)
+    steps = len(dtypes) * len(sizes)
+    if args.domains:
+        steps += sum(s[0 if args.quick else 1] for s in dom.STEPS.values())
+    before = load_snapshot(cores)
+    report: dict[str, Any] = {"schema": "spectra-bench/2", "command": _command()}
+    with Progress(steps) as progress:
+        rows = bench_core(device, dtypes, sizes, timer, sample, cores, progress.step)
+        tables = {}
+        if args.domains:
+            for name, fn in dom.DOMAINS.items():
+                tables[name] = fn(args.quick, timer, progress.step)
+    after = load_snapshot(cores)
+    spreads = [c["spread"] for r in rows for c in r["cells"].values()]
+    spreads += [
+        c["spread"] for t in tables.values() for r in t["rows"] for c in r["cells"].values()
+    ]
+    warning = busy_warning(before, after, cores, spreads, timer.max_spread)
+    name = torch.cuda.get_device_name() if cuda else platform.processor() or platform.machine()
+    where = device if cuda else f"{cores} cores"
+    verdicts = verdict(rows, where)
+    report.update(
+        {
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "mode": "quick" if args.quick else "full",
+            "device": device,
+            "device_name": name,
+            "cores": cores,
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "numpy": np.__version__,
+            "scipy": scipy.__version__,
+            "timer": {
+                "repeats": timer.repeats,
+                "min_repeats": timer.min_repeats,
+                "pause_s": timer.pause_s,
+                "max_spread": timer.max_spread,
+                "reruns": timer.reruns,
+            },
+            "load": {"before": before, "after": after},
+            "warning": warning,
+            "peers": _peer_descriptions(rows, cores),
+            "extrapolated": extrapolations(rows),
+            "rows": rows,
+            "verdict": verdicts,
+        }
     )
-    print(format_rows(rows))
-    report = {
-        "date": datetime.date.today().isoformat(),
-        "device": device,
-        "device_name": name,
-        "cores": cpu_count(),
-        "torch": torch.__version__,
-        "numpy": np.__version__,
-        "rows": rows,
-    }
+    print(f"spectra bench on {device} ({name}, {cores} cores), torch {torch.__version__}")
+    print("\n".join(core_table(rows)))
+    print()
+    print("\n".join(legend(rows, cores, device)))
+    if tables:
+        report["domains"] = tables
+        for t in tables.values():
+            print()
+            print("\n".join(domain_table(t)))
     if args.dask:
         from spectra.distributed._bench import format_rows as dask_rows
         from spectra.distributed._bench import run_dask_bench
 
         report["dask"] = run_dask_bench(args.dask, quick=args.quick)
+        print()
         print(dask_rows(report["dask"]))
-    if args.domains:
-        import os
-
-        if os.getcwd() not in sys.path:  # benchmarks/ lives in the source checkout
-            sys.path.insert(0, os.getcwd())
-        report["domains"] = {}
-        for mod in ("pca", "tightbinding", "graph", "stiefel"):
-            try:
-                bench = importlib.import_module(f"benchmarks.bench_{mod}")
-            except ModuleNotFoundError:
-                print(f"(benchmarks/bench_{mod}.py not found: run from a source checkout)")
-                continue
-            report["domains"][mod] = bench.run(quick=args.quick, device=device)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=1, default=str)
+    if args.plot:
+        from spectra._bench.plot import plot_speedups
+
+        plot_speedups(rows, args.plot, f"spectra.eigh vs peers ({device}, {where})")
+        print(f"figure: {args.plot}")
+    print()
+    if warning:
+        print(warning)
+    for v in verdicts.values():
+        print(v["line"])
     return 0
+
+
+def _peer_descriptions(rows: list[dict[str, Any]], cores: int) -> dict[str, str]:
+    from spectra._bench.peers import DESCRIPTIONS
+
+    names = dict.fromkeys(k for r in rows for k in r["cells"])
+    out = {k: DESCRIPTIONS.get(k, "") for k in names}
+    if "thread fan-out" in out:
+        out["thread fan-out"] += f" [{cores} threads here]"
+    return out
+
+
+def _command() -> str:
+    return " ".join(["spectra", *sys.argv[1:]]) if sys.argv else "spectra bench"

@@ -1,0 +1,97 @@
+"""A progress line on stderr: case i/N, elapsed, ETA; refreshed every 0.5 s by a ticker.
+
+Off when stderr is not a terminal or ``CI`` is set. Uses ``tqdm`` when installed (the
+``progress`` / ``bench`` extras), else a plain ``\\r`` line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import Any, TextIO
+
+
+def enabled(stream: TextIO | None = None) -> bool:
+    stream = stream or sys.stderr
+    return bool(getattr(stream, "isatty", lambda: False)()) and not os.environ.get("CI")
+
+
+def fmt_s(s: float) -> str:
+    s = max(0, int(s))
+    return f"{s // 60}:{s % 60:02d}"
+
+
+class Progress:
+    """``with Progress(total) as p: p.step("n=8 ...")`` before each case."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, on: bool | None = None):
+        self.total = total
+        self.stream = stream or sys.stderr
+        self.on = enabled(self.stream) if on is None else on
+        self.done = -1
+        self.label = ""
+        self.t0 = time.perf_counter()
+        self.t_case = self.t0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._bar: Any = None
+        self._thread: threading.Thread | None = None
+
+    def text(self, now: float | None = None) -> str:
+        now = time.perf_counter() if now is None else now
+        elapsed = now - self.t0
+        done = max(self.done, 0)
+        if done > 0:
+            # finished cases set the pace; the running one counts as at least half done
+            per = (self.t_case - self.t0) / done
+            left = per * (self.total - done) - min(now - self.t_case, per / 2)
+            eta = fmt_s(max(left, 0))
+        else:
+            eta = "?"
+        return f"case {done + 1}/{self.total} {self.label}  [{fmt_s(elapsed)}, ETA {eta}]"
+
+    def step(self, label: str) -> None:
+        with self._lock:
+            self.done += 1
+            self.t_case = time.perf_counter()
+            self.label = label
+        self._draw()
+
+    def _draw(self) -> None:
+        if not self.on:
+            return
+        with self._lock:
+            line = self.text()
+            if self._bar is not None:
+                self._bar.set_description_str(line, refresh=True)
+            else:
+                self.stream.write("\r" + line.ljust(78)[:120])
+                self.stream.flush()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.5):
+            self._draw()
+
+    def __enter__(self) -> Progress:
+        if self.on:
+            try:
+                from tqdm import tqdm
+
+                self._bar = tqdm(file=self.stream, bar_format="{desc}", leave=False)
+            except ImportError:
+                self._bar = None
+            self._thread = threading.Thread(target=self._tick, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._bar is not None:
+            self._bar.close()
+        elif self.on:
+            self.stream.write("\r" + " " * 80 + "\r")
+            self.stream.flush()

@@ -1,0 +1,107 @@
+"""The core benchmark: spectra.eigh and its peers for every (n, batch, dtype), one row each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .peers import ThreadFanOut, core_peers, eigenvalue_error, random_symmetric
+from .timing import Cell, Impl, Timer
+
+#: Full run: the kernel issue's sizes (about one LAPACK-second of work per call at each n).
+FULL_SIZES: tuple[tuple[int, int], ...] = (
+    (3, 1_000_000),
+    (8, 65_536),
+    (16, 16_384),
+    (32, 4_096),
+    (64, 1_024),
+    (128, 256),
+    (512, 8),
+)
+#: --quick: the same n up to 128, batches cut so one round of every peer takes ~0.5 s.
+QUICK_SIZES: tuple[tuple[int, int], ...] = (
+    (3, 65_536),
+    (8, 8_192),
+    (32, 1_024),
+    (64, 256),
+    (128, 64),
+)
+#: Python loops are timed on at most this many matrices and scaled linearly to the batch.
+LOOP_SAMPLE = {"cpu": 2048, "cpu-quick": 256, "cuda": 256}
+
+
+def row_from_cells(
+    n: int,
+    batch: int,
+    dtype: str,
+    device: str,
+    cells: dict[str, Cell],
+    attempts: int = 1,
+    strategy: str | None = None,
+    error: float | None = None,
+) -> dict[str, Any]:
+    """One JSON row: every cell with its spread, the best peer and the speed-ups."""
+    peers = [k for k in cells if k != "spectra"]
+    best = min(peers, key=lambda k: cells[k].median)
+    ours = cells["spectra"].median
+    return {
+        "n": n,
+        "batch": batch,
+        "dtype": dtype,
+        "device": device,
+        "strategy": strategy,
+        "cells": {k: c.to_json() for k, c in cells.items()},
+        "best_peer": best,
+        "speedup_vs_best_peer": cells[best].median / ours,
+        "speedup": {k: cells[k].median / ours for k in peers},
+        "attempts": attempts,
+        "max_eigenvalue_error_vs_scipy": error,
+    }
+
+
+def bench_core(
+    device: str,
+    dtypes: tuple[torch.dtype, ...],
+    sizes: tuple[tuple[int, int], ...],
+    timer: Timer,
+    loop_sample: int,
+    cores: int,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Time spectra.eigh and its peers, interleaved, for every (dtype, n, batch)."""
+    import spectra
+
+    fan = None if device.startswith("cuda") else ThreadFanOut(cores)
+    rows = []
+    for dtype in dtypes:
+        for n, batch in sizes:
+            name = str(dtype).removeprefix("torch.")
+            if progress:
+                progress(f"n={n} batch={batch} {name}")
+            a = random_symmetric(batch, n, dtype, seed=n).to(device)
+            impls = core_peers(a, device, loop_sample, fan)
+            impls["spectra"] = Impl(lambda a=a: spectra.eigh(a))
+            cells, attempts = timer.measure(impls)
+            w, _ = spectra.eigh(a)
+            try:
+                strategy = spectra.core.plan(n, batch, dtype, device).strategy
+            except Exception:  # the plan's signature belongs to the core
+                strategy = None
+            rows.append(
+                row_from_cells(
+                    n,
+                    batch,
+                    name,
+                    device,
+                    cells,
+                    attempts,
+                    strategy,
+                    eigenvalue_error(a, w),
+                )
+            )
+            del a, impls, w
+    if fan is not None:
+        fan.pool.shutdown()
+    return rows

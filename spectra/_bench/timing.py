@@ -1,0 +1,227 @@
+"""Timing for ``spectra bench``: interleaved repeats, spread per cell, re-runs, busy checks.
+
+Every implementation in a row is timed round-robin, repeat by repeat, so that the drift of a
+shared machine hits all of them alike. Each cell keeps all its repeat times; its spread is
+``(max - min) / median``. A row whose widest cell spreads more than ``max_spread`` is timed
+again (the whole row, still interleaved) and the attempt with the narrower worst cell is
+kept. :func:`busy_warning` turns the load average, the CPU share this process got and the
+cells that stayed wide into one warning line.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: A cell whose repeats spread more than this ((max - min) / median) makes its row re-timed.
+MAX_SPREAD = 0.25
+
+
+@dataclass
+class Cell:
+    """The repeat times of one implementation in one row, scaled to the whole batch.
+
+    ``timed_on`` < ``total`` means the implementation ran on the first ``timed_on`` items
+    only and its times were multiplied by ``total / timed_on`` (extrapolated).
+
+    >>> c = Cell([0.1, 0.12, 0.11])
+    >>> round(c.median, 2), round(c.spread, 2)
+    (0.11, 0.18)
+    """
+
+    times: list[float]
+    timed_on: int | None = None
+    total: int | None = None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+    @property
+    def spread(self) -> float:
+        """``(max - min) / median`` over the repeats (0 for a single repeat)."""
+        m = self.median
+        return (max(self.times) - min(self.times)) / m if m > 0 else 0.0
+
+    @property
+    def extrapolated(self) -> bool:
+        return self.timed_on is not None and self.total is not None and self.timed_on < self.total
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "median_s": self.median,
+            "min_s": min(self.times),
+            "max_s": max(self.times),
+            "spread": self.spread,
+            "times_s": list(self.times),
+            "repeats": len(self.times),
+            "extrapolated": self.extrapolated,
+            "timed_on": self.timed_on,
+            "total": self.total,
+        }
+
+
+@dataclass
+class Impl:
+    """One implementation to time: ``fn`` runs it on ``timed_on`` of ``total`` items."""
+
+    fn: Callable[[], Any]
+    timed_on: int | None = None
+    total: int | None = None
+
+    @property
+    def scale(self) -> float:
+        if self.timed_on is None or self.total is None or self.timed_on <= 0:
+            return 1.0
+        return self.total / self.timed_on
+
+
+@dataclass
+class Timer:
+    """How to time a row: repeats, pause between calls, clock and device sync (injectable)."""
+
+    repeats: int = 5
+    min_repeats: int = 3
+    budget_s: float = 10.0
+    pause_s: float = 0.1
+    max_spread: float = MAX_SPREAD
+    reruns: int = 1
+    sync: Callable[[], None] = lambda: None
+    clock: Callable[[], float] = time.perf_counter
+    sleep: Callable[[float], None] = time.sleep
+    log: list[str] = field(default_factory=list)
+
+    def once(self, fn: Callable[[], Any]) -> float:
+        # BLAS/OpenMP pools spin for a while after a call: a pause keeps one
+        # implementation's spinning threads from slowing the next one down
+        if self.pause_s:
+            self.sleep(self.pause_s)
+        t0 = self.clock()
+        fn()
+        self.sync()
+        return self.clock() - t0
+
+    def interleaved(self, impls: dict[str, Impl]) -> dict[str, Cell]:
+        """One warm-up call each, then round-robin repeats within the budget."""
+        first = {k: self.once(impl.fn) for k, impl in impls.items()}
+        per_round = sum(first.values()) + self.pause_s * len(impls)
+        rounds = int(self.budget_s / max(per_round, 1e-9))
+        rounds = max(self.min_repeats, min(self.repeats, rounds))
+        times: dict[str, list[float]] = {k: [] for k in impls}
+        for _ in range(rounds):
+            for k, impl in impls.items():
+                times[k].append(self.once(impl.fn) * impl.scale)
+        return {k: Cell(times[k], impls[k].timed_on, impls[k].total) for k, impl in impls.items()}
+
+    def measure(self, impls: dict[str, Impl]) -> tuple[dict[str, Cell], int]:
+        """Time a row; re-time it (up to ``reruns`` times) while a cell spreads too wide.
+
+        Returns the kept cells and the number of attempts made.
+        """
+        best = self.interleaved(impls)
+        attempts = 1
+        while attempts <= self.reruns and worst_spread(best) > self.max_spread:
+            again = self.interleaved(impls)
+            attempts += 1
+            if worst_spread(again) < worst_spread(best):
+                best = again
+        return best, attempts
+
+
+def worst_spread(cells: dict[str, Cell]) -> float:
+    return max((c.spread for c in cells.values()), default=0.0)
+
+
+def cpu_share(threads: int, seconds: float = 0.25) -> float:
+    """The fraction of ``threads`` cores this process gets for a short burst of work.
+
+    Each of ``threads`` Python threads runs one-thread torch matrix products (which release
+    the GIL) for ``seconds``; the thread CPU times over ``threads x wall`` is near 1 on a
+    quiet machine and drops when other processes compete for the cores.
+    """
+    import torch
+
+    a = torch.rand(96, 96, dtype=torch.float64)
+    spent = [0.0] * threads
+    start = threading.Barrier(threads + 1)
+
+    def work(i: int) -> None:
+        start.wait()
+        c0, t0 = time.thread_time(), time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            for _ in range(20):
+                a @ a
+        spent[i] = time.thread_time() - c0
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+        for t in pool:
+            t.start()
+        t0 = time.perf_counter()
+        start.wait()
+        for t in pool:
+            t.join()
+        wall = time.perf_counter() - t0
+    finally:
+        torch.set_num_threads(old)
+    return min(1.0, sum(spent) / (threads * wall)) if wall > 0 else 1.0
+
+
+def load_snapshot(cores: int, probe: bool = True) -> dict[str, Any]:
+    """The 1/5/15-minute load averages and (``probe``) the CPU share this process gets."""
+    try:
+        loadavg: list[float] | None = list(os.getloadavg())
+    except (AttributeError, OSError):  # pragma: no cover - not on Linux/macOS
+        loadavg = None
+    return {"loadavg": loadavg, "cpu_share": cpu_share(cores) if probe else None}
+
+
+def busy_warning(
+    before: dict[str, Any],
+    after: dict[str, Any],
+    cores: int,
+    spreads: list[float],
+    max_spread: float = MAX_SPREAD,
+) -> str | None:
+    """A warning line when the machine was busy, else ``None``.
+
+    Busy means any of: a 1-minute load average above half the cores before the run (the
+    benchmark itself adds up to ``cores`` during it, so after the run the limit is
+    1.5 x cores), a CPU share below 80% before or after, or more than a quarter of the
+    cells still spreading more than ``max_spread`` after their re-runs.
+
+    >>> quiet = {"loadavg": [0.1, 0.1, 0.1], "cpu_share": 0.99}
+    >>> busy_warning(quiet, quiet, 2, [0.05, 0.1]) is None
+    True
+    >>> busy_warning({"loadavg": [6.0, 5, 5], "cpu_share": 0.4}, quiet, 2, [0.05])[:8]
+    'WARNING:'
+    """
+    reasons = []
+    lb = (before.get("loadavg") or [0.0])[0]
+    la = (after.get("loadavg") or [0.0])[0]
+    if lb > 0.5 * cores:
+        reasons.append(f"load average {lb:.1f} on {cores} cores before the run")
+    if la > 1.5 * cores:
+        reasons.append(f"load average {la:.1f} after it")
+    shares = [s for s in (before.get("cpu_share"), after.get("cpu_share")) if s is not None]
+    if shares and min(shares) < 0.8:
+        reasons.append(f"this process got {100 * min(shares):.0f}% of the cores in a probe")
+    wide = sum(s > max_spread for s in spreads)
+    if spreads and wide > len(spreads) / 4:
+        reasons.append(
+            f"{wide} of {len(spreads)} cells still spread more than "
+            f"{100 * max_spread:.0f}% between repeats after re-timing"
+        )
+    if not reasons:
+        return None
+    return (
+        "WARNING: the machine is busy (" + "; ".join(reasons) + "): timings are noisy and "
+        "the ratios are unreliable. Re-run on a quiet machine."
+    )
