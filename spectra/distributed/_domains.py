@@ -131,24 +131,12 @@ def block_moments(x: Any) -> tuple[Any, Any, Any]:
     return count, mean, scatter
 
 
-def merge_moments(left: tuple[Any, Any, Any], right: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
-    """Combine the moments of two disjoint sample sets (Chan, Golub & LeVeque)."""
-    na, ma, sa = left
-    nb, mb, sb = right
-    n = na + nb
-    safe = np.maximum(n, 1)
-    fb = (nb / safe)[:, None]
-    delta = mb - ma
-    mean = ma + delta * fb
-    weight = (na * nb / safe)[:, None, None]
-    scatter = sa + sb + (delta.conj()[:, :, None] * delta[:, None, :]) * weight
-    return n, mean, scatter
-
-
 def _tree(parts: list[Any]) -> Any:
     import dask
 
-    merge = dask.delayed(merge_moments, pure=True)
+    from ..pca import combine_moments  # the one Chan merge (pca's), on the workers' blocks
+
+    merge = dask.delayed(combine_moments, pure=True)
     while len(parts) > 1:
         parts = [
             merge(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]

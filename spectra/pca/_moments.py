@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
 from ..core import restore
@@ -102,14 +103,26 @@ def moments(
     )
 
 
+def _as_float(n: Any, dtype: Any) -> Any:
+    """Counts ``n`` cast to the floating ``dtype`` (torch tensors and NumPy/CuPy arrays)."""
+    return n.to(dtype) if isinstance(n, torch.Tensor) else n.astype(dtype)
+
+
+def _as_array(x: Any) -> Any:
+    return x if hasattr(x, "shape") and hasattr(x, "dtype") else np.asarray(x)
+
+
 def combine_moments(
     a: Moments | tuple[Any, Any, Any], b: Moments | tuple[Any, Any, Any]
 ) -> Moments:
     """Merge the moments of two disjoint sample sets of the same datasets (Chan et al.).
 
-    ``count = n_a + n_b``, ``mean = (n_a m_a + n_b m_b) / count`` and
-    ``scatter = S_a + S_b + n_a n_b / count (m_a - m_b)(m_a - m_b)^T``, batched over datasets;
-    a dataset with no samples on one side takes the other side's moments.
+    ``count = n_a + n_b``, ``mean = m_a + (n_b / count) (m_b - m_a)`` and
+    ``scatter = S_a + S_b + n_a n_b / count (m_b - m_a)^H (m_b - m_a)``, batched over
+    datasets; a dataset with no samples on one side takes the other side's moments.
+    This is spectra's one implementation of the merge (:mod:`spectra.distributed` reduces
+    its blocks with it): arithmetic only, so torch tensors, NumPy and CuPy arrays (both
+    sides of one kind) and complex data all work, and the result is of the inputs' kind.
 
     Examples
     --------
@@ -120,16 +133,14 @@ def combine_moments(
     >>> bool(np.allclose(m.scatter, moments(x).scatter))
     True
     """
-    na, ma, sa = (torch.as_tensor(t) for t in a)
-    nb, mb, sb = (torch.as_tensor(t) for t in b)
-    numpy_out = not isinstance(a[1], torch.Tensor)
+    na, ma, sa = (_as_array(t) for t in a)
+    nb, mb, sb = (_as_array(t) for t in b)
+    real = ma.real.dtype
     n = na + nb
-    safe = n.clamp(min=1).to(ma.dtype)
-    wa, wb = na.to(ma.dtype) / safe, nb.to(ma.dtype) / safe
-    mean = wa[:, None] * ma + wb[:, None] * mb
-    d = ma - mb
-    scatter = sa + sb + (na.to(ma.dtype) * wb)[:, None, None] * (d[:, :, None] * d[:, None, :])
-    out = (n, mean, scatter)
-    if numpy_out:
-        out = tuple(t.numpy() for t in out)
-    return Moments(*out)
+    safe = _as_float(n + (n == 0), real)
+    fb = _as_float(nb, real) / safe
+    delta = mb - ma
+    mean = ma + delta * fb[:, None]
+    weight = _as_float(na, real) * fb
+    scatter = sa + sb + (delta.conj()[:, :, None] * delta[:, None, :]) * weight[:, None, None]
+    return Moments(n, mean, scatter)
