@@ -223,37 +223,63 @@ def fermi_level(
     nelectrons: float,
     *,
     weights: Any = None,
-    degeneracy: float = 1.0,
+    degeneracy: float | None = None,
+    nspin: int = 1,
     smearing: float = 0.0,
     method: str = "fermi-dirac",
 ) -> float:
     """The Fermi level for ``nelectrons`` electrons per cell.
 
+    Electron counting: each band holds ``degeneracy`` electrons per cell (its states
+    weighted by the k-point weights, which sum to 1). A spinless model (``nspin=1``)
+    describes spin-degenerate electrons, so each of its bands holds **2** electrons; the
+    bands of a spinful model (``nspin=2``, e.g. :meth:`Model.with_spin`) hold 1 each. The
+    default ``degeneracy`` is therefore ``2 / nspin``: pass the model's ``nspin`` (or an
+    explicit ``degeneracy``). Graphene (two bands, two electrons per cell) has its level at
+    the Dirac point: ``fermi_level(graphene_energies, 2)``.
+
     Parameters
     ----------
     energies : band energies ``(nk, nbands)``.
-    nelectrons : electrons per cell.
+    nelectrons : electrons per cell, at most ``nbands * degeneracy``.
     weights : k-point weights (default uniform, summing to 1).
-    degeneracy : electrons per state (2 for a spinless model of spin-degenerate electrons).
+    degeneracy : electrons per band (per state and k-point); default ``2 / nspin``.
+    nspin : 1 for the energies of a spinless model (default), 2 for a spinful one; only
+        used when ``degeneracy`` is not given.
     smearing : 0 for a step occupation (an insulator's level is mid-gap); otherwise the
         width of ``method`` ``"fermi-dirac"`` (``kT``) or ``"gaussian"`` occupations, and the
-        level solves ``sum_k w_k sum_n f((e_nk - mu) / smearing) = nelectrons``.
+        level solves ``degeneracy sum_k w_k sum_n f((e_nk - mu) / smearing) = nelectrons``.
+
+    Raises
+    ------
+    ValueError
+        when ``nelectrons`` is negative or exceeds the capacity ``nbands * degeneracy``.
 
     Examples
     --------
     >>> import numpy as np
     >>> from spectra.tightbinding import fermi_level
-    >>> fermi_level(np.array([[-1.0, 1.0], [-2.0, 2.0]]), 1)
+    >>> e = np.array([[-1.0, 1.0], [-2.0, 2.0]])
+    >>> fermi_level(e, 2)  # spinless: 2 electrons fill the lower band (mid-gap level)
+    0.0
+    >>> fermi_level(e, 1, nspin=2)  # spinful bands hold one electron each
     0.0
     """
     e = _to_numpy(energies, "energies")
     if e.ndim == 1:
         e = e[:, None]
+    if degeneracy is None:
+        if nspin not in (1, 2):
+            raise ValueError(f"nspin must be 1 or 2, got {nspin!r}")
+        degeneracy = 2.0 / nspin
+    if not degeneracy > 0:
+        raise ValueError(f"degeneracy must be positive, got {degeneracy}")
     w = _weights(weights, e.shape[0]) * float(degeneracy)
     capacity = float(w.sum() * e.shape[1])
     if not 0 <= nelectrons <= capacity * (1 + 1e-12):
         raise ValueError(
-            f"nelectrons={nelectrons} is outside [0, {capacity:g}] (states x degeneracy)"
+            f"nelectrons={nelectrons:g} is outside [0, {capacity:g}]: {e.shape[1]} bands hold "
+            f"{float(degeneracy):g} electrons each"
         )
     if smearing == 0:
         flat = e.reshape(-1)

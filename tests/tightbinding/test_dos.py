@@ -102,20 +102,39 @@ def test_fermi_level_step():
     flat = np.sort(e.ravel())
     # a metal: the level sits on the state that completes the count
     for nel in (0.51, 1.0 + 0.5 / 30, 2.21):
-        ef = fermi_level(e, nel)
+        ef = fermi_level(e, nel, degeneracy=1)
         assert np.sum(e <= ef + 1e-12) / 30 >= nel - 1e-9
         assert np.sum(e < ef - 1e-12) / 30 < nel
     # an exact count lands between two levels: the midpoint
-    assert fermi_level(e, 0.5) == pytest.approx(0.5 * (flat[14] + flat[15]))
+    assert fermi_level(e, 0.5, degeneracy=1) == pytest.approx(0.5 * (flat[14] + flat[15]))
     # an insulator: exactly two bands filled -> mid-gap
     gapped = np.concatenate([e[:, :2] - 10, e[:, 2:] + 10], axis=1)
-    ef = fermi_level(gapped, 2)
+    ef = fermi_level(gapped, 2, degeneracy=1)
     assert ef == pytest.approx(0.5 * (gapped[:, :2].max() + gapped[:, 2:].min()))
     # spin degeneracy: 4 electrons fill two bands twice
     assert fermi_level(gapped, 4, degeneracy=2) == pytest.approx(ef)
-    assert fermi_level(e, 0) == flat[0]
+    assert fermi_level(e, 0, degeneracy=1) == flat[0]
     with pytest.raises(ValueError, match="outside"):
-        fermi_level(e, 5)
+        fermi_level(e, 5, degeneracy=1)
+
+
+def test_fermi_level_counts_spin():
+    # a spinless band holds 2 electrons, a spinful one 1: graphene at half filling (2
+    # electrons per cell) has its level at the Dirac point, E = 0
+    from spectra.tightbinding import graphene, monkhorst_pack
+
+    model = graphene(t=-2.7)
+    k = monkhorst_pack([60, 60], gamma_centered=True)  # contains K = (2/3, 1/3)
+    e = model.bands(k)
+    assert fermi_level(e, 2) == pytest.approx(0.0, abs=1e-9)
+    assert fermi_level(e, 2, nspin=1) == fermi_level(e, 1, degeneracy=1)
+    spinful = model.with_spin().bands(k)
+    assert fermi_level(spinful, 2, nspin=2) == pytest.approx(0.0, abs=1e-9)
+    assert fermi_level(e, 4) == pytest.approx(e.max())  # full
+    with pytest.raises(ValueError, match="2 bands hold 2 electrons each"):
+        fermi_level(e, 4.5)
+    with pytest.raises(ValueError, match="nspin"):
+        fermi_level(e, 1, nspin=3)
 
 
 @pytest.mark.parametrize("method", ["fermi-dirac", "gaussian"])
