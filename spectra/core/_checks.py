@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ._arrays import real_dtype
-from ._errors import LinAlgError, format_indices
+from ._errors import InputError, LinAlgError
 
 
 def _bad_indices(mask: torch.Tensor) -> list[tuple[int, ...]]:
@@ -13,41 +13,70 @@ def _bad_indices(mask: torch.Tensor) -> list[tuple[int, ...]]:
 
 
 def check_square(a: torch.Tensor, name: str = "a") -> None:
-    """Raise ``ValueError`` unless ``a`` has shape ``(..., n, n)``."""
+    """Raise :class:`InputError` unless ``a`` has shape ``(..., n, n)``."""
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(
-            f"{name} must have shape (..., n, n) (a batch of square matrices), got {tuple(a.shape)}"
+        raise InputError(
+            name,
+            f"must have shape (..., n, n) (a batch of square matrices), got {tuple(a.shape)}",
         )
 
 
 def check_pair(a: torch.Tensor, b: torch.Tensor) -> None:
-    """Raise ``ValueError`` unless ``b`` matches ``a``'s matrix size and broadcasts to its batch."""
+    """Raise :class:`InputError` unless ``b`` matches ``a``'s matrix size and broadcasts."""
     check_square(b, "b")
     if b.shape[-1] != a.shape[-1]:
-        raise ValueError(
-            f"a and b must have the same matrix size, got a {tuple(a.shape)} and b {tuple(b.shape)}"
+        raise InputError(
+            "b",
+            f"must have the same matrix size as a, got a {tuple(a.shape)} and b {tuple(b.shape)}",
         )
     try:
         torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except RuntimeError as exc:
-        raise ValueError(
-            f"the batch shapes of a {tuple(a.shape[:-2])} and b {tuple(b.shape[:-2])} "
-            "do not broadcast"
+        raise InputError(
+            "b",
+            f"batch shape {tuple(b.shape[:-2])} and a's {tuple(a.shape[:-2])}: "
+            "the batch shapes of a and b do not broadcast",
         ) from exc
     if b.device != a.device:
-        raise ValueError(f"a is on {a.device} but b is on {b.device}")
+        raise InputError("b", f"is on {b.device} but a is on {a.device}")
 
 
 def check_finite(a: torch.Tensor, name: str = "a") -> None:
-    """Raise ``ValueError`` naming the batch indices of matrices with NaN or Inf entries."""
+    """Raise :class:`InputError` naming the batch indices of matrices with NaN or Inf.
+
+    Every entry counts, in either triangle: SciPy's ``check_finite`` refuses Inf anywhere.
+    """
     if a.numel() == 0:
         return
     bad = ~torch.isfinite(a).flatten(-2).all(-1)
     if bool(bad.any()):
         idx = _bad_indices(bad) if bad.ndim else [()]
-        raise ValueError(
-            f"{name} contains NaN or Inf in the matrices at batch indices {format_indices(idx)}"
-        )
+        raise InputError(name, "contains NaN or Inf in the matrices", idx)
+
+
+def hermitian_from_lower(a: torch.Tensor) -> torch.Tensor:
+    """The Hermitian matrix whose lower triangle is ``a``'s (``lower=True`` in SciPy/LAPACK).
+
+    The strict upper triangle and the imaginary part of the diagonal are ignored, as
+    LAPACK's ``?syevd``/``?heevd`` with ``uplo='L'`` ignore them: with ``check=False`` every
+    path of the core reads this matrix.
+
+    >>> hermitian_from_lower(torch.tensor([[1.0, 99.0], [2.0, 3.0]]))
+    tensor([[1., 2.],
+            [2., 3.]])
+    """
+    lower = torch.tril(a, -1)
+    diag = torch.diagonal(a, dim1=-2, dim2=-1)
+    return lower + lower.mH + torch.diag_embed(diag.real.to(a.dtype) if a.is_complex() else diag)
+
+
+def hermitian_from_lower_grad(a: torch.Tensor) -> torch.Tensor:
+    """:func:`hermitian_from_lower` whose gradient is the identity (as torch's ``eigh``:
+    the gradient of a function of Hermitian matrices is reported on the full matrix)."""
+    h = hermitian_from_lower(a.detach())
+    if torch.is_grad_enabled() and a.requires_grad:
+        return h + (a - a.detach())
+    return h
 
 
 def hermitian_error(a: torch.Tensor) -> torch.Tensor:
@@ -63,7 +92,7 @@ def symmetry_tolerance(dtype: torch.dtype) -> float:
 
 
 def check_hermitian(a: torch.Tensor, tol: float | None = None, name: str = "a") -> None:
-    """Raise ``ValueError`` naming the matrices whose relative asymmetry exceeds ``tol``."""
+    """Raise :class:`InputError` naming the matrices whose relative asymmetry exceeds ``tol``."""
     if a.numel() == 0:
         return
     tol = symmetry_tolerance(a.dtype) if tol is None else tol
@@ -72,10 +101,12 @@ def check_hermitian(a: torch.Tensor, tol: float | None = None, name: str = "a") 
     if bool(bad.any()):
         idx = _bad_indices(bad) if bad.ndim else [()]
         kind = "Hermitian" if a.is_complex() else "symmetric"
-        raise ValueError(
-            f"{name} is not {kind}: max|A - A^H|/max|A| = {float(err.max()):.3g} > {tol:.1e} "
-            f"at batch indices {format_indices(idx)} (symmetrize with (A + A^H)/2 if this is "
-            "round-off, or pass check=False)"
+        raise InputError(
+            name,
+            f"is not {kind}: max|A - A^H|/max|A| = {float(err.max()):.3g} > {tol:.1e}",
+            idx,
+            hint="symmetrize with (A + A^H)/2 if this is round-off, or pass check=False "
+            "to read the lower triangle only",
         )
 
 
@@ -96,9 +127,11 @@ class InputRejected(Exception):
 def quick_check(a: torch.Tensor, tol: float | None = None, finite: bool = False) -> None:
     """Fused finite-and-Hermitian test of a flat block: one pass in the common case.
 
-    NaN/Inf make the asymmetry NaN, so a single comparison catches both. An exactly
-    Hermitian block returns at once: NaN never equals itself, and a symmetric Inf is caught
-    after the solve by the executor, or here with ``finite=True``.
+    NaN makes the asymmetry NaN and fails the comparison; an Inf anywhere (even in one
+    triangle only, where ``Inf - x`` is Inf and ``Inf <= tol * Inf`` would pass) makes the
+    per-matrix scale infinite, which is refused too. An exactly Hermitian block returns at
+    once: NaN never equals itself, and a symmetric Inf is caught after the solve by the
+    executor, or here with ``finite=True``.
     """
     if a.numel() == 0:
         return
@@ -109,7 +142,8 @@ def quick_check(a: torch.Tensor, tol: float | None = None, finite: bool = False)
     tol = symmetry_tolerance(a.dtype) if tol is None else tol
     diff = _max_abs(a - a.mH)
     scale = _max_abs(a)
-    if not bool((diff <= tol * torch.where(scale > 0, scale, torch.ones_like(scale))).all()):
+    ok = (diff <= tol * torch.where(scale > 0, scale, torch.ones_like(scale))) & (scale < torch.inf)
+    if not bool(ok.all()):
         raise InputRejected
 
 

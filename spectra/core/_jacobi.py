@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 import torch
 
+from ._checks import hermitian_from_lower
 from ._strategies import Strategy, register
 from ._threads import fan_out, single_threaded_kernels
 
@@ -170,7 +171,7 @@ def jacobi_eigh(
     Parameters
     ----------
     a : ``(B, n, n)`` real symmetric or complex Hermitian tensor (float32/64, complex64/128)
-        on any device; only its Hermitian part ``(a + a^H) / 2`` is used.
+        on any device; only its lower triangle is read (as LAPACK's ``uplo='L'``).
     vectors : also compute eigenvectors.
     tol : stop a matrix once ``||offdiag(A)||_F <= tol * ||A||_F``
         (default :func:`default_tol`).
@@ -220,7 +221,7 @@ def _jacobi(a: torch.Tensor, vectors: bool, tol: float, max_sweeps: int) -> Jaco
     m = n + n % 2
     # Hermitian part, padded with zero dummy rows/columns, scaled by a power of two (exact)
     # so that |entries| < 1 and no norm over- or underflows.
-    h = a * 0.5 + a.mH * 0.5  # halves first: no overflow near the largest float
+    h = hermitian_from_lower(a)  # the lower triangle, as every other strategy reads
     if m != n:
         h = torch.nn.functional.pad(h, (0, m - n, 0, m - n))
     peak = h.abs().flatten(1).amax(-1)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from ._autograd import eigh_with_grad
-from ._checks import cholesky_checked
+from ._checks import cholesky_checked, hermitian_from_lower_grad
 from ._execute import Pre, execute
 from ._gauge import fix_gauge_
 from ._plan import plan
@@ -99,7 +99,8 @@ def solve_cholesky(
     a: torch.Tensor, b: torch.Tensor, vectors: bool, opts: SolverOptions
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``A v = w B v`` by Cholesky reduction ``C = L^-1 A L^-H``; ``V^H B V = I``."""
-    factor = cholesky_checked(b)
+    factor = cholesky_checked(b)  # reads b's lower triangle
+    a = hermitian_from_lower_grad(a)
     half = torch.linalg.solve_triangular(factor, a, upper=False)
     c = torch.linalg.solve_triangular(factor, half.mH, upper=False)
     c = 0.5 * (c + c.mH)
@@ -134,7 +135,7 @@ def solve_canonical(
         * keep
     )
     x = u * scale.unsqueeze(-2).to(u.dtype)
-    reduced = x.mH @ a @ x
+    reduced = x.mH @ hermitian_from_lower_grad(a) @ x
     reduced = 0.5 * (reduced + reduced.mH)
     w, c = solve_standard(reduced, vectors, opts, inactive=~keep)
     n = a.shape[-1]
