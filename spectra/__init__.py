@@ -15,6 +15,7 @@ from .core import (
     eigh,
     eigvalsh,
     fix_gauge,
+    matrix_function,
     plan,
     validate,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "eigh",
     "eigvalsh",
     "fix_gauge",
+    "matrix_function",
     "plan",
     "reference",
     "validate",

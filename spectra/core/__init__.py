@@ -7,6 +7,7 @@ from ._eigh import EighResult, eigh, eigvalsh
 from ._errors import LinAlgError
 from ._execute import execute, orthonormality_error
 from ._gauge import fix_gauge
+from ._matrix_function import matrix_function
 from ._plan import Plan, plan, torch_version
 from ._strategies import STRATEGIES, Strategy, register
 from ._threads import cpu_count, fan_out
@@ -30,6 +31,7 @@ __all__ = [
     "fan_out",
     "fix_gauge",
     "is_dask_collection",
+    "matrix_function",
     "orthonormality_error",
     "plan",
     "reference_eigh",
