@@ -146,18 +146,20 @@ def domain_table(table: dict[str, Any]) -> list[str]:
     out = [f"== {table['title']} =="]
     if rows:
         impls = list(dict.fromkeys(k for r in rows for k in r["cells"]))
-        peers = [k for k in impls if not k.startswith("spectra")]
-        header = ["case", *impls, *(f"{p} / spectra" for p in peers)]
+        header = ["case", *impls]
         lines = []
         for r in rows:
-            cells = [fmt_cell(r["cells"][k]) if k in r["cells"] else "-" for k in impls]
-            ratios = [f"{r['ratios'][p]:.2f}x" if p in r["ratios"] else "-" for p in peers]
-            lines.append([r["case"], *cells, *ratios])
+            cells = []
+            for k in impls:
+                text = fmt_cell(r["cells"][k]) if k in r["cells"] else "-"
+                if k in r["ratios"]:
+                    text += f" = {r['ratios'][k]:.2f}x"
+                cells.append(text)
+            lines.append([r["case"], *cells])
         out += grid(header, lines)
         out.append(
-            f"Times in ms, median of repeats (round-robin); (p%) spread; ratio = peer "
-            f"time / {table.get('baseline', 'spectra')} time (above 1x: spectra is "
-            "faster)."
+            "Times in ms, median of repeats (round-robin); (p%) spread; '= 2.50x' after a "
+            "peer: its time / spectra's time (above 1x: spectra is faster)."
         )
         for k, e in extrapolations(rows).items():
             pairs = ", ".join(f"{a} of {b}" for a, b in zip(e["timed_on"], e["of"], strict=True))

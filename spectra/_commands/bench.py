@@ -71,6 +71,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         sys.exit(2)
 
     p.error = error  # type: ignore[method-assign]
+    known = p.parse_known_args
+
+    def strict(args: Any = None, namespace: Any = None) -> Any:
+        # unknown options would otherwise reach the top-level parser (usage + error lines)
+        ns, extra = known(args, namespace)
+        if extra:
+            error(f"unrecognized arguments: {' '.join(extra)}")
+        return ns, extra
+
+    p.parse_known_args = strict  # type: ignore[method-assign]
     p.set_defaults(func=run)
 
 

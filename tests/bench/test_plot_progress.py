@@ -1,0 +1,81 @@
+"""--plot's figure from synthetic rows, the progress line, and domain peers that are missing."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from spectra._bench import domains
+from spectra._bench.plot import plot_speedups
+from spectra._bench.progress import Progress, enabled
+
+from .helpers import rows_with_speedups
+
+
+def test_plot_draws_one_line_per_peer_and_the_one_x_line(tmp_path, monkeypatch):
+    import matplotlib.axes
+
+    drawn: list[str] = []
+    original = matplotlib.axes.Axes.plot
+
+    def spy(self, *args, **kw):
+        drawn.append(kw.get("label", ""))
+        return original(self, *args, **kw)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot", spy)
+    rows = rows_with_speedups([1.5, 1.2, 1.1])
+    path = plot_speedups(rows, str(tmp_path / "f.png"))
+    assert (tmp_path / "f.png").stat().st_size > 1000
+    assert path.endswith("f.png")
+    assert sorted(drawn) == sorted(rows[0]["speedup"])
+
+
+def test_progress_line_counts_cases_and_gives_an_eta():
+    out = io.StringIO()
+    p = Progress(3, stream=out, on=True)
+    p.step("n=8")
+    assert p.text().startswith("case 1/3 n=8")
+    assert "ETA ?" in p.text()
+    p.step("n=16")
+    line = p.text(now=p.t_case)
+    assert line.startswith("case 2/3 n=16") and "ETA 0:0" in line
+
+
+def test_progress_is_off_without_a_terminal_or_under_ci(monkeypatch):
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.delenv("CI", raising=False)
+    assert enabled(Tty()) and not enabled(io.StringIO())
+    monkeypatch.setenv("CI", "1")
+    assert not enabled(Tty())
+    out = Tty()
+    with Progress(2, stream=out) as p:
+        p.step("x")
+    assert out.getvalue() == ""
+
+
+def test_missing_peer_names_the_extra_to_install():
+    assert domains.missing("numpy") is None
+    skip = domains.missing("no_such_peer_module_xyz")
+    assert skip == {
+        "peer": "no_such_peer_module_xyz",
+        "reason": "no_such_peer_module_xyz is not installed (pip install 'torch-spectra[peers]')",
+    }
+
+
+def test_missing_pyg_skips_the_graph_table_cleanly(monkeypatch):
+    real = domains.missing
+    monkeypatch.setattr(
+        domains, "missing", lambda m, extra=domains.PEERS_EXTRA: real("no_such_" + m, extra)
+    )
+    table = domains.graph(True, None, lambda label: None)
+    assert table["rows"] == []
+    assert table["skipped"][0]["reason"].endswith("(pip install 'torch-spectra[graph]')")
+
+
+@pytest.mark.parametrize("name", sorted(domains.DOMAINS))
+def test_every_domain_has_progress_steps(name):
+    assert name in domains.STEPS
