@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import numpy as np
 import torch
 
-from ..core import as_tensor, is_dask_collection, restore
-from ..core._arrays import Origin
+from ..core.domain import Origin, as_tensor, is_dask_collection, restore
 from ._inputs import Batch, as_batch, check_finite, is_ragged, zero_padding
+from ._likelihood import covariance, log_likelihood, precision
 from ._moments import centered, scatter_of
+from ._sklearn import EstimatorBase, NotFittedError, check_eigh_options
 from ._solve import PCAFit, check_n_components, from_gram, from_scatter
 
 Solver = Literal["auto", "covariance", "gram"]
@@ -28,11 +30,7 @@ _ATTRS = {
 }
 
 
-class NotFittedError(ValueError, AttributeError):
-    """The model was used before ``fit`` (a ValueError and AttributeError, as in sklearn)."""
-
-
-class BatchPCA:
+class BatchPCA(EstimatorBase):
     """Principal component analysis of many datasets at once, matching sklearn exactly.
 
     Each dataset ``b`` gets the PCA that ``sklearn.decomposition.PCA(n_components,
@@ -89,7 +87,7 @@ class BatchPCA:
 
     def __init__(
         self,
-        n_components: int | float | None = None,
+        n_components: int | float | str | None = None,
         *,
         whiten: bool = False,
         center: bool = True,
@@ -97,28 +95,26 @@ class BatchPCA:
         precision: Precision = "data",
         **eigh_options: Any,
     ) -> None:
-        check_n_components(n_components)
-        if solver not in ("auto", "covariance", "gram"):
-            raise ValueError(f"solver must be 'auto', 'covariance' or 'gram', got {solver!r}")
-        if precision not in ("data", "float64"):
-            raise ValueError(f"precision must be 'data' or 'float64', got {precision!r}")
-        for bad in ("a", "b", "k", "largest"):
-            if bad in eigh_options:
-                raise TypeError(f"BatchPCA does not take the eigh option {bad!r}")
+        check_eigh_options(eigh_options)
         self.n_components = n_components
         self.whiten = whiten
         self.center = center
         self.solver = solver
         self.precision = precision
         self.eigh_options = eigh_options
+        self._check_params()
         self._fit: PCAFit | None = None
 
-    def __repr__(self) -> str:
-        return (
-            f"BatchPCA(n_components={self.n_components!r}, whiten={self.whiten}, "
-            f"center={self.center}, solver={self.solver!r}, "
-            f"precision={self.precision!r})"
-        )
+    def _check_params(self) -> None:
+        # at construction and again at fit (set_params may have changed them)
+        check_n_components(self.n_components)
+        if self.solver not in ("auto", "covariance", "gram"):
+            raise ValueError(f"solver must be 'auto', 'covariance' or 'gram', got {self.solver!r}")
+        if self.precision not in ("data", "float64"):
+            raise ValueError(f"precision must be 'data' or 'float64', got {self.precision!r}")
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return getattr(self, "_fit", None) is not None
 
     # ---------------------------------------------------------------- fitting
     def _work_dtype(self, dtype: torch.dtype) -> torch.dtype:
@@ -155,6 +151,10 @@ class BatchPCA:
         without gathering it: per-dataset moments are reduced on the workers and the fit is
         finished from them (:func:`spectra.distributed.fit_pca`, covariance route).
         """
+        self._check_params()
+        single = _is_single(X)
+        if single and (lengths is not None or mask is not None):
+            raise ValueError("lengths/mask apply to a batch (B, N, D), not to one (N, D) dataset")
         if is_dask_collection(X) or (
             isinstance(X, (list, tuple)) and X and all(is_dask_collection(x) for x in X)
         ):
@@ -165,9 +165,13 @@ class BatchPCA:
                 )
             from spectra.distributed import fit_pca
 
-            return fit_pca(self, X)
-        batch = as_batch(X, lengths=lengths, mask=mask)
-        self._fit_batch(batch)
+            fit_pca(self, X[None] if single else X)
+        else:
+            batch = as_batch(_as_3d(X) if single else X, lengths=lengths, mask=mask)
+            self._fit_batch(batch)
+        self._single = single
+        if single:
+            self._squeeze()
         return self
 
     def _fit_batch(self, batch: Batch) -> None:
@@ -247,9 +251,17 @@ class BatchPCA:
         fit = fit.to(origin.dtype)
         self._fit = fit
         self._origin = origin
+        self._single = False
         self.n_features_in_ = n_features
         for public, field in _ATTRS.items():
             setattr(self, public, restore(getattr(fit, field), origin))
+
+    def _squeeze(self) -> None:
+        """One ``(N, D)`` dataset: sklearn's shapes (``components_`` (K, D), int counts)."""
+        for public in _ATTRS:
+            setattr(self, public, getattr(self, public)[0])
+        self.n_components_ = int(self.n_components_)
+        self.n_samples_ = int(self.n_samples_)
 
     def _fitted(self) -> PCAFit:
         if self._fit is None:
@@ -289,6 +301,10 @@ class BatchPCA:
         tensor([1.0000, 1.0000], dtype=torch.float64)
         """
         fit = self._fitted()
+        if is_dask_collection(X):
+            from ._dask import transform_dask
+
+            return transform_dask(self, X)
         batch = as_batch(
             X, lengths=lengths, mask=mask, n_features=self.n_features_in_, allow_2d=True
         )
@@ -303,13 +319,11 @@ class BatchPCA:
         z = zero_padding(z, batch.mask)
         if not bool(torch.isfinite(z).all()):
             check_finite(batch)  # report NaN/Inf input by dataset (scans X only on failure)
-        return self._out(z, batch, fit.n_components)
+        return self._out(z, batch, fit.n_components, squeeze=self._squeezes(X))
 
     def fit_transform(self, X: Any, y: Any = None, *, lengths: Any = None, mask: Any = None) -> Any:
         """``fit(X)`` then ``transform(X)`` (same arguments and results)."""
-        batch = as_batch(X, lengths=lengths, mask=mask)
-        self._fit_batch(batch)
-        return self.transform(X, lengths=lengths, mask=mask)
+        return self.fit(X, lengths=lengths, mask=mask).transform(X, lengths=lengths, mask=mask)
 
     def inverse_transform(self, Z: Any, *, lengths: Any = None, mask: Any = None) -> Any:
         """Map projections back to feature space: ``Z @ components_ + mean_`` per dataset.
@@ -345,14 +359,15 @@ class BatchPCA:
             comps = fit.explained_variance.to(z.device).sqrt()[..., None] * comps
         x = z @ comps + fit.mean.to(z.device)[:, None, :]
         x = zero_padding(x, batch.mask)
-        return self._out(x, batch, None)
+        return self._out(x, batch, None, squeeze=self._squeezes(Z))
 
     def get_covariance(self) -> Any:
         """Each dataset's model covariance ``C^T diag(ev - sigma2)_+ C + sigma2 I`` (B, D, D).
 
         As sklearn's ``PCA.get_covariance`` (``C`` the components, ``ev`` the explained
         variances, ``sigma2`` the noise variance), including its behaviour with
-        ``whiten=True``, where ``C`` is first scaled by ``sqrt(ev)``.
+        ``whiten=True``, where ``C`` is first scaled by ``sqrt(ev)``. ``(D, D)`` for a model
+        fitted on one ``(N, D)`` dataset.
 
         Examples
         --------
@@ -363,15 +378,58 @@ class BatchPCA:
         >>> bool(np.allclose(cov[0], np.cov(X[0].T)))
         True
         """
-        fit = self._fitted()
-        noise = fit.noise_variance[:, None]
-        diff = (fit.explained_variance - noise).clamp(min=0) * fit.mask
-        comps = fit.components
-        if self.whiten:
-            comps = fit.explained_variance.sqrt()[..., None] * comps
-        cov = (comps.mT * diff[:, None, :]) @ comps
-        eye = torch.eye(cov.shape[-1], dtype=cov.dtype, device=cov.device)
-        return restore(cov + noise[..., None] * eye, self._origin)
+        return self._one(covariance(self._fitted(), self.whiten))
+
+    def get_precision(self) -> Any:
+        """The inverse of :meth:`get_covariance`, by the matrix inversion lemma (as sklearn).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from spectra.pca import BatchPCA
+        >>> X = np.random.default_rng(0).normal(size=(40, 4))
+        >>> pca = BatchPCA(2).fit(X)
+        >>> bool(np.allclose(pca.get_precision() @ pca.get_covariance(), np.eye(4)))
+        True
+        """
+        return self._one(precision(self._fitted(), self.whiten))
+
+    def score_samples(self, X: Any, *, lengths: Any = None, mask: Any = None) -> Any:
+        """Log-likelihood of each sample under its dataset's probabilistic PCA model.
+
+        sklearn's ``PCA.score_samples`` per dataset (Tipping & Bishop; Bishop, PRML 12.2.1):
+        ``(B, M)`` for ``(B, M, D)`` input (0 on padded rows), a list for a list, ``(M,)``
+        for a model fitted on one dataset.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from spectra.pca import BatchPCA
+        >>> X = np.random.default_rng(0).normal(size=(3, 30, 4))
+        >>> BatchPCA(2).fit(X).score_samples(X).shape
+        (3, 30)
+        """
+        ll, batch = self._log_likelihood(X, lengths, mask)
+        return self._out(ll, batch, None, squeeze=self._squeezes(X), drop_last=True)
+
+    def score(self, X: Any, y: Any = None, *, lengths: Any = None, mask: Any = None) -> Any:
+        """Average log-likelihood of the samples of each dataset ``(B,)`` (a float for a
+        model fitted on one dataset, as sklearn's ``PCA.score``, so GridSearchCV can rank
+        models).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from spectra.pca import BatchPCA
+        >>> X = np.random.default_rng(0).normal(size=(60, 5))
+        >>> isinstance(BatchPCA(2).fit(X).score(X), float)
+        True
+        """
+        ll, batch = self._log_likelihood(X, lengths, mask)
+        mean = ll[..., 0].sum(-1) / batch.counts.clamp(min=1).to(ll.dtype)
+        if self._squeezes(X):
+            return float(mean[0])
+        return restore(mean, Origin(batch.origin.kind, batch.origin.device, mean.dtype))
 
     # ---------------------------------------------------------------- helpers
     def _pad_columns(self, z: Any, kmax: int, i: int) -> torch.Tensor:
@@ -383,11 +441,52 @@ class BatchPCA:
         out = torch.nn.functional.pad(t, (0, kmax - t.shape[-1]))
         return out.numpy() if not isinstance(z, torch.Tensor) else out
 
-    def _out(self, y: torch.Tensor, batch: Batch, widths: torch.Tensor | None) -> Any:
+    def _squeezes(self, X: Any) -> bool:
+        """True when a model fitted on one ``(N, D)`` dataset gets one ``(M, D)`` array."""
+        return bool(getattr(self, "_single", False)) and _is_single(X)
+
+    def _one(self, t: torch.Tensor) -> Any:
+        return restore(t[0] if getattr(self, "_single", False) else t, self._origin)
+
+    def _log_likelihood(self, X: Any, lengths: Any, mask: Any) -> tuple[torch.Tensor, Batch]:
+        fit = self._fitted()
+        batch = as_batch(
+            X, lengths=lengths, mask=mask, n_features=self.n_features_in_, allow_2d=True
+        )
+        self._check_batch_size(batch, "X")
+        check_finite(batch)
+        x = batch.data.to(device=fit.mean.device, dtype=fit.mean.dtype)
+        ll = log_likelihood(fit, self.whiten, x)[..., None]
+        return zero_padding(ll, batch.mask), batch
+
+    def _out(
+        self,
+        y: torch.Tensor,
+        batch: Batch,
+        widths: torch.Tensor | None,
+        *,
+        squeeze: bool = False,
+        drop_last: bool = False,
+    ) -> Any:
         origin = Origin(batch.origin.kind, batch.origin.device, y.dtype)
+        if drop_last:  # per-sample values (B, M, 1) -> (B, M)
+            y = y[..., 0]
         if not batch.ragged:
-            return restore(y, origin)
+            return restore(y[0] if squeeze else y, origin)
         counts = batch.counts.tolist()
         cols = widths.tolist() if widths is not None else [y.shape[-1]] * len(counts)
         pairs = enumerate(zip(counts, cols, strict=True))
-        return [restore(y[i, :n, :c], origin) for i, (n, c) in pairs]
+        return [restore(y[i, :n] if drop_last else y[i, :n, :c], origin) for i, (n, c) in pairs]
+
+
+def _is_single(X: Any) -> bool:
+    """One ``(N, D)`` dataset (array, tensor, Dask array or nested lists), not a batch."""
+    if is_ragged(X):
+        return False
+    if isinstance(X, (list, tuple)):
+        return len(X) > 0 and np.ndim(X) == 2
+    return getattr(X, "ndim", None) == 2
+
+
+def _as_3d(X: Any) -> Any:
+    return (np.asarray(X) if isinstance(X, (list, tuple)) else X)[None]

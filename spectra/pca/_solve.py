@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from .. import core
+from ..core import eigh
 from ._inputs import format_list
 
 
@@ -41,8 +41,8 @@ class PCAFit:
 
 
 def check_n_components(spec: Any) -> None:
-    """Validate ``n_components``: None, an int >= 0, or a float in (0, 1)."""
-    if spec is None:
+    """Validate ``n_components``: None, ``"mle"``, an int >= 0, or a float in (0, 1)."""
+    if spec is None or (isinstance(spec, str) and spec == "mle"):
         return
     if isinstance(spec, bool):
         raise TypeError("n_components must be None, an int or a float in (0, 1), got a bool")
@@ -57,7 +57,9 @@ def check_n_components(spec: Any) -> None:
                 f"must lie strictly between 0 and 1, got {spec}"
             )
         return
-    raise TypeError(f"n_components must be None, an int or a float in (0, 1), got {spec!r}")
+    raise TypeError(
+        f"n_components must be None, 'mle', an int or a float in (0, 1), got {spec!r}"
+    )
 
 
 def svd_flip_rows(components: torch.Tensor) -> torch.Tensor:
@@ -72,14 +74,23 @@ def svd_flip_rows(components: torch.Tensor) -> torch.Tensor:
     return components * torch.where(pivot < 0, -1.0, 1.0).to(components.dtype)
 
 
-def choose_k(ratio: torch.Tensor, rank: torch.Tensor, spec: Any) -> torch.Tensor:
+def choose_k(
+    ratio: torch.Tensor, rank: torch.Tensor, spec: Any, ev: torch.Tensor, count: torch.Tensor
+) -> torch.Tensor:
     """Per-dataset number of components (B,) for ``n_components`` ``spec``.
 
     ``ratio`` (B, R) are the explained-variance ratios in descending order and ``rank``
-    (B,) the number of meaningful ones, ``min(n_samples, n_features)``.
+    (B,) the number of meaningful ones, ``min(n_samples, n_features)``; ``ev`` (B, R) the
+    explained variances and ``count`` (B,) the sample counts (for ``"mle"``).
     """
     if spec is None:
         return rank.clone()
+    if isinstance(spec, str):  # "mle": Minka's MLE, which needs n_samples >= n_features
+        from ._likelihood import infer_dimension
+
+        if ev.shape[0] == 0:
+            return rank.clone()
+        return infer_dimension(ev, count).to(rank)
     if isinstance(spec, Integral):
         k = int(spec)
         bad = torch.nonzero(rank < k).flatten().tolist()
@@ -118,7 +129,7 @@ def finish(
     ev_all = lam / dof
     total_var = total.clamp(min=0) / dof[:, 0]
     ratio_all = ev_all / total_var[:, None]
-    k = choose_k(ratio_all, rank, spec)
+    k = choose_k(ratio_all, rank, spec, ev_all, count)
     if k.numel():
         kmax = int(k.max())
     else:  # no datasets: keep the requested width
@@ -159,14 +170,22 @@ def drop_roundoff(lam: torch.Tensor, n_features: int) -> torch.Tensor:
     return torch.where(lam > floor, lam, torch.zeros_like(lam))
 
 
-def check_counts(count: torch.Tensor) -> None:
-    """PCA needs two samples per dataset (the variance divides by ``n_samples - 1``)."""
+def check_counts(count: torch.Tensor, spec: Any = None, n_features: int = 0) -> None:
+    """PCA needs two samples per dataset (the variance divides by ``n_samples - 1``);
+    ``n_components="mle"`` needs ``n_samples >= n_features`` (as sklearn)."""
     bad = torch.nonzero(count < 2).flatten().tolist()
     if bad:
         have = sorted({int(count[i]) for i in bad})
         raise ValueError(
             f"PCA needs at least 2 samples per dataset; datasets {format_list(bad)} have {have}"
         )
+    if isinstance(spec, str):
+        bad = torch.nonzero(count < n_features).flatten().tolist()
+        if bad:
+            raise ValueError(
+                "n_components='mle' is only supported if n_samples >= n_features "
+                f"({n_features}); datasets {format_list(bad)} have fewer samples"
+            )
 
 
 def overflow(bad: list[int]) -> None:
@@ -191,7 +210,7 @@ def check_stats(
 
 def _eigh(a: torch.Tensor, eigh_kw: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
     # symmetric by construction and checked finite: skip the core's input scan by default
-    w, v = core.eigh(a, **{"check": False, **eigh_kw})
+    w, v = eigh(a, **{"check": False, **eigh_kw})
     return w, v
 
 
@@ -204,8 +223,8 @@ def from_scatter(
     on_bad: Callable[[list[int]], None] = overflow,
 ) -> PCAFit:
     """Covariance route: one batched eigh of the ``(B, D, D)`` scatter matrices."""
-    check_counts(count)
     d = scatter.shape[-1]
+    check_counts(count, spec, d)
     total = scatter.diagonal(dim1=-2, dim2=-1).sum(-1)
     check_stats(mean, total, on_bad)
     w, v = _eigh(scatter, eigh_kw)
@@ -241,8 +260,8 @@ def from_gram(
     carry no variance; when they are asked for they are filled with an orthonormal
     complement of the others, as an SVD would.
     """
-    check_counts(count)
     d = xc.shape[-1]
+    check_counts(count, spec, d)
     gram = xc @ xc.mT  # symmetric up to round-off; eigh reads one triangle
     total = gram.diagonal(dim1=-2, dim2=-1).sum(-1)
     check_stats(mean, total, on_bad)

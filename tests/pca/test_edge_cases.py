@@ -146,17 +146,17 @@ def test_eigh_options_pass_through():
 
 
 def test_solver_routes_agree_and_auto_picks_gram_for_wide_data(monkeypatch):
-    import spectra.core as core
+    import spectra.pca._solve as solve
 
     x = make_data(np.random.default_rng(0), 4, 6, 30)
     sizes = []
-    real = core.eigh
+    real = solve.eigh
 
     def spy(a, **kw):
         sizes.append(tuple(a.shape))
         return real(a, **kw)
 
-    monkeypatch.setattr(core, "eigh", spy)
+    monkeypatch.setattr(solve, "eigh", spy)
     auto = BatchPCA(4).fit(x)
     assert sizes == [(4, 6, 6)]  # one call, on the 6x6 Gram matrices
     cov = BatchPCA(4, solver="covariance").fit(x)

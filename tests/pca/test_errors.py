@@ -62,8 +62,10 @@ def test_mismatched_features_in_ragged_list():
 
 
 def test_bad_shapes_and_types():
-    with pytest.raises(ValueError, match=r"X\[None\]"):
-        BatchPCA(1).fit(np.ones((5, 3)))
+    with pytest.raises(ValueError, match=r"shape \(n_datasets, n_samples, n_features\)"):
+        BatchPCA(1).fit(np.ones((2, 5, 3, 1)))
+    with pytest.raises(ValueError, match="not to one"):  # one (N, D) dataset: no lengths
+        BatchPCA(1).fit(np.ones((5, 3)), lengths=[5])
     with pytest.raises(ValueError, match="empty list"):
         BatchPCA(1).fit([])
     with pytest.raises(TypeError, match="real data"):
@@ -84,7 +86,7 @@ def test_bad_shapes_and_types():
         BatchPCA(1).fit(list(_x()), lengths=[10, 10, 10])
 
 
-@pytest.mark.parametrize("spec", [-1, 1.0, 0.0, 1.5, "mle", True])
+@pytest.mark.parametrize("spec", [-1, 1.0, 0.0, 1.5, "MLE", "auto", True])
 def test_bad_n_components(spec):
     with pytest.raises((ValueError, TypeError), match="n_components"):
         BatchPCA(spec)
@@ -97,6 +99,13 @@ def test_bad_options():
         BatchPCA(1, precision="float16")
     with pytest.raises(TypeError, match="'k'"):
         BatchPCA(1, k=3)
+    # sklearn's solver options are refused at construction, not later inside eigh
+    with pytest.raises(TypeError, match="svd_solver.*full"):
+        BatchPCA(1, svd_solver="full")
+    with pytest.raises(TypeError, match="random_state"):
+        BatchPCA(1, random_state=0)
+    with pytest.raises(ValueError, match="Invalid parameter 'svd_solver'"):
+        BatchPCA(1).set_params(svd_solver="full")
 
 
 def test_transform_checks():

@@ -1,0 +1,106 @@
+"""scikit-learn's estimator protocol for BatchPCA, without making sklearn a dependency.
+
+When sklearn is importable, :class:`EstimatorBase` derives from its ``TransformerMixin``
+and ``BaseEstimator`` (so ``clone``, ``Pipeline``, ``GridSearchCV``, ``set_output`` and the
+HTML repr work) and :class:`NotFittedError` *is* ``sklearn.exceptions.NotFittedError``;
+otherwise both are small stand-ins with the same behaviour.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from ..core import eigh
+
+# explicit parameters of BatchPCA.__init__, stored unchanged (sklearn's convention)
+PARAMS = ("n_components", "whiten", "center", "solver", "precision")
+# core options BatchPCA cannot forward: the PCA decides them
+_NOT_FORWARDED = {"a", "b", "k", "largest", "lindep", "lindep_fill"}
+
+
+def eigh_option_names() -> frozenset[str]:
+    """The keyword options of :func:`spectra.eigh` that BatchPCA forwards."""
+    sig = inspect.signature(eigh)
+    return frozenset(
+        name
+        for name, p in sig.parameters.items()
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and name not in _NOT_FORWARDED
+    )
+
+
+def check_eigh_options(options: dict[str, Any]) -> None:
+    """``TypeError`` for a keyword that is neither a BatchPCA parameter nor an eigh option."""
+    allowed = eigh_option_names()
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        hint = ""
+        if set(unknown) & {"svd_solver", "random_state", "iterated_power", "tol", "copy"}:
+            hint = (
+                " (sklearn's PCA solver options have no meaning here: BatchPCA is always "
+                "the exact 'full' PCA; use solver='covariance'/'gram' to pick the route)"
+            )
+        raise TypeError(
+            f"BatchPCA got unexpected keyword argument(s) {unknown}{hint}; it takes "
+            f"{list(PARAMS)} and the spectra.eigh options {sorted(allowed)}"
+        )
+
+
+try:  # pragma: no branch - sklearn is a test dependency
+    from sklearn.base import BaseEstimator, TransformerMixin
+    from sklearn.exceptions import NotFittedError
+
+    HAVE_SKLEARN = True
+    _Bases: tuple[type, ...] = (TransformerMixin, BaseEstimator)
+except ImportError:  # pragma: no cover - exercised only without sklearn
+    HAVE_SKLEARN = False
+    _Bases = (object,)
+
+    class NotFittedError(ValueError, AttributeError):  # type: ignore[no-redef]
+        """The model was used before ``fit`` (a ValueError and AttributeError, as sklearn's)."""
+
+
+class EstimatorBase(*_Bases):  # type: ignore[misc]
+    """get_params/set_params over the explicit parameters plus the forwarded eigh options."""
+
+    eigh_options: dict[str, Any]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments: explicit parameters, then the eigh options given."""
+        params = {name: getattr(self, name) for name in PARAMS}
+        params.update(self.eigh_options)
+        return params
+
+    def set_params(self, **params: Any) -> EstimatorBase:
+        """Set parameters (and eigh options) by name; unknown names raise ``ValueError``."""
+        allowed = eigh_option_names()
+        for key, value in params.items():
+            if key in PARAMS:
+                setattr(self, key, value)
+            elif key in allowed:
+                self.eigh_options = {**self.eigh_options, key: value}
+            else:
+                raise ValueError(
+                    f"Invalid parameter {key!r} for estimator {self!r}. Valid parameters "
+                    f"are: {sorted([*PARAMS, *allowed])!r}."
+                )
+        return self
+
+    if HAVE_SKLEARN:
+
+        def __sklearn_tags__(self) -> Any:
+            tags = super().__sklearn_tags__()
+            tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+            return tags
+
+    def __repr__(self) -> str:
+        defaults = {
+            name: p.default
+            for name, p in inspect.signature(type(self).__init__).parameters.items()
+        }
+        shown = [
+            f"{k}={v!r}"
+            for k, v in self.get_params().items()
+            if k not in defaults or defaults[k] is not v and defaults[k] != v
+        ]
+        return f"{type(self).__name__}({', '.join(shown)})"
