@@ -137,6 +137,10 @@ def _dense(
 
 def _run(a, b, *, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol, device, solver_kw):
     opts = SolverOptions(**solver_kw)
+    if isinstance(a, (list, tuple)) and not a and (b is None or isinstance(b, (list, tuple))):
+        if b:  # an empty ragged list: empty lists back (as a loop over nothing gives)
+            raise ValueError("with a ragged list a, b must be a list of the same length")
+        return [], ([] if vectors else None)
     if _is_ragged(a):
         return _ragged(
             a, b, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol, device, opts
