@@ -95,16 +95,11 @@ def supercell(model: Model, matrix: Any) -> Model:
         raise RuntimeError(f"found {len(points)} sub-cells for a supercell of volume {abs(det)}")
     minv = np.linalg.inv(mat.astype(float))
     orbitals = ((model.orbitals[None, :, :] + points[:, None, :]) @ minv).reshape(-1, dim)
-    new = Model(
-        mat @ model.lattice,
-        orbitals,
-        nspin=model.nspin,
-        periodic=model.periodic,
-        convention=model.convention,
-    )
-    new._blocks = _fold(model._blocks, points, mat.astype(float), model.nstates)
+    new = model._like(lattice=mat @ model.lattice, orbitals=orbitals)
+    overlap = None
     if model._overlap is not None:
-        new._overlap = _fold(model._overlap, points, mat.astype(float), model.nstates)
+        overlap = _fold(model._overlap, points, mat.astype(float), model.nstates)
+    new._adopt(_fold(model._blocks, points, mat.astype(float), model.nstates), overlap)
     return new
 
 
@@ -135,12 +130,11 @@ def cut(model: Model, direction: int, ncells: int) -> Model:
     mat[direction, direction] = int(ncells)
     big = supercell(model, mat)
     periodic = [p for p in model.periodic if p != direction]
-    new = Model(
-        big.lattice, big.orbitals, nspin=model.nspin, periodic=periodic, convention=model.convention
-    )
-    new._blocks = {r: b for r, b in big._blocks.items() if r[direction] == 0}
+    new = big._like(periodic=periodic)
+    overlap = None
     if big._overlap is not None:
-        new._overlap = {r: b for r, b in big._overlap.items() if r[direction] == 0}
+        overlap = {r: b for r, b in big._overlap.items() if r[direction] == 0}
+    new._adopt({r: b for r, b in big._blocks.items() if r[direction] == 0}, overlap)
     return new
 
 

@@ -7,8 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from spectra.core import is_dask_collection, restore
-
+from ..core.domain import is_dask_collection, restore
 from ._bloch import (
     CONVENTIONS,
     BlochData,
@@ -17,8 +16,8 @@ from ._bloch import (
     hamiltonian_chunk,
     solve,
 )
-
-Key = tuple[int, int, tuple[int, ...]]
+from ._kpoints import KPath
+from ._terms import Key, Terms
 
 
 def _as_lattice(lattice: Any) -> np.ndarray:
@@ -35,7 +34,12 @@ def _as_lattice(lattice: Any) -> np.ndarray:
     return lat
 
 
-class Model:
+def _points(k: Any) -> Any:
+    """The reduced k-points of ``k``: a :class:`KPath`'s ``k``, anything else as given."""
+    return k.k if isinstance(k, KPath) else k
+
+
+class Model(Terms):
     """A tight-binding model ``H(k) = sum_R exp(2 pi i k.R) H(R)``.
 
     Parameters
@@ -49,6 +53,8 @@ class Model:
         one reduced coordinate per periodic direction.
     convention : default phase convention, ``"lattice"`` (``exp(2 pi i k.R)``) or
         ``"orbital"`` (times ``exp(2 pi i k.(tau_j - tau_i))``, PythTB's default).
+    units : the energy unit of the terms (``"eV"`` for Wannier90 files, ``"Hartree"`` for
+        PySCF), or ``None``; :func:`plot_bands` writes it on the energy axis.
 
     Examples
     --------
@@ -68,6 +74,7 @@ class Model:
         nspin: int = 1,
         periodic: Sequence[int] | None = None,
         convention: str = "lattice",
+        units: str | None = None,
     ) -> None:
         self.lattice = _as_lattice(lattice)
         dim = self.lattice.shape[0]
@@ -91,6 +98,7 @@ class Model:
         self.nspin = nspin
         self.periodic = tuple(per)
         self.convention = _check_convention(convention)
+        self.units = units
         n = self.nstates
         self._blocks: dict[tuple[int, ...], np.ndarray] = {(0,) * dim: np.zeros((n, n), complex)}
         self._overlap: dict[tuple[int, ...], np.ndarray] | None = None
@@ -133,235 +141,53 @@ class Model:
         return (
             f"Model(dim={self.dim}, periodic={list(self.periodic)}, norb={self.norb}, "
             f"nspin={self.nspin}, nR={len(self._blocks)}, "
-            f"orthogonal={self.is_orthogonal})"
+            f"orthogonal={self.is_orthogonal}"
+            + ("" if self.units is None else f", units={self.units!r}")
+            + ")"
         )
 
-    # ---------------------------------------------------------------- input checks
-    def _orbital_index(self, i: Any, name: str) -> int:
-        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
-            raise TypeError(f"{name} must be an orbital index (int), got {i!r}")
-        if not 0 <= int(i) < self.norb:
-            raise IndexError(f"{name}={i} is out of range for {self.norb} orbitals")
-        return int(i)
-
-    def _lattice_vector(self, r: Any) -> tuple[int, ...]:
-        if r is None:
-            r = [0] * self.dim
-        arr = np.atleast_1d(np.asarray(r))
-        if arr.shape == (self.dim_k,) and self.dim_k < self.dim:
-            full = np.zeros(self.dim, dtype=arr.dtype)
-            full[list(self.periodic)] = arr
-            arr = full
-        if arr.shape != (self.dim,):
-            raise ValueError(f"R must have {self.dim} integer components, got {r!r}")
-        if arr.dtype.kind not in "iu" and (
-            arr.dtype.kind != "f" or not np.all(arr == np.round(arr))
-        ):
-            raise ValueError(f"R must be integer lattice vectors, got {r!r}")
-        vec = tuple(int(x) for x in np.round(arr).astype(int))
-        for d in range(self.dim):
-            if d not in self.periodic and vec[d] != 0:
-                raise ValueError(f"R={vec} has a component along the non-periodic direction {d}")
-        return vec
-
-    def _amplitude(self, t: Any, name: str) -> np.ndarray:
-        arr = np.asarray(t, dtype=complex)
-        if arr.ndim == 0:
-            return arr * np.eye(self.nspin)
-        if self.nspin == 2 and arr.shape == (2, 2):
-            if not np.all(np.isfinite(arr)):
-                raise ValueError(f"{name} contains NaN/Inf")
-            return arr
-        want = "a scalar or a (2, 2) spin matrix" if self.nspin == 2 else "a scalar"
-        raise ValueError(f"{name} must be {want}, got shape {arr.shape}")
-
-    def _slice(self, i: int) -> slice:
-        return slice(i * self.nspin, (i + 1) * self.nspin)
-
-    # ---------------------------------------------------------------- building
-    def set_onsite(self, value: Any, i: int | None = None) -> None:
-        """Set on-site energies: one value for orbital ``i``, or one per orbital.
-
-        For ``nspin=2`` a value may be a Hermitian ``(2, 2)`` matrix (a scalar means
-        ``value * I``).
-        """
-        if i is None:
-            shape = np.shape(value)
-            if shape == () or (self.nspin == 2 and shape == (2, 2)):
-                values = [value] * self.norb
-            else:
-                values = list(value)
-            if len(values) != self.norb:
-                raise ValueError(
-                    f"set_onsite needs {self.norb} values (one per orbital), got {len(values)}"
-                )
-            for idx, v in enumerate(values):
-                self.set_onsite(v, idx)
-            return
-        i = self._orbital_index(i, "i")
-        amp = self._amplitude(value, f"onsite energy of orbital {i}")
-        if not np.allclose(amp, amp.conj().T, atol=1e-12, rtol=0):
-            raise ValueError(
-                f"onsite energy of orbital {i} must be real (Hermitian), got {value!r}"
-            )
-        if not np.all(np.isfinite(amp)):
-            raise ValueError(f"onsite energy of orbital {i} is NaN/Inf")
-        zero = (0,) * self.dim
-        self._blocks[zero][self._slice(i), self._slice(i)] = 0.5 * (amp + amp.conj().T)
-        self._data = None
-
-    def _add_term(
-        self, store: dict, keys: set, t: Any, i: Any, j: Any, r: Any, what: str, replace: bool
-    ) -> None:
-        i = self._orbital_index(i, "i")
-        j = self._orbital_index(j, "j")
-        vec = self._lattice_vector(r)
-        neg = tuple(-x for x in vec)
-        amp = self._amplitude(t, what)
-        if not np.all(np.isfinite(amp)):
-            raise ValueError(f"{what} ({i}, {j}, R={vec}) is NaN/Inf")
-        key = min((i, j, vec), (j, i, neg))
-        if i == j and not any(vec):
-            raise ValueError(
-                f"({i}, {i}, R=0) is an on-site term, not a {what}: "
-                f"use set_onsite" + (" / set_overlap_onsite" if what == "overlap" else "")
-            )
-        if key in keys and not replace:
-            raise ValueError(
-                f"{what} ({i}, {j}, R={vec}) was already given (its Hermitian "
-                f"partner ({j}, {i}, R={neg}) is implied); use replace=True to "
-                f"overwrite it"
-            )
-        if (i, j, vec) != key:  # store in the canonical direction
-            i, j, vec, neg, amp = j, i, neg, vec, amp.conj().T
-        n = self.nstates
-        fwd = store.setdefault(vec, np.zeros((n, n), complex))
-        bwd = store.setdefault(neg, np.zeros((n, n), complex))
-        fwd[self._slice(i), self._slice(j)] = amp
-        bwd[self._slice(j), self._slice(i)] = amp.conj().T
-        keys.add(key)
-        self._data = None
-
-    def add_hopping(self, t: Any, i: int, j: int, R: Any = None, *, replace: bool = False) -> None:
-        """Add the hopping ``<i, 0| H |j, R> = t``; the Hermitian partner is implied.
-
-        Giving the same hopping twice (or its partner ``(j, i, -R)``) is an error unless
-        ``replace=True``. For ``nspin=2``, ``t`` may be a ``(2, 2)`` spin matrix.
-        """
-        self._add_term(self._blocks, self._hop_keys, t, i, j, R, "hopping", replace)
-
-    def add_overlap(self, s: Any, i: int, j: int, R: Any = None, *, replace: bool = False) -> None:
-        """Add the overlap ``<i, 0 | j, R> = s`` (non-orthogonal model; ``S(0)`` diagonal is 1
-        unless changed with :meth:`set_overlap_onsite`)."""
-        self._ensure_overlap()
-        assert self._overlap is not None
-        self._add_term(self._overlap, self._ovl_keys, s, i, j, R, "overlap", replace)
-
-    def set_overlap_onsite(self, value: Any, i: int) -> None:
-        """Set the on-site overlap ``<i|i>`` (default 1) of orbital ``i``."""
-        self._ensure_overlap()
-        assert self._overlap is not None
-        i = self._orbital_index(i, "i")
-        amp = self._amplitude(value, f"onsite overlap of orbital {i}")
-        if not np.allclose(amp, amp.conj().T, atol=1e-12, rtol=0):
-            raise ValueError(f"onsite overlap of orbital {i} must be Hermitian, got {value!r}")
-        self._overlap[(0,) * self.dim][self._slice(i), self._slice(i)] = amp
-        self._data = None
-
-    def _ensure_overlap(self) -> None:
-        if self._overlap is None:
-            self._overlap = {(0,) * self.dim: np.eye(self.nstates, dtype=complex)}
-
-    def set_blocks(self, rvecs: Any, hr: Any, sr: Any = None, *, tol: float = 1e-6) -> None:
-        """Replace ``H(R)`` (and ``S(R)``) by full blocks ``(nR, nstates, nstates)``.
-
-        The blocks must satisfy ``H(-R) = H(R)^H`` within ``tol`` (absolute, relative to the
-        largest entry); they are then symmetrized exactly. Missing partners ``-R`` are an error.
-        """
-        self._blocks = self._check_blocks(rvecs, hr, "H(R)", tol)
-        self._hop_keys = set()
-        if sr is not None:
-            self._overlap = self._check_blocks(rvecs, sr, "S(R)", tol)
-            self._ovl_keys = set()
-        self._data = None
-
-    def _check_blocks(
-        self, rvecs: Any, blocks: Any, name: str, tol: float
-    ) -> dict[tuple[int, ...], np.ndarray]:
-        r = np.asarray(rvecs)
-        b = np.asarray(blocks, dtype=complex)
-        n = self.nstates
-        if r.ndim != 2 or r.shape[1] != self.dim:
-            raise ValueError(f"R vectors must have shape (nR, {self.dim}), got {r.shape}")
-        if b.shape != (r.shape[0], n, n):
-            raise ValueError(f"{name} must have shape ({r.shape[0]}, {n}, {n}), got {b.shape}")
-        if not np.all(np.isfinite(b)):
-            raise ValueError(f"{name} contains NaN/Inf")
-        out: dict[tuple[int, ...], np.ndarray] = {}
-        for vec, blk in zip(map(self._lattice_vector, r), b, strict=True):
-            if vec in out:
-                out[vec] = out[vec] + blk
-            else:
-                out[vec] = blk.copy()
-        out.setdefault((0,) * self.dim, np.zeros((n, n), complex))
-        scale = max(1.0, max(float(np.abs(v).max()) for v in out.values()))
-        sym: dict[tuple[int, ...], np.ndarray] = {}
-        for vec, blk in out.items():
-            neg = tuple(-x for x in vec)
-            if neg not in out:
-                raise ValueError(
-                    f"{name}: R={vec} is given but its partner -R={neg} is not "
-                    f"(H(-R) = H(R)^H must hold)"
-                )
-            err = float(np.abs(out[neg] - blk.conj().T).max())
-            if err > tol * scale:
-                raise ValueError(
-                    f"{name} is not Hermitian: |{name[0]}(-R) - {name[0]}(R)^H| = "
-                    f"{err:.3g} at R={vec} (tol {tol * scale:.3g})"
-                )
-            sym[vec] = 0.5 * (blk + out[neg].conj().T)
-        return sym
-
     # ---------------------------------------------------------------- arrays
-    def data(self) -> BlochData:
-        """The stacked arrays (``R``, ``H(R)``, positions, ``S(R)``) used by the Bloch sums."""
-        if self._data is None:
-            keys = sorted(set(self._blocks) | set(self._overlap or {}))
-            n = self.nstates
-            zero = np.zeros((n, n), complex)
-            per = list(self.periodic)
-            rv = np.array(keys, dtype=np.int64).reshape(len(keys), self.dim)[:, per]
-            hr = np.stack([self._blocks.get(key, zero) for key in keys])
-            sr = None
-            if self._overlap is not None:
-                sr = np.stack([self._overlap.get(key, zero) for key in keys])
-            pos = np.repeat(self.orbitals[:, per], self.nspin, axis=0)
-            self._data = BlochData(rv, hr, pos, sr)
-        return self._data
-
     def blocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """``(R, H(R), S(R) or None)`` with full-dimensional integer ``R`` ``(nR, dim)``."""
+        """``(R, H(R), S(R) or None)`` with full-dimensional integer ``R`` ``(nR, dim)``,
+        sorted; ``S(R)`` is zero where only ``H(R)`` was given (and vice versa)."""
         keys = sorted(set(self._blocks) | set(self._overlap or {}))
         n = self.nstates
         zero = np.zeros((n, n), complex)
         rv = np.array(keys, dtype=np.int64).reshape(len(keys), self.dim)
         hr = np.stack([self._blocks.get(key, zero) for key in keys])
-        sr = (
-            None
-            if self._overlap is None
-            else np.stack([self._overlap.get(key, zero) for key in keys])
-        )
+        sr = None
+        if self._overlap is not None:
+            sr = np.stack([self._overlap.get(key, zero) for key in keys])
         return rv, hr, sr
+
+    def data(self) -> BlochData:
+        """:meth:`blocks` restricted to the periodic directions, with the states' positions:
+        the arrays (cached) that the Bloch sums read."""
+        if self._data is None:
+            rv, hr, sr = self.blocks()
+            per = list(self.periodic)
+            pos = np.repeat(self.orbitals[:, per], self.nspin, axis=0)
+            self._data = BlochData(rv[:, per], hr, pos, sr)
+        return self._data
+
+    def _like(self, **changes: Any) -> Model:
+        """An empty model with this one's lattice, orbitals, spin, periodicity, convention
+        and units, except for ``changes``."""
+        kw: dict[str, Any] = {
+            "lattice": self.lattice,
+            "orbitals": self.orbitals,
+            "nspin": self.nspin,
+            "periodic": self.periodic,
+            "convention": self.convention,
+            "units": self.units,
+        }
+        kw.update(changes)
+        lattice, orbitals = kw.pop("lattice"), kw.pop("orbitals")
+        return Model(lattice, orbitals, **kw)
 
     def copy(self) -> Model:
         """An independent copy."""
-        new = Model(
-            self.lattice,
-            self.orbitals,
-            nspin=self.nspin,
-            periodic=self.periodic,
-            convention=self.convention,
-        )
+        new = self._like()
         new._blocks = {k: v.copy() for k, v in self._blocks.items()}
         new._overlap = (
             None if self._overlap is None else {k: v.copy() for k, v in self._overlap.items()}
@@ -371,16 +197,20 @@ class Model:
         return new
 
     def with_spin(self) -> Model:
-        """Explicit spin doubling: every orbital gets two spin states, ``H(R) (x) I_2``."""
+        """Explicit spin doubling: every orbital gets two spin states, ``H(R) (x) I_2``.
+
+        The hoppings of ``self`` stay given: adding one again is refused.
+        """
         if self.nspin != 1:
             raise ValueError("the model is already spinful (nspin=2)")
-        new = Model(
-            self.lattice, self.orbitals, nspin=2, periodic=self.periodic, convention=self.convention
-        )
+        new = self._like(nspin=2)
         eye = np.eye(2)
-        new._blocks = {k: np.kron(v, eye) for k, v in self._blocks.items()}
+        overlap = None
         if self._overlap is not None:
-            new._overlap = {k: np.kron(v, eye) for k, v in self._overlap.items()}
+            overlap = {k: np.kron(v, eye) for k, v in self._overlap.items()}
+        new._adopt({k: np.kron(v, eye) for k, v in self._blocks.items()}, overlap)
+        new._hop_keys |= self._hop_keys  # hoppings given as 0 stay given
+        new._ovl_keys |= self._ovl_keys
         return new
 
     # ---------------------------------------------------------------- k-space
@@ -399,13 +229,13 @@ class Model:
         >>> m.hamiltonian(np.array([[0.0]])).real
         array([[[-2.]]])
         """
-        kt, origin, batch = as_kpoints(k, self.dim_k)
+        kt, origin, batch = as_kpoints(_points(k), self.dim_k)
         h, _ = hamiltonian_chunk(kt, self.data(), self._convention(convention))
         return restore(h.reshape(*batch, *h.shape[-2:]), origin)
 
     def overlap(self, k: Any, convention: str | None = None) -> Any:
         """``S(k)`` (identity for an orthogonal model), same shapes as :meth:`hamiltonian`."""
-        kt, origin, batch = as_kpoints(k, self.dim_k)
+        kt, origin, batch = as_kpoints(_points(k), self.dim_k)
         data = self.data()
         if data.sr is None:
             import torch
@@ -428,13 +258,15 @@ class Model:
         max_memory: int | None = None,
         **eigh_kw: Any,
     ) -> Any:
-        """Band energies ``(nk, nstates)`` (ascending) at reduced ``k``.
+        """Band energies ``(nk, nstates)`` (ascending) at reduced ``k`` (or along a
+        :class:`KPath`).
 
         k is processed in chunks that fit ``max_memory`` bytes (default 512 MiB), each chunk
         one batched core call; extra keywords go to :func:`spectra.eigvalsh`. A Dask array
         of k-points gives a lazy Dask array of energies, block by block on the workers
         (:func:`spectra.distributed.bands`).
         """
+        k = _points(k)
         if is_dask_collection(k):
             from spectra.distributed import bands as distributed_bands
 
@@ -460,9 +292,11 @@ class Model:
         **eigh_kw: Any,
     ) -> tuple[Any, Any]:
         """``(energies (nk, n), states (nk, n, n))``: states are columns, ``S``-orthonormal
-        for non-orthogonal models, in the given phase convention."""
+        for non-orthogonal models, in the given phase convention. ``k``: reduced k-points
+        or a :class:`KPath`. PythTB's ``solve_all(k, eig_vectors=True)`` is
+        ``eigh(k, convention="orbital")`` with states as columns (PythTB: rows)."""
         return solve(
-            k,
+            _points(k),
             self.data(),
             self._convention(convention),
             vectors=True,

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.domain import InputError
 from ._model import Model
 
 PathLike = str | os.PathLike
@@ -20,61 +21,171 @@ def _seed(path: Path) -> str:
     return name[: -len("_hr.dat")] if name.endswith("_hr.dat") else path.stem
 
 
+def _where(path: PathLike, line: int) -> str:
+    return f"{path}:{line}"
+
+
+def _is_integer(tokens: np.ndarray) -> np.ndarray:
+    """Elementwise: does each string token spell an integer (optional sign, digits only)?"""
+    body = np.char.lstrip(tokens.astype(str), "+-")
+    return np.char.isdigit(body)
+
+
+def _refuse_non_integers(
+    path: PathLike, tokens: np.ndarray, line_of: np.ndarray, names: list[str]
+) -> None:
+    """Raise :class:`InputError` at the first token (row-major) that is not an integer.
+
+    ``tokens`` is ``(rows, len(names))``; ``line_of[row]`` its 1-based line number.
+    """
+    ok = _is_integer(tokens)
+    if bool(ok.all()):
+        return
+    row, col = (int(i) for i in np.argwhere(~ok)[0])
+    raise InputError(
+        _where(path, int(line_of[row])),
+        f"{names[col]} {str(tokens[row, col])!r} is not an integer",
+        hint="Wannier90 writes R vectors, orbital indices and weights as integers; "
+        "refusing rather than truncating",
+    )
+
+
 def parse_hr(path: PathLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(R (nR, 3) int, ndegen (nR,), H(R) (nR, nw, nw) complex, undivided)`` from hr.dat."""
+    """``(R (nR, 3) int, ndegen (nR,), H(R) (nR, nw, nw) complex, undivided)`` from hr.dat.
+
+    Errors are :class:`~spectra.core.domain.InputError` (a ``ValueError``) naming
+    ``path:line``; non-integer R components, orbital indices or weights are refused.
+    """
     text = Path(path).read_text().splitlines()
     if len(text) < 3:
-        raise ValueError(f"{path}: too short for a Wannier90 hr.dat file")
-    try:
-        nw = int(text[1].split()[0])
-        nr = int(text[2].split()[0])
-    except (IndexError, ValueError) as exc:
-        raise ValueError(f"{path}: lines 2-3 must hold num_wann and nrpts") from exc
+        raise InputError(str(path), "is too short for a Wannier90 hr.dat file")
+    for line in (2, 3):
+        tok = text[line - 1].split()
+        if not tok or not _is_integer(np.array(tok[:1])).all():
+            raise InputError(
+                _where(path, line), "must hold num_wann (line 2) and nrpts (line 3) as integers"
+            )
+    nw, nr = int(text[1].split()[0]), int(text[2].split()[0])
     if nw < 1 or nr < 1:
-        raise ValueError(f"{path}: num_wann={nw} and nrpts={nr} must be positive")
-    tokens = " ".join(text[3:]).split()
-    if len(tokens) < nr:
-        raise ValueError(f"{path}: expected {nr} degeneracy weights")
-    ndegen = np.array(tokens[:nr], dtype=np.int64)
-    if np.any(ndegen < 1):
-        raise ValueError(f"{path}: degeneracy weights must be >= 1")
-    body = tokens[nr:]
-    need = nr * nw * nw * 7
-    if len(body) != need:
-        raise ValueError(
-            f"{path}: expected {nr} x {nw}^2 lines of 'R1 R2 R3 m n Re Im' "
-            f"({need} numbers), found {len(body)} numbers"
+        raise InputError(str(path), f"num_wann={nw} and nrpts={nr} must be positive")
+    # degeneracy weights: 15 per line, as many lines as it takes
+    weights: list[str] = []
+    wline: list[int] = []
+    lineno = 3
+    while len(weights) < nr and lineno < len(text):
+        tok = text[lineno].split()
+        lineno += 1
+        weights += tok
+        wline += [lineno] * len(tok)
+    if len(weights) < nr:
+        raise InputError(str(path), f"expected {nr} degeneracy weights, found {len(weights)}")
+    if len(weights) > nr:
+        raise InputError(
+            _where(path, wline[nr]), f"holds more than the {nr} degeneracy weights (nrpts)"
         )
-    rows = np.array(body, dtype=float).reshape(nr, nw * nw, 7)
-    rvecs = rows[:, 0, :3].astype(np.int64)
-    if np.any(rows[:, :, :3] != rows[:, :1, :3]):
-        raise ValueError(f"{path}: R changes inside a block of num_wann^2 lines")
-    m = rows[:, :, 3].astype(np.int64) - 1
-    n = rows[:, :, 4].astype(np.int64) - 1
-    if m.min() < 0 or n.min() < 0 or m.max() >= nw or n.max() >= nw:
-        raise ValueError(f"{path}: orbital indices outside 1..{nw}")
+    wtok = np.array(weights).reshape(nr, 1)
+    _refuse_non_integers(path, wtok, np.array(wline), ["degeneracy weight"])
+    ndegen = wtok[:, 0].astype(np.int64)
+    if np.any(ndegen < 1):
+        bad = int(np.argmax(ndegen < 1))
+        raise InputError(_where(path, wline[bad]), "degeneracy weights must be >= 1")
+    body = [(i + 1, ln.split()) for i, ln in enumerate(text[lineno:], start=lineno) if ln.split()]
+    need = nr * nw * nw
+    for line, tok in body:
+        if len(tok) != 7:
+            raise InputError(
+                _where(path, line), f"expected 7 numbers 'R1 R2 R3 m n Re Im', found {len(tok)}"
+            )
+    if len(body) != need:
+        raise InputError(
+            str(path),
+            f"expected {nr} x {nw}^2 = {need} lines of 'R1 R2 R3 m n Re Im', found {len(body)}",
+        )
+    line_of = np.array([line for line, _ in body])
+    tokens = np.array([tok for _, tok in body])
+    _refuse_non_integers(path, tokens[:, :5], line_of, ["R1", "R2", "R3", "m", "n"])
+    ints = tokens[:, :5].astype(np.int64).reshape(nr, nw * nw, 5)
+    try:
+        vals = tokens[:, 5:].astype(float)
+    except ValueError:
+        row = next(i for i, t in enumerate(tokens[:, 5:]) if not all(_is_float(x) for x in t))
+        raise InputError(_where(path, int(line_of[row])), "Re/Im is not a number") from None
+    rvecs = ints[:, 0, :3]
+    moved = np.any(ints[:, :, :3] != ints[:, :1, :3], axis=-1).ravel()
+    if moved.any():
+        raise InputError(
+            _where(path, int(line_of[np.argmax(moved)])),
+            "R changes inside a block of num_wann^2 lines",
+        )
+    mn = ints[:, :, 3:5].reshape(-1, 2) - 1
+    out = np.any((mn < 0) | (mn >= nw), axis=-1)
+    if out.any():
+        raise InputError(
+            _where(path, int(line_of[np.argmax(out)])), f"orbital index outside 1..{nw}"
+        )
+    seen = set()
+    for i, r in enumerate(map(tuple, rvecs)):
+        if r in seen:
+            raise InputError(
+                _where(path, int(line_of[i * nw * nw])), f"the R vector {r} appears twice"
+            )
+        seen.add(r)
+    cells = mn[:, 0] * nw + mn[:, 1] + np.repeat(np.arange(nr), nw * nw) * nw * nw
+    if len(np.unique(cells)) != cells.size:
+        _, first = np.unique(cells, return_index=True)
+        dup = sorted(set(range(cells.size)) - set(first.tolist()))[0]
+        raise InputError(
+            _where(path, int(line_of[dup])), "the pair (m, n) appears twice in this R block"
+        )
     hr = np.zeros((nr, nw, nw), complex)
     ir = np.repeat(np.arange(nr), nw * nw)
-    hr[ir, m.ravel(), n.ravel()] = (rows[:, :, 5] + 1j * rows[:, :, 6]).ravel()
-    if len({tuple(r) for r in rvecs}) != nr:
-        raise ValueError(f"{path}: an R vector appears twice")
+    hr[ir, mn[:, 0], mn[:, 1]] = vals[:, 0] + 1j * vals[:, 1]
     return rvecs, ndegen, hr
 
 
+def _is_float(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
 def parse_wsvec(path: PathLike, nw: int) -> dict[tuple[int, int, int, int, int], np.ndarray]:
-    """``{(R1, R2, R3, m, n): T (nT, 3)}`` (0-based m, n) from ``seedname_wsvec.dat``."""
-    lines = [ln.split() for ln in Path(path).read_text().splitlines()[1:] if ln.strip()]
+    """``{(R1, R2, R3, m, n): T (nT, 3)}`` (0-based m, n) from ``seedname_wsvec.dat``.
+
+    Every entry must list at least one shift ``T`` (a count of 0 would delete a hopping);
+    all numbers must be integers. Errors name ``path:line``.
+    """
+    lines = [
+        (i + 1, ln.split()) for i, ln in enumerate(Path(path).read_text().splitlines()) if i > 0
+    ]
+    lines = [(n, t) for n, t in lines if t]
     out: dict[tuple[int, int, int, int, int], np.ndarray] = {}
     i = 0
-    try:
-        while i < len(lines):
-            r1, r2, r3, m, n = (int(x) for x in lines[i][:5])
-            nt = int(lines[i + 1][0])
-            shifts = np.array([[int(x) for x in lines[i + 2 + j][:3]] for j in range(nt)])
-            out[(r1, r2, r3, m - 1, n - 1)] = shifts.reshape(nt, 3)
-            i += 2 + nt
-    except (IndexError, ValueError) as exc:
-        raise ValueError(f"{path}: malformed _wsvec.dat near line {i + 2}") from exc
+
+    def ints(k: int, count: int, what: str) -> list[int]:
+        if k >= len(lines):
+            raise InputError(str(path), f"ends early: expected {what} after the last line")
+        line, tok = lines[k]
+        if len(tok) < count or not _is_integer(np.array(tok[:count])).all():
+            raise InputError(_where(path, line), f"expected {what} ({count} integers)")
+        return [int(x) for x in tok[:count]]
+
+    while i < len(lines):
+        r1, r2, r3, m, n = ints(i, 5, "'R1 R2 R3 m n'")
+        (nt,) = ints(i + 1, 1, "the number of shifts")
+        if nt < 1:
+            raise InputError(
+                _where(path, lines[i + 1][0]),
+                f"lists {nt} shifts for R=({r1}, {r2}, {r3}), m={m}, n={n}",
+                hint="an entry needs at least one shift T; 0 would silently delete the hopping",
+            )
+        if not (1 <= m <= nw and 1 <= n <= nw):
+            raise InputError(_where(path, lines[i][0]), f"orbital index outside 1..{nw}")
+        shifts = np.array([ints(i + 2 + j, 3, "a shift 'T1 T2 T3'") for j in range(nt)])
+        out[(r1, r2, r3, m - 1, n - 1)] = shifts.reshape(nt, 3)
+        i += 2 + nt
     return out
 
 
@@ -113,7 +224,7 @@ def read_wannier90(
     lattice: Any = None,
     centres: Any = None,
     wsvec: Any = None,
-    dim: int = 3,
+    dim: int | None = None,
     auto: bool = True,
     tol: float = 1e-5,
 ) -> Model:
@@ -130,7 +241,9 @@ def read_wannier90(
         evenly over ``R + T`` for the listed shifts ``T``; default: ``seedname_wsvec.dat``
         when ``auto`` and present.
     dim : keep the first ``dim`` directions (e.g. 2 for a layer written as 3D); the others
-        must carry no hopping.
+        must carry no hopping. Default: detected from the R vectors that carry hoppings
+        (trailing directions without any are dropped, as ``spectra bands`` does), so a
+        graphene file gives a 2-D model.
     tol : the file is rounded to ~1e-6, so ``H(-R) = H(R)^H`` is checked to this tolerance
         and then enforced exactly.
 
@@ -140,7 +253,9 @@ def read_wannier90(
     >>> from spectra.tightbinding import graphene, read_wannier90, write_wannier90
     >>> d = tempfile.mkdtemp(); f = os.path.join(d, "g_hr.dat")
     >>> write_wannier90(graphene(), f)
-    >>> m = read_wannier90(f, dim=2)
+    >>> m = read_wannier90(f)
+    >>> m.dim_k, m.units
+    (2, 'eV')
     >>> np.allclose(m.bands([[0.1, 0.2]]), graphene().bands([[0.1, 0.2]]))
     True
     """
@@ -170,17 +285,34 @@ def read_wannier90(
     if wsvec is not None:
         rvecs, blocks = _apply_wsvec(rvecs, blocks, parse_wsvec(wsvec, nw))
     reduced = cart @ np.linalg.inv(lat)
-    if dim not in (1, 2, 3):
-        raise ValueError(f"dim must be 1, 2 or 3, got {dim}")
+    if dim is None:
+        dim = detect_dim(rvecs, blocks)
+    if isinstance(dim, bool) or dim not in (1, 2, 3):
+        raise ValueError(f"dim must be 1, 2 or 3, got {dim!r}")
     if dim < 3:
         extra = np.abs(rvecs[:, dim:]).sum(1) > 0
         if np.any(extra & (np.abs(blocks).max((1, 2)) > 0)):
             raise ValueError(f"dim={dim}: the file has hoppings along directions >= {dim}")
         rvecs, blocks = rvecs[~extra, :dim], blocks[~extra]
         lat, reduced = lat[:dim, :dim], reduced[:, :dim]
-    model = Model(lat, reduced)
+    model = Model(lat, reduced, units="eV")
     model.set_blocks(rvecs, blocks, tol=tol)
     return model
+
+
+def detect_dim(rvecs: np.ndarray, blocks: np.ndarray) -> int:
+    """The number of leading lattice directions that carry hoppings (at least 1).
+
+    Trailing directions along which no non-zero ``H(R)`` reaches are not periodic (the
+    vacuum of a layer, the cross-section of a chain).
+
+    >>> import numpy as np
+    >>> detect_dim(np.array([[0, 0, 0], [1, 0, 0], [-1, 0, 0]]), np.ones((3, 1, 1)))
+    1
+    """
+    live = np.abs(blocks).reshape(len(blocks), -1).max(1, initial=0) > 0
+    used = np.flatnonzero(np.abs(rvecs[live]).sum(0) > 0)
+    return max(int(used.max()) + 1 if used.size else 1, 1)
 
 
 def _apply_wsvec(
@@ -259,6 +391,7 @@ def _flatten_spin(model: Model) -> Model:
 
 
 __all__ = [
+    "detect_dim",
     "parse_centres",
     "parse_hr",
     "parse_win_cell",

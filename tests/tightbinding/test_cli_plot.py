@@ -37,7 +37,7 @@ def test_bands_file_path_svg_and_fermi(tmp_path, capsys):
                 "--out",
                 str(out),
                 "--electrons",
-                "1",
+                "2",  # one spin-degenerate band filled
                 "--grid",
                 "24",
             ]

@@ -243,3 +243,53 @@ def test_errors_are_clear():
     ribbon = Model(np.eye(2), [[0, 0]], periodic=[0])
     with pytest.raises(ValueError, match="non-periodic"):
         ribbon.add_hopping(1.0, 0, 0, [0, 1])
+
+
+def _derived(kind):
+    from spectra.tightbinding import cut, graphene, supercell
+
+    g = graphene(-1.0, 0.2)
+    if kind == "with_spin":
+        return g.with_spin(), (0, 1, [0, 0])
+    if kind == "supercell":
+        return supercell(g, [2, 1]), (0, 1, [0, 0])
+    if kind == "cut":
+        return cut(g, 1, 3), (0, 1, [0, 0])
+    if kind == "copy":
+        return g.copy(), (0, 1, [-1, 0])
+    rv, hr, _ = g.blocks()
+    twin = g._like()
+    twin.set_blocks(rv, hr)
+    return twin, (1, 0, [1, 0])
+
+
+@pytest.mark.parametrize("kind", ["with_spin", "supercell", "cut", "copy", "set_blocks"])
+def test_derived_models_keep_refusing_duplicate_hoppings(kind):
+    m, (i, j, r) = _derived(kind)
+    r = np.asarray(r)[: m.dim_k] if m.dim_k < m.dim else r
+    assert np.any(m.hamiltonian(np.zeros((1, m.dim_k))))  # the hopping is there
+    with pytest.raises(ValueError, match="already given"):
+        m.add_hopping(-0.5, i, j, r)
+    with pytest.raises(ValueError, match="already given"):  # and its Hermitian partner
+        m.add_hopping(-0.5, j, i, -np.asarray(r))
+    before = m.bands(np.zeros((1, m.dim_k)))
+    m.add_hopping(-0.5, i, j, r, replace=True)
+    assert not np.allclose(m.bands(np.zeros((1, m.dim_k))), before)
+
+
+def test_non_finite_terms_say_not_finite():
+    from spectra.tightbinding import graphene
+
+    g = graphene()
+    for bad in (np.nan, np.inf, complex(0, np.nan)):
+        with pytest.raises(ValueError, match="not finite"):
+            g.set_onsite(bad, 0)
+        with pytest.raises(ValueError, match="not finite"):
+            g.add_hopping(bad, 0, 1, [1, 1])
+    with pytest.raises(ValueError, match="not finite"):
+        g.set_onsite([0.0, np.nan])
+    s = g.with_spin()
+    with pytest.raises(ValueError, match="not finite"):
+        s.set_onsite(np.array([[np.nan, 0], [0, 1.0]]), 0)
+    with pytest.raises(ValueError, match="not finite"):
+        g.add_overlap(np.inf, 0, 1, [1, 1])
