@@ -9,8 +9,8 @@ import torch
 
 from ..core.domain import Origin, as_tensor, is_dask_collection, restore
 from ._inputs import Batch, as_batch, check_finite, is_ragged, zero_padding
-from ._likelihood import covariance, log_likelihood, precision
 from ._moments import centered, scatter_of
+from ._scoring import ProbabilisticMixin
 from ._sklearn import EstimatorBase, NotFittedError, check_eigh_options
 from ._solve import PCAFit, check_n_components, from_gram, from_scatter
 
@@ -30,7 +30,7 @@ _ATTRS = {
 }
 
 
-class BatchPCA(EstimatorBase):
+class BatchPCA(ProbabilisticMixin, EstimatorBase):
     """Principal component analysis of many datasets at once, matching sklearn exactly.
 
     Each dataset ``b`` gets the PCA that ``sklearn.decomposition.PCA(n_components,
@@ -42,11 +42,12 @@ class BatchPCA(EstimatorBase):
 
     Parameters
     ----------
-    n_components : int, float in (0, 1) or None
+    n_components : int, float in (0, 1), "mle" or None
         An int keeps that many components in every dataset (at most
         ``min(n_samples, n_features)`` of each); a float keeps, per dataset, the fewest
-        components whose explained variance exceeds that fraction; None keeps
-        ``min(n_samples, n_features)``. Per-dataset counts are padded to the largest with
+        components whose explained variance exceeds that fraction; ``"mle"`` picks each
+        dataset's count by Minka's MLE (as sklearn; needs ``n_samples >= n_features``);
+        None keeps ``min(n_samples, n_features)``. Per-dataset counts are padded to the largest with
         zeros; ``components_mask_`` marks the real ones and ``n_components_`` counts them.
     whiten : bool
         Scale the projections to unit variance (``transform`` divides by
@@ -64,6 +65,14 @@ class BatchPCA(EstimatorBase):
         come back in the data's dtype either way.
     **eigh_options
         Passed to :func:`spectra.eigh` (e.g. ``device``, ``chunk_size``, ``workers``).
+        Any other keyword (sklearn's ``svd_solver``, ``random_state``) is a ``TypeError``.
+
+    **scikit-learn**: with sklearn installed this is a ``BaseEstimator`` and
+    ``TransformerMixin`` (``clone``, ``Pipeline``, ``GridSearchCV`` work; parameters are
+    stored unchanged and validated again at ``fit``). A single ``(n_samples, n_features)``
+    array is one dataset and gets sklearn's 2-D shapes back (``components_`` ``(K, D)``,
+    ``transform`` ``(M, K)``, ``score`` a float), so ``make_pipeline(StandardScaler(),
+    BatchPCA(3))`` behaves as sklearn's ``PCA(3, svd_solver="full")``.
 
     Attributes
     ----------
@@ -361,76 +370,6 @@ class BatchPCA(EstimatorBase):
         x = zero_padding(x, batch.mask)
         return self._out(x, batch, None, squeeze=self._squeezes(Z))
 
-    def get_covariance(self) -> Any:
-        """Each dataset's model covariance ``C^T diag(ev - sigma2)_+ C + sigma2 I`` (B, D, D).
-
-        As sklearn's ``PCA.get_covariance`` (``C`` the components, ``ev`` the explained
-        variances, ``sigma2`` the noise variance), including its behaviour with
-        ``whiten=True``, where ``C`` is first scaled by ``sqrt(ev)``. ``(D, D)`` for a model
-        fitted on one ``(N, D)`` dataset.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from spectra.pca import BatchPCA
-        >>> X = np.random.default_rng(0).normal(size=(2, 50, 3))
-        >>> cov = BatchPCA().fit(X).get_covariance()
-        >>> bool(np.allclose(cov[0], np.cov(X[0].T)))
-        True
-        """
-        return self._one(covariance(self._fitted(), self.whiten))
-
-    def get_precision(self) -> Any:
-        """The inverse of :meth:`get_covariance`, by the matrix inversion lemma (as sklearn).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from spectra.pca import BatchPCA
-        >>> X = np.random.default_rng(0).normal(size=(40, 4))
-        >>> pca = BatchPCA(2).fit(X)
-        >>> bool(np.allclose(pca.get_precision() @ pca.get_covariance(), np.eye(4)))
-        True
-        """
-        return self._one(precision(self._fitted(), self.whiten))
-
-    def score_samples(self, X: Any, *, lengths: Any = None, mask: Any = None) -> Any:
-        """Log-likelihood of each sample under its dataset's probabilistic PCA model.
-
-        sklearn's ``PCA.score_samples`` per dataset (Tipping & Bishop; Bishop, PRML 12.2.1):
-        ``(B, M)`` for ``(B, M, D)`` input (0 on padded rows), a list for a list, ``(M,)``
-        for a model fitted on one dataset.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from spectra.pca import BatchPCA
-        >>> X = np.random.default_rng(0).normal(size=(3, 30, 4))
-        >>> BatchPCA(2).fit(X).score_samples(X).shape
-        (3, 30)
-        """
-        ll, batch = self._log_likelihood(X, lengths, mask)
-        return self._out(ll, batch, None, squeeze=self._squeezes(X), drop_last=True)
-
-    def score(self, X: Any, y: Any = None, *, lengths: Any = None, mask: Any = None) -> Any:
-        """Average log-likelihood of the samples of each dataset ``(B,)`` (a float for a
-        model fitted on one dataset, as sklearn's ``PCA.score``, so GridSearchCV can rank
-        models).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from spectra.pca import BatchPCA
-        >>> X = np.random.default_rng(0).normal(size=(60, 5))
-        >>> isinstance(BatchPCA(2).fit(X).score(X), float)
-        True
-        """
-        ll, batch = self._log_likelihood(X, lengths, mask)
-        mean = ll[..., 0].sum(-1) / batch.counts.clamp(min=1).to(ll.dtype)
-        if self._squeezes(X):
-            return float(mean[0])
-        return restore(mean, Origin(batch.origin.kind, batch.origin.device, mean.dtype))
-
     # ---------------------------------------------------------------- helpers
     def _pad_columns(self, z: Any, kmax: int, i: int) -> torch.Tensor:
         t, _ = as_tensor(z, f"Z[{i}]")
@@ -447,17 +386,6 @@ class BatchPCA(EstimatorBase):
 
     def _one(self, t: torch.Tensor) -> Any:
         return restore(t[0] if getattr(self, "_single", False) else t, self._origin)
-
-    def _log_likelihood(self, X: Any, lengths: Any, mask: Any) -> tuple[torch.Tensor, Batch]:
-        fit = self._fitted()
-        batch = as_batch(
-            X, lengths=lengths, mask=mask, n_features=self.n_features_in_, allow_2d=True
-        )
-        self._check_batch_size(batch, "X")
-        check_finite(batch)
-        x = batch.data.to(device=fit.mean.device, dtype=fit.mean.dtype)
-        ll = log_likelihood(fit, self.whiten, x)[..., None]
-        return zero_padding(ll, batch.mask), batch
 
     def _out(
         self,

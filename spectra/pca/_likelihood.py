@@ -90,9 +90,7 @@ def infer_dimension(spectrum: torch.Tensor, n_samples: torch.Tensor) -> torch.Te
     log_pi = math.log(math.pi)
     for rank in range(1, f):
         i = torch.arange(1, rank + 1, dtype=s.dtype)
-        pu = -rank * math.log(2.0) + float(
-            (lgam[:rank] - log_pi * (f - i + 1) / 2.0).sum()
-        )
+        pu = -rank * math.log(2.0) + float((lgam[:rank] - log_pi * (f - i + 1) / 2.0).sum())
         pl = -torch.log(s[:, :rank]).sum(-1, keepdim=True) * n / 2.0
         v = (s[:, rank:].sum(-1, keepdim=True) / (f - rank)).clamp(min=eps)
         pv = -torch.log(v) * n * (f - rank) / 2.0
@@ -101,7 +99,9 @@ def infer_dimension(spectrum: torch.Tensor, n_samples: torch.Tensor) -> torch.Te
         s_ = torch.where(cols < rank, s, v)
         pair = (s[:, :, None] - s[:, None, :]) * (1.0 / s_[:, None, :] - 1.0 / s_[:, :, None])
         keep = upper & (cols[:, None] < rank)
-        logs = torch.where(keep, torch.log(torch.where(keep, pair, 1.0)) + torch.log(n)[..., None], 0)
+        logs = torch.where(
+            keep, torch.log(torch.where(keep, pair, 1.0)) + torch.log(n)[..., None], 0
+        )
         pa = logs.sum((-2, -1))[:, None]
         out = pu + pl + pv + pp - pa / 2.0 - rank * torch.log(n) / 2.0
         out = torch.where(s[:, rank - 1 : rank] < eps, -torch.inf, out)

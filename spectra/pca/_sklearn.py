@@ -95,12 +95,11 @@ class EstimatorBase(*_Bases):  # type: ignore[misc]
 
     def __repr__(self) -> str:
         defaults = {
-            name: p.default
-            for name, p in inspect.signature(type(self).__init__).parameters.items()
+            name: p.default for name, p in inspect.signature(type(self).__init__).parameters.items()
         }
         shown = [
             f"{k}={v!r}"
             for k, v in self.get_params().items()
-            if k not in defaults or defaults[k] is not v and defaults[k] != v
+            if k not in defaults or (defaults[k] is not v and defaults[k] != v)
         ]
         return f"{type(self).__name__}({', '.join(shown)})"

@@ -57,9 +57,7 @@ def check_n_components(spec: Any) -> None:
                 f"must lie strictly between 0 and 1, got {spec}"
             )
         return
-    raise TypeError(
-        f"n_components must be None, 'mle', an int or a float in (0, 1), got {spec!r}"
-    )
+    raise TypeError(f"n_components must be None, 'mle', an int or a float in (0, 1), got {spec!r}")
 
 
 def svd_flip_rows(components: torch.Tensor) -> torch.Tensor:

@@ -100,7 +100,7 @@ def test_bad_options():
     with pytest.raises(TypeError, match="'k'"):
         BatchPCA(1, k=3)
     # sklearn's solver options are refused at construction, not later inside eigh
-    with pytest.raises(TypeError, match="svd_solver.*full"):
+    with pytest.raises(TypeError, match=r"svd_solver.*full"):
         BatchPCA(1, svd_solver="full")
     with pytest.raises(TypeError, match="random_state"):
         BatchPCA(1, random_state=0)
