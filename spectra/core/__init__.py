@@ -1,6 +1,7 @@
 """The one batched eigh engine of spectra: plan, execute, check against SciPy."""
 
 from . import _jacobi  # noqa: F401  (registers the "jacobi" strategy)
+from . import _kernels  # noqa: F401  (registers "closed-form", "numba-jacobi")
 from ._arrays import as_tensor, default_tolerance, is_dask_collection, restore
 from ._autograd import eigh_backward
 from ._eigh import EighResult, eigh, eigvalsh
