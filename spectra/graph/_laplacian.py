@@ -53,11 +53,14 @@ def _check_degree(deg: torch.Tensor) -> None:
         )
 
 
-def edge_laplacian(edges: Edges, normalization: str | None) -> tuple[torch.Tensor, torch.Tensor]:
+def edge_laplacian(
+    edges: Edges, normalization: str | None, *, isolated_one: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(G, n_max, n_max)`` Laplacian straight from the edge list, and the ``(N,)`` degrees.
 
     One scatter of the normalized edge weights plus the diagonal; the same conventions as
-    :func:`laplacian_from_adjacency` (isolated nodes: zero row).
+    :func:`laplacian_from_adjacency` (isolated nodes: zero row), or with ``isolated_one``
+    PyG's ``get_laplacian`` (``L_ii = 1`` at isolated nodes in the normalized Laplacians).
     """
     check_normalization(normalization)
     deg = edges.degree()
@@ -74,7 +77,8 @@ def edge_laplacian(edges: Edges, normalization: str | None) -> tuple[torch.Tenso
             if normalization == "sym"
             else (inv_sqrt[src] * inv_sqrt[src])
         )
-        values, diag = torch.rsub(w * pair, 0.0), connected.to(w.dtype)
+        values = torch.rsub(w * pair, 0.0)
+        diag = torch.ones_like(deg) if isolated_one else connected.to(w.dtype)
     lap = edges.padded(values)
     lay = edges.layout
     lap = lap.index_put((lay.batch, lay.local, lay.local), diag, accumulate=True)

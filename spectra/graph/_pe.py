@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from ._layout import Layout, graph_input, to_numpy_fields
+from ._layout import Edges, Layout, graph_input, to_numpy_fields
 from ._spectrum import LaplacianSpectrum, edges_laplacian_eigh
 
 
@@ -48,9 +48,15 @@ def multiplicity_groups(eigenvalues: torch.Tensor, mask: torch.Tensor, tol: floa
 
 
 def select_pe(
-    spec: LaplacianSpectrum, layout: Layout, k: int, drop_trivial: bool, multiplicity_tol: float
+    spec: LaplacianSpectrum,
+    layout: Layout,
+    k: int,
+    drop_trivial: bool,
+    multiplicity_tol: float,
+    drop: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Columns ``c_g .. c_g + k - 1`` of each graph's eigenvectors (``c_g`` = components).
+    """Columns ``c_g .. c_g + k - 1`` of each graph's eigenvectors (``c_g`` = components,
+    or ``drop`` ``(G,)`` when given).
 
     Returns ``(pe (N, k), mask (G, k), eigenvalues (G, k), groups (G, k))`` in the
     spectrum's dtype, on its device.
@@ -58,11 +64,12 @@ def select_pe(
     w, v = spec.eigenvalues, spec.eigenvectors
     device = w.device
     g, n = w.shape
-    first = (
-        spec.num_components.to(device)
-        if drop_trivial
-        else torch.zeros_like(spec.num_nodes, device=device)
-    )
+    if drop is not None:
+        first = drop.to(device)
+    elif drop_trivial:
+        first = spec.num_components.to(device)
+    else:
+        first = torch.zeros_like(spec.num_nodes, device=device)
     idx = first.unsqueeze(-1) + torch.arange(k, device=device)  # (G, k)
     mask = idx < spec.num_nodes.to(device).unsqueeze(-1)
     safe = torch.where(mask, idx, torch.zeros_like(idx)).clamp_max(max(n - 1, 0))
@@ -79,9 +86,50 @@ def select_pe(
 
 
 def random_signs(g: int, k: int, generator: torch.Generator | None = None) -> torch.Tensor:
-    """``(G, k)`` random +-1 (float64, CPU), one per graph and column."""
+    """``(G, k)`` random +-1 (float64, CPU), one per graph and column.
+
+    Drawn as PyG's ``AddLaplacianEigenvectorPE`` draws its signs (``torch.randint(0, 2,
+    (k,))``, from the global generator when ``generator`` is None), graph after graph.
+    """
     bits = torch.randint(0, 2, (g, k), generator=generator)
     return (2 * bits - 1).to(torch.float64)
+
+
+CONVENTIONS = ("spectra", "pyg")
+
+
+def pe_pipeline(
+    edges: Edges,
+    k: int,
+    normalization: str | None,
+    *,
+    drop_trivial: bool,
+    random_sign: bool,
+    generator: torch.Generator | None,
+    multiplicity_tol: float,
+    convention: str,
+    eigh_options: Mapping[str, Any] | None,
+) -> tuple[LaplacianSpectrum, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """The one PE pipeline (``laplacian_pe`` and ``LaplacianPE``): one core call for all
+    graphs, column selection, optional random signs. Returns the spectrum (for heat
+    features) and ``(pe (N, k), mask (G, k), eigenvalues (G, k), groups (G, k))``."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be 'spectra' or 'pyg', got {convention!r}")
+    pyg = convention == "pyg"
+    if pyg and normalization != "sym":
+        raise ValueError("convention='pyg' is PyG's sym-normalized Laplacian: normalization='sym'")
+    layout = edges.layout
+    spec = edges_laplacian_eigh(edges, normalization, isolated_one=pyg, **dict(eigh_options or {}))
+    drop = None
+    if pyg:  # PyG drops exactly the first eigenvector of every graph
+        drop = torch.full((layout.num_graphs,), int(drop_trivial), dtype=torch.long)
+    pe, mask, vals, groups = select_pe(spec, layout, k, drop_trivial, multiplicity_tol, drop)
+    if random_sign or pyg:
+        signs = random_signs(layout.num_graphs, k, generator).to(pe.device)
+        pe = pe * signs[layout.batch]
+    return spec, (pe, mask, vals, groups)
 
 
 def laplacian_pe(
@@ -100,6 +148,7 @@ def laplacian_pe(
     dtype: torch.dtype = torch.float32,
     device: Any = "cpu",
     eigh_options: Mapping[str, Any] | None = None,
+    convention: str = "spectra",
 ) -> LaplacianPEResult:
     """Laplacian eigenvector positional encodings of one or many graphs, one core call.
 
@@ -132,6 +181,14 @@ def laplacian_pe(
         ``chunk_size``, ``max_memory``, ``strategy``).
     device : where to solve (default ``"cpu"``; ``None``: where the input lives). Results
         come back on ``edge_index``'s device.
+    convention : ``"spectra"`` (default) or ``"pyg"``: PyG's ``AddLaplacianEigenvectorPE``
+        output: ``L_ii = 1`` at isolated nodes, exactly the first eigenvector dropped
+        (null vectors of disconnected graphs kept), random column signs drawn as PyG draws
+        them (``torch.randint(0, 2, (k,))`` per graph from ``generator``, the global one by
+        default; ``torch.manual_seed`` then gives PyG's signs). What still differs: the
+        sign before the flip (PyG keeps LAPACK's arbitrary one, we start from the gauge),
+        the basis inside repeated eigenvalues, zero columns instead of PyG's crash when
+        ``N <= k``, and PyG's float32 solve.
 
     Returns
     -------
@@ -152,18 +209,22 @@ def laplacian_pe(
     >>> out.groups
     tensor([[ 0,  0,  1, -1]])
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise ValueError(f"k must be a non-negative integer, got {k!r}")
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
-    edges, layout, from_numpy, out_device = graph_input(
+    edges, _, from_numpy, out_device = graph_input(
         edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64
     )
-    spec = edges_laplacian_eigh(edges, normalization, **dict(eigh_options or {}))
-    pe, mask, vals, groups = select_pe(spec, layout, k, drop_trivial, multiplicity_tol)
-    if random_sign:
-        signs = random_signs(layout.num_graphs, k, generator).to(pe.device)
-        pe = pe * signs[layout.batch]
+    spec, (pe, mask, vals, groups) = pe_pipeline(
+        edges,
+        k,
+        normalization,
+        drop_trivial=drop_trivial,
+        random_sign=random_sign,
+        generator=generator,
+        multiplicity_tol=multiplicity_tol,
+        convention=convention,
+        eigh_options=eigh_options,
+    )
     result = LaplacianPEResult(
         pe.to(device=out_device, dtype=dtype),
         mask.to(out_device),

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from .. import eigh, fix_gauge
+from ..core import eigh, fix_gauge
 from ._laplacian import edge_laplacian, laplacian_from_adjacency
 from ._layout import (
     Edges,
@@ -143,12 +143,13 @@ def padded_laplacian_eigh(
 
 
 def edges_laplacian_eigh(
-    edges: Edges, normalization: str | None, **eigh_kw: Any
+    edges: Edges, normalization: str | None, *, isolated_one: bool = False, **eigh_kw: Any
 ) -> LaplacianSpectrum:
-    """As :func:`padded_laplacian_eigh`, the Laplacians assembled from an edge list."""
+    """As :func:`padded_laplacian_eigh`, the Laplacians assembled from an edge list
+    (``isolated_one``: PyG's ``L_ii = 1`` at isolated nodes, see :func:`edge_laplacian`)."""
     check_normalization(normalization)
     sym_norm = "sym" if normalization == "rw" else normalization
-    lap, deg = edge_laplacian(edges, sym_norm)
+    lap, deg = edge_laplacian(edges, sym_norm, isolated_one=isolated_one)
     require_undirected(lap)
     comps = count_edge_components(edges)
     layout = edges.layout
