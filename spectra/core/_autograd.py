@@ -1,26 +1,146 @@
-"""Autograd for the batched eigh, finite at degenerate eigenvalues.
+"""Autograd for the batched eigh: finite at degeneracies, never silently wrong there.
 
 The backward of ``A = V diag(w) V^H`` is ``gA = V (diag(gw) + F o skew(V^H gV)) V^H`` with
 ``F_ij = 1 / (w_j - w_i)``. Where ``|w_j - w_i|`` is below ``degenerate_tol`` (relative to
-the matrix's largest |w|) the pair lies in one degenerate subspace and ``F_ij = 0``: for a
-loss invariant under rotations inside that subspace, the exact contribution is zero
+the matrix's largest |w|) the pair lies in one degenerate subspace and ``F_ij = 0``
 (xitorch's masking). With ``broadening > 0`` the remaining terms use the Lorentzian
 ``(w_j - w_i) / ((w_j - w_i)^2 + broadening)`` of Liao et al., PRX 9, 031041 (2019).
 Separated spectra with ``broadening=0`` give torch's own gradient.
+
+**Policy at degeneracies.** Masking is exact for losses of the eigenvalues, of the
+eigenvectors of simple eigenvalues, and of a degenerate eigenspace through its projector.
+It is not when the loss depends on the arbitrary basis chosen inside the eigenspace (an
+anti-Hermitian part of ``V^H gV`` on a degenerate pair), nor for spectral functions
+``V f(W) V^H`` (a Hermitian part on a degenerate pair together with a gradient on those
+eigenvalues), whose exact gradient has the divided-difference term ``f'(w) (V^H G V)_ij``
+of :func:`spectra.matrix_function` that no eigh backward can know. These are detected;
+``degenerate`` decides what happens then: ``"warn"`` (default) returns the masked with a :class:`DegenerateGradientWarning` naming ``spectra.matrix_function``, ``"nan"`` returns NaN for the affected matrices (as ``torch.linalg.eigh`` does), ``"ignore"``
+returns the masked gradient silently.
+
+Forward mode (``jvp``) uses the same factor: ``dw = diag(V^H dA V)``,
+``dV = V (F o (V^H dA V))`` (zero diagonal: torch's convention for the phase), and
+``vmap`` moves the mapped dimension into the batch, so ``torch.func`` transforms work.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 
 Solver = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+DEGENERATE_POLICIES = ("warn", "nan", "ignore")
+#: working set of the backward per matrix, in n x n matrices of the eigenvector dtype
+BACKWARD_MATRICES = 8
+
+
+class DegenerateGradientWarning(UserWarning):
+    """The upstream gradient has a component inside a degenerate eigenspace that the
+    eigh backward cannot resolve (see :func:`spectra.matrix_function`)."""
+
+
+class BackwardOptions(NamedTuple):
+    degenerate_tol: float
+    broadening: float = 0.0
+    degenerate: str = "warn"
+    budget: int | None = None  # bytes the backward's temporaries may use (chunks the batch)
 
 
 def degenerate_default(dtype: torch.dtype) -> float:
     """Default relative gap under which two eigenvalues count as degenerate in the backward."""
     return 1e3 * torch.finfo(dtype).eps
+
+
+def _factor(w: torch.Tensor, tol: float, broadening: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(F, degenerate)``: ``F[i, j] = 1/(w_j - w_i)`` (0 on degenerate pairs and the
+    diagonal) and the mask of degenerate off-diagonal pairs."""
+    gap = w.unsqueeze(-2) - w.unsqueeze(-1)  # gap[i, j] = w_j - w_i
+    scale = w.abs().amax(-1, keepdim=True).unsqueeze(-1).clamp_min(torch.finfo(w.dtype).tiny)
+    degenerate = gap.abs() <= tol * scale
+    safe = torch.where(degenerate, torch.ones_like(gap), gap)
+    factor = safe / (safe * safe + broadening) if broadening > 0 else 1.0 / safe
+    factor = torch.where(degenerate, torch.zeros_like(factor), factor)
+    eye = torch.eye(w.shape[-1], dtype=torch.bool, device=w.device)
+    return factor, degenerate & ~eye
+
+
+def _beyond_roundoff(x: torch.Tensor) -> torch.Tensor:
+    """Entries of ``x`` above round-off relative to each matrix's largest entry."""
+    size = x.abs()
+    peak = size.flatten(-2).amax(-1).unsqueeze(-1).unsqueeze(-1)
+    return (size > 1e3 * torch.finfo(size.dtype).eps * peak) & (peak > 0)
+
+
+def _unresolved(
+    m: torch.Tensor, degenerate_pairs: torch.Tensor, gw: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Per matrix: does ``m = V^H gV`` carry a component on a degenerate pair that masking
+    drops?
+
+    Its anti-Hermitian part there is what a loss depending on the basis inside the
+    eigenspace produces: always flagged. Its Hermitian part there, together with a
+    gradient on those eigenvalues, is what a spectral function ``sum f(w_i) v_i v_i^H``
+    produces (its exact gradient has the ``f'(w)`` term masking drops); a loss of the
+    eigenspace alone (its projector), which masking gets right, has no eigenvalue
+    gradient and is not flagged.
+    """
+    skew = _beyond_roundoff(0.5 * (m - m.mH)) & degenerate_pairs
+    hit = skew
+    if gw is not None:
+        herm = _beyond_roundoff(0.5 * (m + m.mH)) & degenerate_pairs
+        g = gw.abs()
+        on_w = g > 1e3 * torch.finfo(g.dtype).eps * g.amax(-1, keepdim=True)
+        hit = hit | (herm & (on_w.unsqueeze(-1) | on_w.unsqueeze(-2)))
+    return hit.flatten(-2).any(-1)
+
+
+def _apply_policy(bad: torch.Tensor, out: torch.Tensor, policy: str, where: str) -> torch.Tensor:
+    if policy == "ignore":
+        return out
+    if torch._C._functorch.is_functorch_wrapped_tensor(bad):
+        # under torch.func.vmap no data-dependent branch is possible: NaN is applied
+        # elementwise, a warning cannot be decided per batch member and is skipped
+        if policy != "nan":
+            return out
+    elif not bool(bad.any()):
+        return out
+    if policy == "nan":
+        nan = torch.full((), float("nan"), dtype=out.dtype, device=out.device)
+        return torch.where(bad.reshape(*bad.shape, *([1] * (out.ndim - bad.ndim))), nan, out)
+    warnings.warn(
+        f"spectra.eigh {where}: the gradient reaches eigenvectors of exactly degenerate "
+        f"eigenvalues ({int(bad.sum())} matrices) in a way the eigh backward cannot resolve; "
+        "the degenerate pairs are masked, which is exact for gauge-invariant losses that do "
+        "not split the degeneracy but wrong for spectral functions V f(W) V^H: use "
+        "spectra.matrix_function(a, f) for those (exact at degeneracies), or "
+        "degenerate='nan' / 'ignore' to choose another policy",
+        DegenerateGradientWarning,
+        stacklevel=3,
+    )
+    return out
+
+
+def _backward_block(w, v, gw, gv, opts: BackwardOptions) -> tuple[torch.Tensor, torch.Tensor]:
+    vh = v.mH
+    inner = torch.zeros(v.shape, dtype=v.dtype, device=v.device)
+    bad = torch.zeros(w.shape[:-1], dtype=torch.bool, device=w.device)
+    if gv is not None:
+        vhgv = vh @ gv
+        factor, degenerate = _factor(w, opts.degenerate_tol, opts.broadening)
+        if opts.degenerate != "ignore":
+            bad = _unresolved(vhgv, degenerate, gw)
+        inner = 0.5 * (vhgv - vhgv.mH) * factor
+    if gw is not None:
+        inner = inner + torch.diag_embed(gw.to(v.dtype))
+    return v @ inner @ vh, bad
+
+
+def _rows(n: int, batch: int, itemsize: int, budget: int | None) -> int:
+    if budget is None:
+        return max(1, batch)
+    return max(1, min(batch, budget // max(1, BACKWARD_MATRICES * n * n * itemsize)))
 
 
 def eigh_backward(
@@ -29,39 +149,101 @@ def eigh_backward(
     gw: torch.Tensor | None,
     gv: torch.Tensor | None,
     degenerate_tol: float,
-    broadening: float,
+    broadening: float = 0.0,
+    degenerate: str = "ignore",
+    budget: int | None = None,
 ) -> torch.Tensor:
-    """Gradient with respect to ``A`` (Hermitian) from gradients of ``w`` and ``v``."""
-    vh = v.mH
-    inner = torch.zeros(v.shape, dtype=v.dtype, device=v.device)
-    if gv is not None:
-        vhgv = vh @ gv
-        skew = 0.5 * (vhgv - vhgv.mH)
-        gap = w.unsqueeze(-2) - w.unsqueeze(-1)  # gap[i, j] = w_j - w_i
-        scale = w.abs().amax(-1, keepdim=True).unsqueeze(-1).clamp_min(torch.finfo(w.dtype).tiny)
-        degenerate = gap.abs() <= degenerate_tol * scale
-        safe = torch.where(degenerate, torch.ones_like(gap), gap)
-        factor = safe / (safe * safe + broadening) if broadening > 0 else 1.0 / safe
-        factor = torch.where(degenerate, torch.zeros_like(factor), factor)
-        inner = skew * factor
-    if gw is not None:
-        inner = inner + torch.diag_embed(gw.to(v.dtype))
-    return v @ inner @ vh
+    """Gradient with respect to ``A`` (Hermitian) from gradients of ``w`` and ``v``.
+
+    The batch is processed in chunks whose temporaries fit ``budget`` bytes.
+    """
+    if degenerate not in DEGENERATE_POLICIES:
+        raise ValueError(f"degenerate must be one of {DEGENERATE_POLICIES}, got {degenerate!r}")
+    opts = BackwardOptions(degenerate_tol, broadening, degenerate, budget)
+    n = v.shape[-1]
+    shape = v.shape
+    fw, fv = w.reshape(-1, n), v.reshape(-1, n, n)
+    fgw = gw.reshape(-1, n) if gw is not None else None
+    fgv = gv.reshape(-1, n, n) if gv is not None else None
+    rows = _rows(n, fv.shape[0], v.element_size(), budget)
+    parts, bads = [], []
+    for s in range(0, max(1, fv.shape[0]), rows):
+        e = s + rows
+        ga, bad = _backward_block(
+            fw[s:e],
+            fv[s:e],
+            fgw[s:e] if fgw is not None else None,
+            fgv[s:e] if fgv is not None else None,
+            opts,
+        )
+        parts.append(ga)
+        bads.append(bad)
+    ga = parts[0] if len(parts) == 1 else torch.cat(parts)
+    ga = _apply_policy(torch.cat(bads), ga, degenerate, "backward")
+    return ga.reshape(shape)
+
+
+def eigh_jvp(
+    w: torch.Tensor, v: torch.Tensor, da: torch.Tensor, opts: BackwardOptions
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Forward-mode derivative ``(dw, dV)`` for the tangent ``da`` (made Hermitian)."""
+    da = 0.5 * (da + da.mH)
+    m = v.mH @ da.to(v.dtype) @ v
+    dw = torch.diagonal(m, dim1=-2, dim2=-1).real
+    factor, degenerate = _factor(w, opts.degenerate_tol, opts.broadening)
+    dv = v @ (m * factor)
+    if opts.degenerate != "ignore":
+        bad = _beyond_roundoff(m).logical_and(degenerate).flatten(-2).any(-1)
+        dv = _apply_policy(bad, dv, opts.degenerate, "forward-mode derivative")
+    return dw, dv
 
 
 class _EighFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, a, solver, degenerate_tol, broadening):  # type: ignore[override]
+    def forward(a, solver, opts):  # type: ignore[override]
         w, v = solver(a.detach())
-        ctx.save_for_backward(w, v)
-        ctx.options = (degenerate_tol, broadening)
         return w, v
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):  # type: ignore[override]
+        _, _, opts = inputs
+        w, v = output
+        ctx.save_for_backward(w, v)
+        ctx.save_for_forward(w, v)
+        ctx.opts = opts
 
     @staticmethod
     def backward(ctx, gw, gv):  # type: ignore[override]
         w, v = ctx.saved_tensors
-        ga = eigh_backward(w, v, gw, gv, *ctx.options)
-        return ga, None, None, None
+        o = ctx.opts
+        ga = eigh_backward(w, v, gw, gv, o.degenerate_tol, o.broadening, o.degenerate, o.budget)
+        return ga, None, None
+
+    @staticmethod
+    def jvp(ctx, da, _solver, _opts):  # type: ignore[override]
+        w, v = ctx.saved_tensors
+        dw, dv = eigh_jvp(w, v, da, ctx.opts)
+        if torch._C._functorch.is_functorch_wrapped_tensor(dv):
+            return dw, dv
+        # plain forward AD wants tangents in the primals' layout (LAPACK's column-major)
+        return torch.empty_like(w).copy_(dw), torch.empty_like(v).copy_(dv)
+
+    @staticmethod
+    def vmap(info, in_dims, a, solver, opts):  # type: ignore[override]
+        dim = in_dims[0]
+        a = a.expand(info.batch_size, *a.shape) if dim is None else a.movedim(dim, 0)
+        w, v = _EighFunction.apply(a, solver, opts)
+        return (w, v), (0, 0)
+
+
+def is_tracked(a: torch.Tensor) -> bool:
+    """Whether ``a`` carries derivatives: requires grad (with grad mode on), is a
+    forward-mode dual, or is wrapped by a ``torch.func`` transform (grad, vmap, jvp)."""
+    if torch.is_grad_enabled() and a.requires_grad:
+        return True
+    if torch._C._functorch.is_functorch_wrapped_tensor(a):
+        return True
+    return torch.autograd.forward_ad.unpack_dual(a).tangent is not None
 
 
 def eigh_with_grad(
@@ -69,10 +251,16 @@ def eigh_with_grad(
     solver: Solver,
     degenerate_tol: float | None = None,
     broadening: float = 0.0,
+    degenerate: str = "warn",
+    budget: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run ``solver`` on ``a`` and attach the degenerate-safe backward when ``a`` needs grad."""
-    if not (torch.is_grad_enabled() and a.requires_grad):
+    """Run ``solver`` (any ``(..., n, n)`` -> ``(w, v)``) on ``a`` and attach the
+    degenerate-safe backward, forward-mode and vmap rules when ``a`` carries derivatives."""
+    if degenerate not in DEGENERATE_POLICIES:
+        raise ValueError(f"degenerate must be one of {DEGENERATE_POLICIES}, got {degenerate!r}")
+    if not is_tracked(a):
         return solver(a.detach())
     real = a.real.dtype if a.is_complex() else a.dtype
     tol = degenerate_default(real) if degenerate_tol is None else degenerate_tol
-    return _EighFunction.apply(a, solver, tol, broadening)
+    opts = BackwardOptions(tol, broadening, degenerate, budget)
+    return _EighFunction.apply(a, solver, opts)

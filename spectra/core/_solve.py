@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 import torch
 
-from ._autograd import eigh_with_grad
+from ._autograd import eigh_with_grad, is_tracked
 from ._checks import cholesky_checked, hermitian_from_lower_grad
 from ._execute import Pre, execute
 from ._gauge import fix_gauge_
-from ._plan import plan
+from ._plan import Plan, plan
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,9 @@ class SolverOptions:
     autotune: bool | None = None
     degenerate_tol: float | None = None
     broadening: float = 0.0
+    #: policy when the eigh backward meets a gradient it cannot resolve at an exact
+    #: degeneracy: "warn" (default), "nan" (as torch) or "ignore" (see ``_autograd``)
+    degenerate: str = "warn"
 
 
 def spectral_bounds(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -66,31 +69,47 @@ def solve_standard(
     n = a.shape[-1]
     batch_shape = a.shape[:-2]
     real = a.real.dtype if a.is_complex() else a.dtype
+    needs_grad = is_tracked(a)
     if a.numel() == 0:
         w = torch.zeros((*batch_shape, n), dtype=real, device=a.device)
-        return w, (torch.zeros_like(a) if vectors else None)
-    flat = a.reshape(-1, n, n)
-    needs_grad = torch.is_grad_enabled() and a.requires_grad
-    p = plan(
-        n,
-        flat.shape[0],
-        a.dtype,
-        a.device,
-        vectors=vectors or needs_grad,
-        strategy=opts.strategy,
-        chunk_size=opts.chunk_size,
-        max_memory=opts.max_memory,
-        workers=opts.workers,
-        verify=opts.verify,
-        autotune=opts.autotune,
-    )
+        v = torch.zeros_like(a) if vectors else None
+        if needs_grad:  # stay attached to the graph: the gradient is zeros of a's shape
+            zero = 0 * a.sum()
+            w = w + (zero.real if zero.is_complex() else zero)
+            v = v + zero if v is not None else None
+        return w, v
+
+    def planned(x: torch.Tensor) -> Plan:
+        return plan(
+            n,
+            x.shape[0],
+            x.dtype,
+            x.device,
+            vectors=vectors or needs_grad,
+            strategy=opts.strategy,
+            chunk_size=opts.chunk_size,
+            max_memory=opts.max_memory,
+            workers=opts.workers,
+            verify=opts.verify,
+            autotune=opts.autotune,
+        )
+
     post = fix_gauge_ if gauge else None
+    flat = a.reshape(-1, n, n)
     if needs_grad:
+
+        def solver(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            xf = x.reshape(-1, n, n).contiguous()  # any batch shape (vmap adds one)
+            wx, vx = execute(planned(xf), xf, pre, post)
+            assert vx is not None
+            return wx.reshape(*x.shape[:-1]), vx.reshape(x.shape)
+
+        budget = planned(flat).memory_budget
         w, v = eigh_with_grad(
-            flat, lambda x: execute(p, x, pre, post), opts.degenerate_tol, opts.broadening
+            flat, solver, opts.degenerate_tol, opts.broadening, opts.degenerate, budget
         )
     else:
-        w, v = execute(p, flat.contiguous(), pre, post)
+        w, v = execute(planned(flat), flat.contiguous(), pre, post)
     w = w.reshape(*batch_shape, n)
     return w, (v.reshape(*batch_shape, n, n) if vectors and v is not None else None)
 

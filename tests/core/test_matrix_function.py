@@ -140,3 +140,67 @@ def test_no_grad_path_equals_grad_path_value():
     y0 = spectra.matrix_function(a, torch.tanh)
     y1 = spectra.matrix_function(a.clone().requires_grad_(), torch.tanh)
     torch.testing.assert_close(y0, y1.detach(), atol=0, rtol=0)
+
+
+# ---- eigh's policy at exact degeneracies (spectra.core._autograd) ------------------------
+
+
+def _spectral_loss_grad(a, **opts):
+    from spectra.core._solve import SolverOptions, solve_standard
+
+    x = a.clone().requires_grad_()
+    w, v = solve_standard(x, True, SolverOptions(**opts), gauge=True)
+    (v @ torch.diag_embed(torch.exp(w)) @ v.mT).sum().backward()
+    return x.grad
+
+
+def test_eigh_warns_where_matrix_function_is_exact():
+    from spectra.core._autograd import DegenerateGradientWarning
+
+    a = torch.eye(3, dtype=torch.float64)
+    with pytest.warns(DegenerateGradientWarning, match="spectra.matrix_function"):
+        g = _spectral_loss_grad(a)
+    torch.testing.assert_close(g, np.e * torch.eye(3, dtype=torch.float64))  # masked: e*I
+    x = a.clone().requires_grad_()
+    spectra.matrix_function(x, torch.exp).sum().backward()
+    torch.testing.assert_close(x.grad, torch.full((3, 3), np.e, dtype=torch.float64))
+
+
+def test_eigh_degenerate_nan_policy_marks_only_the_affected_matrices():
+    a = torch.stack([torch.eye(3), torch.diag(torch.tensor([1.0, 2.0, 3.0]))]).double()
+    g = _spectral_loss_grad(a, degenerate="nan")
+    assert bool(torch.isnan(g[0]).all()) and bool(torch.isfinite(g[1]).all())
+    ref = torch.linalg.matrix_exp  # separated member: exact, equal to matrix_exp's gradient
+    x = a[1].clone().requires_grad_()
+    ref(x).sum().backward()
+    torch.testing.assert_close(g[1], x.grad)
+
+
+def test_eigh_ignore_policy_is_silent(recwarn):
+    _spectral_loss_grad(torch.eye(3, dtype=torch.float64), degenerate="ignore")
+    assert not [w for w in recwarn if "degenerate" in str(w.message)]
+
+
+def test_gauge_dependent_loss_warns():
+    from spectra.core._autograd import DegenerateGradientWarning
+
+    x = torch.eye(3, dtype=torch.float64, requires_grad=True)
+    _, v = spectra.eigh(x)
+    with pytest.warns(DegenerateGradientWarning):
+        (v * torch.arange(9.0).reshape(3, 3)).sum().backward()  # depends on the basis chosen
+
+
+@pytest.mark.parametrize("loss", ["eigenvalues", "projector", "simple-vectors"])
+def test_losses_masking_gets_right_do_not_warn(loss, recwarn):
+    a = with_spectrum(torch.tensor([[1.0, 1.0, 2.0, 3.0]], dtype=torch.float64), torch.float64, 3)
+    x = a.clone().requires_grad_()
+    w, v = spectra.eigh(x)
+    if loss == "eigenvalues":
+        value = (w**2).sum()
+    elif loss == "projector":
+        value = ((v[..., :2] @ v[..., :2].mT) * torch.arange(16.0).reshape(4, 4)).sum()
+    else:
+        value = (v[..., 2:] ** 2 * torch.arange(4.0).unsqueeze(-1)).sum()
+    value.backward()
+    assert torch.isfinite(x.grad).all()
+    assert not [w for w in recwarn if "degenerate" in str(w.message)]
