@@ -14,7 +14,9 @@ anti-Hermitian part of ``V^H gV`` on a degenerate pair), nor for spectral functi
 ``V f(W) V^H`` (a Hermitian part on a degenerate pair together with a gradient on those
 eigenvalues), whose exact gradient has the divided-difference term ``f'(w) (V^H G V)_ij``
 of :func:`spectra.matrix_function` that no eigh backward can know. These are detected;
-``degenerate`` decides what happens then: ``"warn"`` (default) returns the masked with a :class:`DegenerateGradientWarning` naming ``spectra.matrix_function``, ``"nan"`` returns NaN for the affected matrices (as ``torch.linalg.eigh`` does), ``"ignore"``
+``degenerate`` decides what happens then: ``"warn"`` (default) returns the masked gradient
+with a :class:`DegenerateGradientWarning` naming ``spectra.matrix_function``; ``"nan"``
+returns NaN for the affected matrices (as ``torch.linalg.eigh`` does); ``"ignore"``
 returns the masked gradient silently.
 
 Forward mode (``jvp``) uses the same factor: ``dw = diag(V^H dA V)``,
