@@ -1,7 +1,8 @@
 """A progress line on stderr: case i/N, elapsed, ETA; refreshed every 0.5 s by a ticker.
 
-Off when stderr is not a terminal or ``CI`` is set. Uses ``tqdm`` when installed (the
-``progress`` / ``bench`` extras), else a plain ``\\r`` line.
+Off when stderr is not a terminal or ``CI`` is set. A plain ``\\r`` line: the text (case,
+ETA from the finished cases) is our own, so a progress-bar package adds nothing (and tqdm
+printed nothing at all on a pseudo-terminal that reports 0 columns).
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ class Progress:
         self.t_case = self.t0
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._bar: Any = None
         self._thread: threading.Thread | None = None
 
     def text(self, now: float | None = None) -> str:
@@ -64,11 +64,8 @@ class Progress:
             return
         with self._lock:
             line = self.text()
-            if self._bar is not None:
-                self._bar.set_description_str(line, refresh=True)
-            else:
-                self.stream.write("\r" + line.ljust(78)[:120])
-                self.stream.flush()
+            self.stream.write("\r" + line.ljust(78)[:120])
+            self.stream.flush()
 
     def _tick(self) -> None:
         while not self._stop.wait(0.5):
@@ -76,12 +73,6 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if self.on:
-            try:
-                from tqdm import tqdm
-
-                self._bar = tqdm(file=self.stream, bar_format="{desc}", leave=False)
-            except ImportError:
-                self._bar = None
             self._thread = threading.Thread(target=self._tick, daemon=True)
             self._thread.start()
         return self
@@ -90,8 +81,6 @@ class Progress:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        if self._bar is not None:
-            self._bar.close()
-        elif self.on:
+        if self.on:
             self.stream.write("\r" + " " * 80 + "\r")
             self.stream.flush()

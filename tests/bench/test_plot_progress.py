@@ -42,6 +42,20 @@ def test_progress_line_counts_cases_and_gives_an_eta():
     assert line.startswith("case 2/3 n=16") and "ETA 0:0" in line
 
 
+def test_progress_draws_on_a_terminal_and_clears_at_the_end():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Tty()
+    with Progress(2, stream=out, on=True) as p:
+        p.step("first")
+        p.step("second")
+    text = out.getvalue()
+    assert "case 1/2 first" in text and "case 2/2 second" in text
+    assert text.endswith("\r")
+
+
 def test_progress_is_off_without_a_terminal_or_under_ci(monkeypatch):
     class Tty(io.StringIO):
         def isatty(self):
