@@ -21,11 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
+    from spectra._commands.explain import check_device
     from spectra.core._selfcheck import format_table, rows_as_dicts, run_checks
 
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        print("spectra check: no CUDA device is available")
-        return 2
+    check_device(args.device)
     rows = run_checks(args.device, quick=args.quick)
     print(format_table(rows))
     failed = [r for r in rows if not r.passed]

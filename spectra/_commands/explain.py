@@ -3,37 +3,83 @@
 from __future__ import annotations
 
 import argparse
+import sys
+
+DTYPES = ("float32", "float64", "complex64", "complex128")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("explain", help="show how the core would solve a batch (the plan)")
-    p.add_argument("n", type=int, help="matrix size")
-    p.add_argument("batch", type=int, help="number of matrices")
-    p.add_argument(
-        "--dtype", default="float64", choices=["float32", "float64", "complex64", "complex128"]
+    p = sub.add_parser(
+        "explain",
+        help="show how the core would solve a batch (the plan)",
+        description="Show the plan the core would follow for BATCH matrices of size N x N: "
+        "strategy, workers, chunks and the memory budget, and why.",
     )
-    p.add_argument("--device", default="cpu")
+    p.add_argument("n", type=int, help="matrix size (>= 1)")
+    p.add_argument("batch", type=int, help="number of matrices (>= 0)")
+    p.add_argument("--dtype", default="float64", choices=DTYPES)
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     p.add_argument("--eigenvalues-only", action="store_true")
-    p.add_argument("--max-memory", type=int, default=None, help="bytes")
-    p.add_argument("--chunk-size", type=int, default=None)
-    p.add_argument("--strategy", default=None)
+    p.add_argument(
+        "--max-memory", type=int, default=None, help="memory budget in bytes (default: free)"
+    )
+    p.add_argument("--chunk-size", type=int, default=None, help="matrices per chunk")
+    p.add_argument("--strategy", default=None, help="force a registered strategy")
     p.set_defaults(func=run)
+
+
+def check_device(device: str) -> str:
+    """``device`` if it names a CPU or an available CUDA device, else a one-line ValueError."""
+    import torch
+
+    kind, _, index = device.partition(":")
+    if kind not in ("cpu", "cuda") or (index and not index.isdigit()) or (kind == "cpu" and index):
+        raise ValueError(f"--device {device!r}: use cpu, cuda or cuda:N")
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            build = "a CPU-only build" if torch.version.cuda is None else "no visible GPU"
+            raise ValueError(
+                f"--device {device}: no CUDA device is available (torch {torch.__version__}: "
+                f"{build})"
+            )
+        if index and int(index) >= torch.cuda.device_count():
+            raise ValueError(
+                f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) visible"
+            )
+    return device
 
 
 def run(args: argparse.Namespace) -> int:
     import torch
 
     from spectra.core import plan
+    from spectra.core._plan import format_bytes
 
+    if args.n < 1:
+        raise ValueError(f"matrix size n must be >= 1, got {args.n}")
+    if args.batch < 0:
+        raise ValueError(f"batch must be >= 0, got {args.batch}")
+    for name in ("max_memory", "chunk_size"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    device = check_device(args.device)
     p = plan(
         args.n,
         args.batch,
         getattr(torch, args.dtype),
-        args.device,
+        device,
         vectors=not args.eigenvalues_only,
         max_memory=args.max_memory,
         chunk_size=args.chunk_size,
         strategy=args.strategy,
     )
     print(p)
+    if p.bytes_per_matrix > p.memory_budget:
+        print(
+            f"spectra explain: warning: one {args.n}x{args.n} {args.dtype} matrix needs "
+            f"{format_bytes(p.bytes_per_matrix)} of working memory, more than the budget "
+            f"{format_bytes(p.memory_budget)}: the solve will likely run out of memory",
+            file=sys.stderr,
+        )
     return 0

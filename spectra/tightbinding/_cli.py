@@ -36,7 +36,16 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help="k-points per periodic direction for the DOS (default: auto)",
     )
     p.add_argument(
-        "--electrons", type=float, default=None, help="electrons per cell: draw the Fermi level"
+        "--electrons",
+        type=float,
+        default=None,
+        help="electrons per cell: draw the Fermi level (each band holds --spin-degeneracy)",
+    )
+    p.add_argument(
+        "--spin-degeneracy",
+        type=float,
+        default=None,
+        help="electrons per band: 2 for a spinless model (default), 1 for a spinful one",
     )
     p.add_argument(
         "--dim",
@@ -58,8 +67,14 @@ def _load(args: argparse.Namespace) -> Any:
         return graphene(t=-2.7), "graphene"
     path = Path(args.file) if args.file is not None else DEFAULT_MODEL
     if not path.exists():
-        raise SystemExit(f"spectra bands: no such file: {path}")
-    model = read_wannier90(path)
+        raise FileNotFoundError(f"no such file: {path}")
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; give a Wannier90 seedname_hr.dat file")
+    try:
+        model = read_wannier90(path)
+    except (ValueError, UnicodeDecodeError) as exc:
+        hint = "" if path.name.endswith("_hr.dat") else " (expected a seedname_hr.dat file)"
+        raise ValueError(f"{path} is not a Wannier90 _hr.dat file{hint}: {exc}") from None
     dim = args.dim
     if dim is None:  # drop trailing directions that carry no hopping (2D layers, 1D chains)
         rv, _, _ = model.blocks()
@@ -78,11 +93,27 @@ def run(args: argparse.Namespace) -> int:
     from ._kpoints import kpath, monkhorst_pack
     from ._plot import plot_bands
 
+    if args.nk < 2:
+        raise ValueError(f"--nk must be at least 2, got {args.nk}")
+    if args.grid is not None and args.grid < 1:
+        raise ValueError(f"--grid must be at least 1, got {args.grid}")
+    if Path(args.out).suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise ValueError(f"--out {args.out}: use a .png, .svg or .pdf file name")
     model, name = _load(args)
-    try:
-        path = kpath(model, args.path, args.nk)
-    except ValueError as exc:
-        raise SystemExit(f"spectra bands: {exc}") from exc
+    degeneracy = args.spin_degeneracy
+    if degeneracy is None:
+        degeneracy = 2.0 / model.nspin
+    if not degeneracy > 0:
+        raise ValueError(f"--spin-degeneracy must be positive, got {degeneracy:g}")
+    if args.electrons is not None:
+        capacity = model.nstates * degeneracy
+        if not 0 <= args.electrons <= capacity:
+            raise ValueError(
+                f"--electrons {args.electrons:g} is outside [0, {capacity:g}]: the model's "
+                f"{model.nstates} bands hold {degeneracy:g} electrons each "
+                "(see --spin-degeneracy)"
+            )
+    path = kpath(model, args.path, args.nk)
     energies = model.bands(path.k)
     dos_panel = None
     fermi = None
@@ -97,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         if args.dos:
             dos_panel = (grid_e, dos(egrid, grid_e, method="tetrahedron", kgrid=kgrid))
         if args.electrons is not None:
-            fermi = fermi_level(egrid, args.electrons)
+            fermi = fermi_level(egrid, args.electrons, degeneracy=degeneracy)
     plot_bands(
         path,
         energies,

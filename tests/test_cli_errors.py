@@ -1,0 +1,109 @@
+"""Bad command lines: one line on stderr, exit status 2, no traceback; paths checked first."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from spectra.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+GRAPHENE = str(ROOT / "data" / "graphene_hr.dat")
+NO_CUDA = not torch.cuda.is_available()
+
+
+def _bad_lines(tmp: Path) -> list[tuple[list[str], str]]:
+    missing = str(tmp / "no-such-folder" / "x")
+    cases = [
+        (["explain", "-5", "10"], "n must be >= 1"),
+        (["explain", "4", "-1"], "batch must be >= 0"),
+        (["explain", "4", "ten"], "invalid int value"),
+        (["explain", "4", "10", "--strategy", "nosuch"], "unknown strategy 'nosuch'"),
+        (["explain", "4", "10", "--device", "gpu"], "use cpu, cuda or cuda:N"),
+        (["explain", "4", "10", "--max-memory", "0"], "--max-memory must be >= 1"),
+        (["explain", "4", "10", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+        (["check", "--device", "gpu"], "use cpu, cuda or cuda:N"),
+        (["check", "--json", missing + ".json"], "does not exist"),
+        (["bands", str(ROOT / "README.md"), "--out", str(tmp / "b.png")], "not a Wannier90"),
+        (["bands", str(tmp / "missing_hr.dat"), "--out", str(tmp / "b.png")], "no such file"),
+        (["bands", GRAPHENE, "--out", missing + ".png"], "does not exist"),
+        (["bands", GRAPHENE, "--out", str(tmp)], "is a folder"),
+        (["bands", GRAPHENE, "--out", str(tmp / "b.txt")], ".png, .svg or .pdf"),
+        (["bands", GRAPHENE, "--electrons", "5", "--out", str(tmp / "b.png")], "outside [0, 4]"),
+        (["bands", GRAPHENE, "--electrons", "-1", "--out", str(tmp / "b.png")], "outside"),
+        (["nosuchcommand"], "invalid choice"),
+    ]
+    if NO_CUDA:
+        cases.append((["explain", "64", "1024", "--device", "cuda"], "no CUDA device"))
+        cases.append((["check", "--device", "cuda:0"], "no CUDA device"))
+    return cases
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    for argv, expected in _bad_lines(tmp_path):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse's own errors
+            code = exc.code
+        captured = capsys.readouterr()
+        lines = captured.err.strip().splitlines()
+        assert code == 2, (argv, captured.err)
+        assert len(lines) == 1, (argv, captured.err)
+        assert expected in lines[0], (argv, lines[0])
+        assert lines[0].startswith("spectra"), lines[0]
+        assert "Traceback" not in captured.err + captured.out
+    assert not list(tmp_path.iterdir())  # nothing was written by a refused command
+
+
+def test_explain_prints_readable_budget_and_warns_on_one_huge_matrix(capsys):
+    assert main(["explain", "64", "100", "--max-memory", str(3 << 30)]) == 0
+    out = capsys.readouterr()
+    assert "budget 3.0 GiB" in out.out and out.err == ""
+    assert main(["explain", "4096", "2", "--max-memory", str(1 << 20)]) == 0
+    out = capsys.readouterr()
+    assert "budget 1.0 MiB" in out.out
+    assert re.search(r"warning: one 4096x4096 float64 matrix needs [\d.]+ MiB", out.err)
+
+
+def test_bands_counts_two_electrons_per_spinless_band(tmp_path, capsys):
+    out = tmp_path / "graphene.png"
+    assert main(["bands", GRAPHENE, "--electrons", "2", "--grid", "60", "--out", str(out)]) == 0
+    line = capsys.readouterr().out
+    fermi = float(re.search(r"E_F = (\S+) ", line).group(1))
+    assert abs(fermi) < 1e-6  # the Dirac point, not the top of the band (8.1 eV)
+    assert out.stat().st_size > 0
+    # a spin degeneracy of 1 puts 2 electrons at the top of the two bands
+    assert main(["bands", GRAPHENE, "--electrons", "2", "--grid", "30",
+                 "--spin-degeneracy", "1", "--out", str(out)]) == 0  # fmt: skip
+    top = float(re.search(r"E_F = (\S+) ", capsys.readouterr().out).group(1))
+    assert top > 8.0
+
+
+def _run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "spectra", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+
+
+def test_python_m_spectra_version_and_errors_in_a_real_process():
+    from spectra import __version__
+
+    done = _run("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"spectra {__version__}"
+    done = _run("explain", "-5", "10")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "spectra explain: error: matrix size n must be >= 1, got -5"
+    ]
+    done = _run("explain", "-5", "10", env={"SPECTRA_DEBUG": "1"})
+    assert done.returncode != 0 and "Traceback" in done.stderr
