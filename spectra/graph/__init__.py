@@ -23,6 +23,7 @@ from ._embedding import spectral_clustering, spectral_embedding
 from ._heat import heat_kernel_diagonal, heat_kernel_from_spectrum
 from ._kmeans import batched_kmeans
 from ._laplacian import laplacian
+from ._magnetic import MagneticPEResult, magnetic_laplacian, magnetic_laplacian_pe
 from ._pe import LaplacianPEResult, laplacian_pe, multiplicity_groups
 from ._spectrum import LaplacianSpectrum, laplacian_eigh
 
@@ -30,12 +31,16 @@ __all__ = [
     "LaplacianPE",
     "LaplacianPEResult",
     "LaplacianSpectrum",
+    "MagneticLaplacianPE",
+    "MagneticPEResult",
     "batched_kmeans",
     "heat_kernel_diagonal",
     "heat_kernel_from_spectrum",
     "laplacian",
     "laplacian_eigh",
     "laplacian_pe",
+    "magnetic_laplacian",
+    "magnetic_laplacian_pe",
     "multiplicity_groups",
     "spectral_clustering",
     "spectral_embedding",
@@ -47,4 +52,8 @@ def __getattr__(name: str) -> Any:
         from ._transform import LaplacianPE
 
         return LaplacianPE
+    if name == "MagneticLaplacianPE":
+        from ._magnetic_transform import MagneticLaplacianPE
+
+        return MagneticLaplacianPE
     raise AttributeError(f"module 'spectra.graph' has no attribute {name!r}")

@@ -15,6 +15,8 @@ MODULES = [
     "_heat",
     "_kmeans",
     "_laplacian",
+    "_magnetic",
+    "_magnetic_transform",
     "_pe",
     "_spectrum",
     "_transform",
