@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "spectra._commands.check",
     "spectra._commands.bench",
     "spectra._commands.explain",
+    "spectra._commands.scan",
     "spectra.tightbinding._cli",
 )
 
