@@ -1,10 +1,12 @@
-"""Haldane model: Chern number of the lower band vs the sublattice mass -> tb_haldane.png.
+"""Haldane model: Chern number of the lower band vs the mass -> examples/out/tb_haldane.png.
 
 The model is topological (C = -1 in PythTB's sign convention for phi = pi/2) for
 |M| < 3 sqrt(3) t2 and trivial beyond; the Fukui-Hatsugai-Suzuki mesh gives integers.
 
     .venv/bin/python examples/tb_haldane.py
 """
+
+from pathlib import Path
 
 import numpy as np
 
@@ -23,14 +25,18 @@ try:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 except ImportError:
     raise SystemExit("matplotlib not installed: pip install torch-spectra[plot]") from None
-fig, ax = plt.subplots(figsize=(5, 3.2))
+OUT = Path(__file__).resolve().parent / "out"
+OUT.mkdir(exist_ok=True)
+fig, ax = plt.subplots(figsize=(5, 3.2), layout="constrained")
 ax.plot(masses, chern, "o-", ms=3)
 for x in (-critical, critical):
     ax.axvline(x, color="0.6", ls="--")
-ax.set_xlabel("sublattice mass M")
+ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # Chern numbers are integers
+ax.set_xlabel("sublattice mass M (units of |t1|)")
 ax.set_ylabel("Chern number (lower band)")
-ax.set_title(f"Haldane model, t2 = {t2}, phi = pi/2")
-fig.savefig("tb_haldane.png", dpi=150, bbox_inches="tight")
-print("wrote tb_haldane.png")
+ax.set_title(f"Haldane model, t2 = {t2}, φ = π/2")
+fig.savefig(OUT / "tb_haldane.png", dpi=150)
+print(f"wrote {OUT / 'tb_haldane.png'}")

@@ -1,5 +1,5 @@
 """Read a Wannier90 hr.dat (data/haldane_hr.dat, with its .win and _centres.xyz), plot its
-bands, and check a round trip through a written file -> tb_wannier90.png.
+bands, and check a round trip through a written file -> examples/out/tb_wannier90.png.
 
     .venv/bin/python examples/tb_wannier90.py [path/to/seedname_hr.dat]
 """
@@ -28,5 +28,7 @@ with tempfile.TemporaryDirectory() as tmp:
     again = Model.from_wannier90(Path(tmp) / "copy_hr.dat", dim=2)
     print("round trip max |dE| =", float(np.abs(again.bands(p.k) - bands).max()))
 
-plot_bands(p, bands, out="tb_wannier90.png", title=path.name)
-print("wrote tb_wannier90.png")
+OUT = Path(__file__).resolve().parent / "out"
+OUT.mkdir(exist_ok=True)
+plot_bands(p, bands, out=OUT / "tb_wannier90.png", title=path.name, units="eV")
+print(f"wrote {OUT / 'tb_wannier90.png'}")

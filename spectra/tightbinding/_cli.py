@@ -135,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
         dos=dos_panel,
         fermi=fermi,
         out=args.out,
+        units=getattr(model, "units", None),
         title=f"{name}: {model.nstates} bands, {len(path.k)} k-points",
     )
     line = (

@@ -34,9 +34,10 @@ def plot_bands(
     fermi: float | None = None,
     out: Any = None,
     title: str | None = None,
-    ylabel: str = "Energy",
+    ylabel: str | None = None,
     ylim: tuple[float, float] | None = None,
     color: str = "C0",
+    units: str | None = None,
 ) -> Any:
     """Plot a band structure along a :class:`KPath` with ticks, optionally with a DOS panel.
 
@@ -46,8 +47,11 @@ def plot_bands(
     energies : ``(nk, nbands)`` band energies along the path.
     dos : optional ``(energy_grid, dos_values)`` drawn in a side panel sharing the energy
         axis.
-    fermi : draw a dashed line at this energy.
+    fermi : draw a dashed line at this energy, labelled ``E_F``.
     out : save the figure here (the suffix picks PNG/SVG/PDF).
+    units : the energy unit (e.g. ``"eV"``), written on the energy axis and the DOS axis
+        (states per unit per cell); default: none.
+    ylabel : the energy axis label (default ``"E (units)"``).
 
     Returns
     -------
@@ -64,8 +68,10 @@ def plot_bands(
     x = _np(path.distance)
     if e.ndim != 2 or e.shape[0] != x.shape[0]:
         raise ValueError(f"energies must be (nk={x.shape[0]}, nbands), got {e.shape}")
+    if ylabel is None:
+        ylabel = f"E ({units})" if units else "E"
     if dos is None:
-        fig, ax = plt.subplots(figsize=(5, 4))
+        fig, ax = plt.subplots(figsize=(5, 4), layout="constrained")
         side = None
     else:
         fig, (ax, side) = plt.subplots(
@@ -73,7 +79,8 @@ def plot_bands(
             2,
             figsize=(6.5, 4),
             sharey=True,
-            gridspec_kw={"width_ratios": [3, 1], "wspace": 0.05},
+            layout="constrained",
+            gridspec_kw={"width_ratios": [3, 1]},
         )
     visible = e < 1e29  # PySCF's dropped orbitals sit at 1e30
     # break the lines at path discontinuities (repeated distances)
@@ -93,19 +100,30 @@ def plot_bands(
         ax.set_ylim(*ylim)
     if fermi is not None:
         ax.axhline(fermi, color="k", ls="--", lw=0.8)
+        ax.annotate(
+            "$E_F$",
+            (1.0, fermi),
+            xycoords=("axes fraction", "data"),
+            xytext=(-3, 2),
+            textcoords="offset points",
+            ha="right",
+            va="bottom",
+            fontsize=9,
+        )
     if side is not None and dos is not None:
         grid, values = _np(dos[0]), _np(dos[1])
         side.plot(values, grid, color=color, lw=1.0)
         side.fill_betweenx(grid, 0, values, color=color, alpha=0.25)
-        side.set_xlabel("DOS")
+        side.set_xlabel(f"DOS (1/{units}/cell)" if units else "DOS (per cell)")
         side.set_xlim(left=0)
-        side.set_xticks([])
+        side.xaxis.set_major_locator(plt.MaxNLocator(2))
+        side.tick_params(axis="y", left=False)
         if fermi is not None:
             side.axhline(fermi, color="k", ls="--", lw=0.8)
     if title:
         ax.set_title(title)
     if out is not None:
-        fig.savefig(out, dpi=150, bbox_inches="tight")
+        fig.savefig(out, dpi=150)
     return fig
 
 
