@@ -194,9 +194,14 @@ def _load(path: Path, select, ignore) -> ParsedFile:
                 cell, line = where[exc.line - 1]
                 raise ScanError(name, f"cell {cell}: {exc.problem}", line, exc.col) from None
             raise
+        def in_cell(m: re.Match) -> str:
+            cell, line = where[min(int(m.group(1)), len(where)) - 1]
+            return f"(cell {cell}, line {line})"
+
         for f in parsed.findings:
             f.cell, f.line = where[f.line - 1]
             f.end_line = where[min(f.end_line, len(where)) - 1][1]
+            f.message = re.sub(r"\(line (\d+)\)", in_cell, f.message)
         return parsed
     try:
         with tokenize.open(path) as handle:

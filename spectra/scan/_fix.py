@@ -55,7 +55,11 @@ def plan_fix(finding: Finding, tree: ast.Module, lines: list[str], names: Names,
     """The edit that rewrites ``finding``, or raise :class:`Unsafe` saying why not."""
     ctx = finding.context
     if ctx is None or finding.code not in ("SPX001", "SPX002"):
-        raise Unsafe("only loops and list comprehensions are rewritten")
+        raise Unsafe("map() is reported, not rewritten")
+    if ctx.kind == "while":
+        raise Unsafe("while loops are reported, not rewritten")
+    if ctx.kind == "comp" and not isinstance(ctx.node, ast.ListComp):
+        raise Unsafe("only list comprehensions are rewritten (this one is not a list)")
     call, solver = finding.node, finding.solver
     lib = solver.split(".")[0]
     if solver == "torch.symeig":
@@ -161,6 +165,8 @@ def _plan_loop(finding, loop: ast.For, mats, parents, names, sp, lines) -> Edit:
             if w == v:
                 raise Unsafe("unpacks both results into one name")
             result.update({w: "values", v: "vectors"})
+        elif isinstance(target, (ast.Subscript, ast.Attribute)):
+            raise Unsafe(f"stores into `{ast.unparse(target)}`; only appends are rewritten")
         else:
             raise Unsafe("the result is unpacked in an unusual way")
         rest = body[1:]
