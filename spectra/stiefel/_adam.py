@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ._batched import Job, riemannian_grad, run_jobs
+from ._batched import Job, check_stabilize, riemannian_grad, run_jobs, stabilize_group
 from ._sgd import _check_retraction
 
 
@@ -28,6 +28,13 @@ class RiemannianAdam(torch.optim.Optimizer):
     lr, betas, eps, weight_decay, amsgrad, maximize : as ``torch.optim.Adam``.
     retraction : ``"polar"``, ``"qr"`` or ``"cayley"``; default ``None`` uses each
         parameter's ``manifold.retraction``.
+    stabilize : as geoopt: when a parameter's step count reaches a multiple of
+        ``stabilize``, the group's Stiefel parameters are projected back onto the manifold
+        and their first moments onto the tangent spaces; ``None`` (default) never.
+
+    With ``Stiefel(metric="canonical")`` parameters this is geoopt's ``RiemannianAdam`` on
+    its default ``Stiefel()`` (canonical inner product for the second moment, Cayley
+    retraction, first moment transported by the same Cayley operator).
 
     Examples
     --------
@@ -53,9 +60,11 @@ class RiemannianAdam(torch.optim.Optimizer):
         *,
         maximize: bool = False,
         retraction: str | None = None,
+        stabilize: int | None = None,
     ) -> None:
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
+        check_stabilize(stabilize)
         if eps < 0.0:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
@@ -71,6 +80,7 @@ class RiemannianAdam(torch.optim.Optimizer):
             "amsgrad": amsgrad,
             "maximize": maximize,
             "retraction": retraction,
+            "stabilize": stabilize,
         }
         super().__init__(params, defaults)
 
@@ -82,6 +92,7 @@ class RiemannianAdam(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         jobs: list[Job] = []
+        due: list[dict] = []
         for group in self.param_groups:
             _check_retraction(group["retraction"])
             beta1, beta2 = group["betas"]
@@ -104,6 +115,9 @@ class RiemannianAdam(torch.optim.Optimizer):
                     if group["amsgrad"]:
                         state["max_exp_avg_sq"] = torch.zeros_like(sq)
                 state["step"] += 1
+                every = group.get("stabilize")
+                if every is not None and state["step"] % every == 0 and group not in due:
+                    due.append(group)
                 m, v = state["exp_avg"], state["exp_avg_sq"]
                 m.mul_(beta1).add_(g, alpha=1 - beta1)
                 v.mul_(beta2).add_(sq, alpha=1 - beta2)
@@ -119,4 +133,6 @@ class RiemannianAdam(torch.optim.Optimizer):
                     method = group["retraction"] or manifold.retraction
                     jobs.append(Job(p, manifold, direction.mul(-lr), method, [m]))
         run_jobs(jobs)
+        for group in due:
+            stabilize_group(group, self.state, "exp_avg")
         return loss

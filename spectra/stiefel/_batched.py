@@ -43,7 +43,7 @@ def riemannian_grad(
     if group["weight_decay"] != 0:
         g = g.add(p, alpha=group["weight_decay"])
     if manifold is not None:
-        g = manifold.proj(p, g)
+        g = manifold.egrad2rgrad(p, g)
     return g, manifold
 
 
@@ -70,9 +70,9 @@ def run_jobs(jobs: list[Job]) -> None:
         p = job.param
         if p.numel() == 0:
             continue
-        key = (tuple(p.shape[-2:]), p.dtype, p.device, job.method)
+        key = (tuple(p.shape[-2:]), p.dtype, p.device, job.method, job.manifold.metric)
         buckets.setdefault(key, []).append(job)
-    for (shape, _, _, method), members in buckets.items():
+    for (shape, _, _, method, _), members in buckets.items():
         manifold = members[0].manifold
         x = _stack([j.param.detach() for j in members], shape)
         xi = _stack([j.step for j in members], shape)
@@ -81,7 +81,30 @@ def run_jobs(jobs: list[Job]) -> None:
         for j in members:
             count = j.param.numel() // (shape[0] * shape[1])
             new = y[start : start + count].reshape(j.param.shape)
+            old = x[start : start + count].reshape(j.param.shape)
+            step = xi[start : start + count].reshape(j.param.shape)
             start += count
-            j.param.copy_(new)
             for v in j.vectors:
-                v.copy_(manifold.transport(new, new, v))
+                v.copy_(manifold.transport_step(old, step, new, v, method))
+            j.param.copy_(new)
+
+
+def stabilize_group(group: dict, state: dict, buffer: str) -> None:
+    """geoopt's ``stabilize_group``: put every Stiefel parameter of ``group`` back onto its
+    manifold (:meth:`Stiefel.projx`) and its ``buffer`` state (momentum, first moment) back
+    onto the tangent space (:meth:`Stiefel.proju`)."""
+    for p in group["params"]:
+        manifold = manifold_of(p)
+        if manifold is None or p.numel() == 0:
+            continue
+        p.copy_(manifold.projx(p.detach()))
+        buf = state.get(p, {}).get(buffer)
+        if buf is not None:
+            buf.copy_(manifold.proju(p.detach(), buf))
+
+
+def check_stabilize(stabilize: int | None) -> None:
+    if stabilize is not None and (
+        isinstance(stabilize, bool) or not isinstance(stabilize, int) or stabilize < 1
+    ):
+        raise ValueError(f"stabilize must be None or a positive integer, got {stabilize!r}")

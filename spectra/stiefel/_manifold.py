@@ -1,4 +1,4 @@
-"""The Stiefel manifold ``St(n, p) = {X : X^H X = I}`` with the Euclidean metric."""
+"""The Stiefel manifold ``St(n, p) = {X : X^H X = I}`` with the Euclidean or canonical metric."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ from typing import Any, TypeVar
 
 import torch
 
-from ..core import as_tensor, default_tolerance, eigvalsh, restore
+from ..core import eigvalsh
+from ..core.domain import as_tensor, default_tolerance, restore
+from ._canonical import (
+    METRICS,
+    _cayley_apply,
+    canonical_inner,
+    canonical_rgrad,
+    cayley_transport,
+    retract_cayley_canonical,
+)
 from ._polar import _batch_indices, herm, polar
 from ._retractions import RETRACTIONS
 
@@ -76,7 +85,7 @@ def _check_finite(t: torch.Tensor, name: str) -> None:
 
 
 class Stiefel:
-    """Batches of ``n x p`` matrices with orthonormal columns, ``X^H X = I`` (Euclidean metric).
+    """Batches of ``n x p`` matrices with orthonormal columns, ``X^H X = I``.
 
     Works on ``(..., n, p)`` tensors, real (orthonormal frames) or complex (unitary frames);
     every method handles the whole batch at once. The polar retraction, ``projx``,
@@ -85,8 +94,20 @@ class Stiefel:
 
     Parameters
     ----------
-    retraction : ``"polar"`` (default, through the core), ``"qr"`` or ``"cayley"``: the
-        retraction used by :meth:`retract` and by the optimizers when none is named.
+    retraction : ``"polar"`` (through the core), ``"qr"`` or ``"cayley"``: the retraction
+        used by :meth:`retract` and by the optimizers when none is named. Default:
+        ``"polar"`` for the Euclidean metric, ``"cayley"`` for the canonical one.
+    metric : ``"euclidean"`` (default; geoopt's ``EuclideanStiefel``) or ``"canonical"``
+        (geoopt's default ``Stiefel()``, ``CanonicalStiefel``): ``<u, v> = Re tr(u^H (I -
+        X X^H / 2) v)``, Riemannian gradient ``G - X G^H X``, and ``"cayley"`` is geoopt's
+        ``CanonicalStiefel.retr`` ``(I - A/2)^(-1)(I + A/2) X`` with ``A = u X^H - X u^H``,
+        computed through a ``2p x 2p`` solve. Under the Euclidean metric ``"cayley"`` is
+        Wen & Yin's form, which moves along a tangent ``xi`` to first order.
+
+    geoopt's method names are aliases where they mean the same: ``egrad2rgrad``, ``proju``
+    (under the canonical metric, geoopt's ``proju`` is its gradient conversion, and so is
+    ours), ``retr``, ``retr_transp``, ``transp``, ``projx``. ``dist(x, y)`` is the distance
+    between two points; :meth:`distance_to_manifold` measures how far a matrix is from it.
 
     Examples
     --------
@@ -103,35 +124,66 @@ class Stiefel:
 
     ndim = 2
 
-    def __init__(self, retraction: str = "polar") -> None:
+    def __init__(self, retraction: str | None = None, metric: str = "euclidean") -> None:
+        if metric not in METRICS:
+            raise ValueError(f"unknown metric {metric!r}; choose one of {list(METRICS)}")
+        if retraction is None:
+            retraction = "cayley" if metric == "canonical" else "polar"
         if retraction not in RETRACTIONS:
             raise ValueError(
                 f"unknown retraction {retraction!r}; choose one of {sorted(RETRACTIONS)}"
             )
         self.retraction = retraction
+        self.metric = metric
 
     def __repr__(self) -> str:
-        return f"Stiefel(retraction={self.retraction!r})"
+        if self.metric == "euclidean":
+            return f"Stiefel(retraction={self.retraction!r})"
+        return f"Stiefel(retraction={self.retraction!r}, metric={self.metric!r})"
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.retraction == self.retraction  # type: ignore[attr-defined]
+        return (
+            type(other) is type(self)
+            and other.retraction == self.retraction  # type: ignore[attr-defined]
+            and other.metric == self.metric  # type: ignore[attr-defined]
+        )
 
     def __hash__(self) -> int:
-        return hash((type(self).__name__, self.retraction))
+        return hash((type(self).__name__, self.retraction, self.metric))
 
     # tangent spaces -------------------------------------------------------------------
     @_array_io
     def proj(self, x: Any, u: Any) -> Any:
         """Orthogonal projection of ``u`` onto the tangent space at ``x``: ``u - x herm(x^H u)``.
 
-        Also the Riemannian gradient of a function with Euclidean gradient ``u``
-        (:meth:`egrad2rgrad`).
+        Under the Euclidean metric this is also the Riemannian gradient of a function with
+        Euclidean gradient ``u`` (:meth:`egrad2rgrad`).
         """
         check_frames(x)
         return u - x @ herm(x.mH @ u)
 
-    egrad2rgrad = proj
-    proju = proj
+    @_array_io
+    def egrad2rgrad(self, x: Any, g: Any) -> Any:
+        """Riemannian gradient from the Euclidean gradient ``g``: :meth:`proj` under the
+        Euclidean metric, ``g - x g^H x`` under the canonical one (as geoopt).
+
+        >>> import torch
+        >>> from spectra.stiefel import Stiefel
+        >>> st = Stiefel(metric="canonical")
+        >>> x = st.random(5, 6, 2, dtype=torch.float64); g = torch.randn_like(x)
+        >>> bool(st.check_tangent(x, st.egrad2rgrad(x, g)))
+        True
+        """
+        check_frames(x)
+        if self.metric == "canonical":
+            return canonical_rgrad(x, g)
+        return g - x @ herm(x.mH @ g)
+
+    def proju(self, x: Any, u: Any) -> Any:
+        """geoopt's ``proju``: :meth:`proj` under the Euclidean metric; under the canonical
+        metric geoopt's ``CanonicalStiefel.proju`` is its gradient conversion
+        ``u - x u^H x`` (not idempotent on tangent vectors), and so is this."""
+        return self.egrad2rgrad(x, u) if self.metric == "canonical" else self.proj(x, u)
 
     @_array_io
     def transport(self, x: Any, y: Any, v: Any) -> Any:
@@ -143,8 +195,11 @@ class Stiefel:
 
     @_array_io
     def inner(self, x: Any, u: Any, v: Any = None, *, keepdim: bool = False) -> Any:
-        """Euclidean inner product ``Re tr(u^H v)`` of tangent vectors, per matrix."""
+        """Inner product of tangent vectors per matrix: ``Re tr(u^H v)`` (Euclidean) or
+        ``Re tr(u^H (I - x x^H / 2) v)`` (canonical)."""
         v = u if v is None else v
+        if self.metric == "canonical":
+            return canonical_inner(x, u, v, keepdim)
         out = (u.conj() * v).real if u.is_complex() or v.is_complex() else u * v
         return out.sum((-2, -1), keepdim=keepdim)
 
@@ -176,8 +231,11 @@ class Stiefel:
                 f"xi has shape {tuple(xi.shape)}, expected (..., "
                 f"{x.shape[-2]}, {x.shape[-1]}) like X"
             )
+        fn = RETRACTIONS[method]
+        if method == "cayley" and self.metric == "canonical":
+            fn = retract_cayley_canonical
         try:
-            y = RETRACTIONS[method](x, xi)
+            y = fn(x, xi)
             if method != "polar":  # polar already checked its Gram eigenvalues
                 _check_finite(y.detach(), f"retract(method={method!r}) output")
         except ValueError:  # name the culprit input (checked on the error path only)
@@ -191,16 +249,34 @@ class Stiefel:
     def retract_transport(
         self, x: Any, xi: Any, v: Any, method: str | None = None
     ) -> tuple[Any, Any]:
-        """Retract ``x`` along ``xi`` and transport ``v`` to the new point."""
+        """Retract ``x`` along ``xi`` and transport ``v`` to the new point (geoopt's
+        ``retr_transp``): by projection, or, for the canonical Cayley retraction, by the
+        same Cayley operator (geoopt's ``transp_follow_retr``), in one ``2p x 2p`` solve."""
+        method = self.retraction if method is None else method
+        if method == "cayley" and self.metric == "canonical":
+            xt, origin = as_tensor(x, "X")
+            check_frames(xt)
+            y, (w,) = cayley_transport(xt, as_tensor(xi, "xi")[0], [as_tensor(v, "v")[0]])
+            return restore(y, origin), restore(w, origin)
         y = self.retract(x, xi, method)
         return y, self.transport(x, y, v)
+
+    retr_transp = retract_transport
+
+    def transport_step(self, x: Any, xi: Any, y: Any, v: Any, method: str | None = None) -> Any:
+        """Transport ``v`` from ``x`` to ``y = retract(x, xi, method)`` the way
+        :meth:`retract_transport` does (the optimizers' momentum transport)."""
+        method = self.retraction if method is None else method
+        if method == "cayley" and self.metric == "canonical":
+            return _cayley_apply(x, xi, v)
+        return self.transport(x, y, v)
 
     @_array_io
     def projx(self, x: Any) -> Any:
         """The nearest point on the manifold (Frobenius norm): the polar factor of ``x``."""
         check_frames(x)
         try:
-            return polar(x, where="projx")
+            return polar(x, where="projx", precise=True)
         except ValueError:
             _check_finite(x.detach(), "X")
             raise
@@ -221,9 +297,29 @@ class Stiefel:
         if len(shape) < 2 or shape[-1] > shape[-2]:
             raise ValueError(f"random: expected a shape (..., n, p) with p <= n, got {shape}")
         g = torch.randn(*shape, dtype=dtype, device=device, generator=generator)
-        return polar(g, where="random")
+        return polar(g, where="random", precise=True)
 
-    # distance to the manifold -------------------------------------------------------
+    # distances ----------------------------------------------------------------------
+    @_array_io
+    def dist(self, x: Any, y: Any) -> Any:
+        """Distance between points ``x`` and ``y``: the chordal (Frobenius) distance
+        ``||x - y||_F``, per matrix. The geodesic distance has no closed form on the Stiefel
+        manifold (geoopt's ``Stiefel.dist`` raises ``NotImplementedError``); the chordal one
+        differs from it by ``O(d^3)`` for nearby points under the Euclidean metric. The
+        distance of a matrix *to* the manifold is :meth:`distance_to_manifold`.
+
+        >>> import torch
+        >>> from spectra.stiefel import Stiefel
+        >>> x = torch.eye(3, 2, dtype=torch.float64)
+        >>> round(float(Stiefel().dist(x, -x)) ** 2, 12)
+        8.0
+        """
+        check_frames(x)
+        check_frames(y, "Y")
+        d = x - y
+        sq = (d.conj() * d).real if d.is_complex() else d * d
+        return sq.sum((-2, -1)).sqrt()
+
     @_array_io
     def orthogonality_error(self, x: Any) -> Any:
         """``max |X^H X - I|`` per matrix (shape: the batch shape)."""
@@ -234,7 +330,7 @@ class Stiefel:
         return err.amax((-2, -1)) if p > 0 else err.sum((-2, -1))
 
     @_array_io
-    def dist(self, x: Any) -> Any:
+    def distance_to_manifold(self, x: Any) -> Any:
         """Frobenius distance from ``x`` to the manifold, ``sqrt(sum_i (s_i - 1)^2)``.
 
         ``s_i`` are the singular values of ``x``, from one core ``eigvalsh`` call on the

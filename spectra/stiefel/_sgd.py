@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ._batched import Job, riemannian_grad, run_jobs
+from ._batched import Job, check_stabilize, riemannian_grad, run_jobs, stabilize_group
 from ._retractions import RETRACTIONS
 
 
@@ -33,6 +33,12 @@ class RiemannianSGD(torch.optim.Optimizer):
     lr, momentum, dampening, weight_decay, nesterov, maximize : as ``torch.optim.SGD``.
     retraction : ``"polar"``, ``"qr"`` or ``"cayley"``; default ``None`` uses each
         parameter's ``manifold.retraction``. May be set per group.
+    stabilize : as geoopt: every ``stabilize`` steps (counted per group) the Stiefel
+        parameters are projected back onto the manifold and their momentum buffers onto the
+        tangent spaces; ``None`` (default) never.
+
+    The momentum buffer starts as the first Riemannian gradient (``torch.optim.SGD``'s rule);
+    geoopt starts it from the raw Euclidean gradient, so with momentum the first steps differ.
 
     Examples
     --------
@@ -64,9 +70,11 @@ class RiemannianSGD(torch.optim.Optimizer):
         *,
         maximize: bool = False,
         retraction: str | None = None,
+        stabilize: int | None = None,
     ) -> None:
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
+        check_stabilize(stabilize)
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
@@ -82,6 +90,7 @@ class RiemannianSGD(torch.optim.Optimizer):
             "nesterov": nesterov,
             "maximize": maximize,
             "retraction": retraction,
+            "stabilize": stabilize,
         }
         super().__init__(params, defaults)
 
@@ -122,4 +131,9 @@ class RiemannianSGD(torch.optim.Optimizer):
                         Job(p, manifold, d.mul(-lr), method, [buf] if buf is not None else [])
                     )
         run_jobs(jobs)
+        for group in self.param_groups:
+            group["step"] = group.get("step", 0) + 1
+            every = group.get("stabilize")
+            if every is not None and group["step"] % every == 0:
+                stabilize_group(group, self.state, "momentum_buffer")
         return loss

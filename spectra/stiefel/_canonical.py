@@ -1,0 +1,84 @@
+"""The canonical metric on the Stiefel manifold (geoopt's default ``Stiefel()``).
+
+``<u, v>_X = Re tr(u^H (I - X X^H / 2) v)``; the Riemannian gradient of a function with
+Euclidean gradient ``G`` is ``G - X G^H X``; the Cayley retraction (geoopt's
+``CanonicalStiefel.retr``) is
+
+    R_X(u) = (I - A/2)^(-1) (I + A/2) X,    A = u X^H - X u^H,
+
+and the vector transport that follows it applies the same Cayley operator to ``v``. Here the
+``n x n`` solve is never formed: ``A = U V^H`` with ``U = [u, X]``, ``V = [X, -u]`` (rank
+``2p``), and the Sherman-Morrison-Woodbury identity gives
+
+    (I - A/2)^(-1) (I + A/2) Z = Z + U (I - V^H U / 2)^(-1) V^H Z,
+
+one ``2p x 2p`` solve per matrix for the point and every transported vector together.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._retractions import _fanned
+
+METRICS = ("euclidean", "canonical")
+
+
+def canonical_rgrad(x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """Riemannian gradient under the canonical metric: ``G - X G^H X``."""
+    return g - x @ (g.mH @ x)
+
+
+def canonical_inner(
+    x: torch.Tensor, u: torch.Tensor, v: torch.Tensor, keepdim: bool
+) -> torch.Tensor:
+    """``Re tr(u^H v) - Re tr((X^H u)^H (X^H v)) / 2`` per matrix."""
+    xu, xv = x.mH @ u, x.mH @ v
+
+    def re_dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        prod = a.conj() * b if a.is_complex() or b.is_complex() else a * b
+        return (prod.real if prod.is_complex() else prod).sum((-2, -1), keepdim=keepdim)
+
+    return re_dot(u, v) - 0.5 * re_dot(xu, xv)
+
+
+def _cayley_apply(x: torch.Tensor, u: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """``(I - A/2)^(-1) (I + A/2) Z`` with ``A = u X^H - X u^H``, by the ``2p x 2p`` form."""
+    p = x.shape[-1]
+    left = torch.cat([u, x], dim=-1)  # U
+    right = torch.cat([x, -u], dim=-1)  # V
+    eye = torch.eye(2 * p, dtype=x.dtype, device=x.device)
+    lhs = eye - 0.5 * (right.mH @ left)
+    return z + left @ torch.linalg.solve(lhs, right.mH @ z)
+
+
+def _cayley_point(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    return _cayley_apply(x, u, x)
+
+
+def retract_cayley_canonical(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """geoopt's ``CanonicalStiefel.retr``: ``(I - A/2)^(-1)(I + A/2) X``, ``A = u X^H - X u^H``
+    (a ``2p x 2p`` solve per matrix instead of geoopt's ``n x n``)."""
+    return _fanned(_cayley_point, x, u)
+
+
+def cayley_transport(
+    x: torch.Tensor, u: torch.Tensor, vectors: list[torch.Tensor]
+) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """The retracted point and ``vectors`` moved by the same Cayley operator (geoopt's
+    ``retr_transp`` / ``transp_follow_retr``), in one solve."""
+    p = x.shape[-1]
+    shape = torch.broadcast_shapes(x.shape, u.shape, *(v.shape for v in vectors))
+    z = torch.cat([x.expand(shape)] + [v.expand(shape) for v in vectors], dim=-1)
+    out = _cayley_apply(x.expand(shape), u.expand(shape), z)
+    parts = out.split(p, dim=-1)
+    return parts[0], list(parts[1:])
+
+
+__all__ = [
+    "METRICS",
+    "canonical_inner",
+    "canonical_rgrad",
+    "cayley_transport",
+    "retract_cayley_canonical",
+]
