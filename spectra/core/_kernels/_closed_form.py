@@ -127,13 +127,21 @@ def _peak(diag: list[torch.Tensor], off: dict[tuple[int, int], Z]) -> torch.Tens
 def eig2(
     a: torch.Tensor, b: Z, d: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, tuple[Z, Z], tuple[Z, Z]]:
-    """Eigenpairs of ``[[a, b], [conj(b), d]]`` (entries O(1)): ``(w1 <= w2, v1, v2)``.
+    """Eigenpairs of ``[[a, b], [conj(b), d]]``: ``(w1 <= w2, v1, v2)``.
 
     ``v2`` is ``(h + r, conj b)`` if ``h = (a - d)/2 >= 0`` else ``(b, r - h)`` (no
     cancellation either way), normalized; ``v1 = (-conj v2[1], conj v2[0])``.
     """
     h = 0.5 * (a - d)
     mid = 0.5 * (a + d)
+    # scale (h, b) by a power of two: squares of tiny entries (a 2x2 left after deflating a
+    # huge eigenvalue) would underflow and the vectors would lose their norm
+    peak = torch.maximum(h.abs(), b.re.abs())
+    if b.im is not None:
+        peak = torch.maximum(peak, b.im.abs())
+    sc = _pow2_scale(peak)
+    inv_sc = 1.0 / sc
+    h, b = h * inv_sc, b.scale(inv_sc)
     r = torch.sqrt(h * h + b.abs2())
     pos = h >= 0
     x = _where(pos, Z(h + r), b)
@@ -146,7 +154,7 @@ def eig2(
     y = _where(zero, nil, y.scale(inv))
     v2 = (x, y)
     v1 = (Z(-y.re, y.im), x.conj())  # (-conj y, conj x)
-    return mid - r, mid + r, v1, v2
+    return mid - r * sc, mid + r * sc, v1, v2
 
 
 def _cross(u: list[Z], v: list[Z]) -> list[Z]:

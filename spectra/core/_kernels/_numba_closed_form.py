@@ -52,6 +52,9 @@ def eig2(a, b, d):
     ``v1 = (-y, x)``."""
     h = 0.5 * (a - d)
     mid = 0.5 * (a + d)
+    sc = max(abs(h), abs(b))  # no underflow in the squares of a tiny 2x2
+    sc = sc if sc > 0.0 else 1.0
+    h, b = h / sc, b / sc
     r = math.sqrt(h * h + b * b)
     pos = h >= 0
     x = h + r if pos else b
@@ -61,7 +64,7 @@ def eig2(a, b, d):
     inv = 1.0 / (1.0 if zero else nrm)
     x = 1.0 if zero else x * inv
     y = 0.0 if zero else y * inv
-    return mid - r, mid + r, x, y
+    return mid - r * sc, mid + r * sc, x, y
 
 
 @jit

@@ -10,9 +10,11 @@ copied from the columns (``A`` stays exactly symmetric). The same formulation is
 GPU kernel would use (a Triton program per block of lanes, the block in registers/SRAM).
 
 Every lane is scaled by its largest entry first (no overflow or underflow at 1e+-150), and
-computed in float64 whatever the input precision; sweeps stop once every lane of the block
+computed in float64 whatever the input precision; a lane stops once it
 has ``off(A) <= tol ||A||_F`` (``tol`` is the *input* precision: float32 needs fewer sweeps).
-Eigenvalues come out sorted ascending with the matching eigenvectors.
+A converged lane is frozen (identity rotations, exact no-ops), so a lane's result does not
+depend on its neighbours in the block. Eigenvalues come out sorted ascending with the
+matching eigenvectors.
 
 This module imports numba: the core imports it on first use; each kernel compiles on its
 first call for a dtype, or loads from numba's cache (``cache=True``).
@@ -59,8 +61,9 @@ def _load(a, start, m, n, buf, scale):
 
 
 @jit
-def _off_ratio(A, n, tol2, off, tot):
-    """Whether every lane has ``sum_{i != j} a_ij^2 <= tol2 * sum a_ij^2``."""
+def _converged(A, n, tol2, off, tot, done):
+    """Mark lanes with ``sum_{i != j} a_ij^2 <= tol2 * sum a_ij^2`` as done (they are frozen
+    from then on, so a lane's result never depends on its neighbours); all done?"""
     L = LANES
     off[:] = 0.0
     tot[:] = 0.0
@@ -70,10 +73,11 @@ def _off_ratio(A, n, tol2, off, tot):
             acc = tot if i == j else off
             for lane in range(L):
                 acc[lane] += x[lane] * x[lane]
-    for lane in range(L):  # noqa: SIM110 - an explicit loop in numba code
-        if off[lane] > tol2 * (tot[lane] + off[lane]):
-            return False
-    return True
+    alldone = True
+    for lane in range(L):
+        done[lane] = done[lane] or off[lane] <= tol2 * (tot[lane] + off[lane])
+        alldone = alldone and done[lane]
+    return alldone
 
 
 @jit
@@ -85,7 +89,7 @@ def _row(A, i, n):
 
 
 @jit
-def _rotate(A, V, n, p, q, c, s, vectors):
+def _rotate(A, V, n, p, q, c, s, done, vectors):
     """Annihilate ``a_pq`` in every lane (one Jacobi rotation per lane)."""
     L = LANES
     app, aqq = _row(A, p * n + p, n), _row(A, q * n + q, n)
@@ -95,7 +99,7 @@ def _rotate(A, V, n, p, q, c, s, vectors):
         theta = (aqq[lane] - app[lane]) / (2.0 * x)
         t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
         t = -t if theta < 0.0 else t
-        t = 0.0 if x == 0.0 else t
+        t = 0.0 if x == 0.0 or done[lane] else t  # identity: exact no-op
         cc = 1.0 / math.sqrt(t * t + 1.0)
         c[lane] = cc
         s[lane] = t * cc
@@ -141,6 +145,7 @@ def jacobi_real(a, w, vt, tol):
     V = np.empty(n * n * L)
     c, s = np.empty(L), np.empty(L)
     scale = np.empty(L)
+    done = np.zeros(L, dtype=np.bool_)
     order = np.empty(n, dtype=np.int64)
     tol2 = tol * tol
     worst = 0
@@ -152,10 +157,11 @@ def jacobi_real(a, w, vt, tol):
             for i in range(n):
                 V[(i * n + i) * L : (i * n + i + 1) * L] = 1.0
         sweeps = 0
-        while sweeps < MAX_SWEEPS and not _off_ratio(A, n, tol2, c, s):
+        done[:] = False
+        while sweeps < MAX_SWEEPS and not _converged(A, n, tol2, c, s, done):
             for p in range(n - 1):
                 for q in range(p + 1, n):
-                    _rotate(A, V, n, p, q, c, s, vectors)
+                    _rotate(A, V, n, p, q, c, s, done, vectors)
             sweeps += 1
         worst = max(worst, sweeps)
         _store(A, V, n, start, m, scale, order, w, vt, vectors)

@@ -1,0 +1,183 @@
+"""The small-matrix kernels (closed forms, numba Jacobi and QL) against SciPy.
+
+Accuracy is measured as in LAPACK's tests: relative residual ``||AV - VW|| / ||A||`` and
+``||V^H V - I||`` within ``30 n eps``, eigenvalues within ``30 n eps ||A||`` of SciPy, on
+adversarial spectra, in both precisions. The registry-wide tests
+(``test_strategies.py``, ``test_trust_inputs.py``) also run every kernel strategy.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.linalg
+import torch
+
+import spectra
+from spectra.core import STRATEGIES
+from spectra.core._kernels import _closed_form
+
+from .helpers import random_hermitian, with_spectrum
+
+REAL = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+KERNELS = {  # strategy -> sizes it solves itself (other sizes go to torch.linalg.eigh)
+    "closed-form": (1, 2, 3),
+    "numba-jacobi": (1, 2, 4, 5, 8, 13, 16),
+    "numba-ql": (1, 2, 3, 4, 7, 12, 16, 25, 32),
+}
+CASES = [(s, n) for s, sizes in KERNELS.items() for n in sizes]
+
+
+def eps(dtype: torch.dtype) -> float:
+    return torch.finfo(REAL.get(dtype, dtype)).eps
+
+
+def spectra_of(kind: str, n: int, batch: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
+    """A batch of ``n x n`` Hermitian matrices with the named spectrum."""
+    gen = torch.Generator().manual_seed(seed)
+    big = 1e150 if REAL.get(dtype, dtype) == torch.float64 else 1e30
+    if kind == "random":
+        return random_hermitian((batch,), n, dtype, seed=seed)
+    if kind == "huge":
+        return (random_hermitian((batch,), n, REAL.get(dtype, dtype), seed=seed) * big).to(dtype)
+    if kind == "tiny":
+        return (random_hermitian((batch,), n, REAL.get(dtype, dtype), seed=seed) / big).to(dtype)
+    if kind == "diagonal":
+        return torch.diag_embed(torch.randn(batch, n, generator=gen, dtype=torch.float64)).to(dtype)
+    if kind == "graded":  # entries spanning 1e-8 .. 1e8
+        d = torch.logspace(-8, 8, n, dtype=torch.float64) if n > 1 else torch.ones(1).double()
+        x = random_hermitian((batch,), n, torch.float64, seed=seed)
+        return (d[:, None] * x * d[None, :]).to(dtype)
+    if kind == "clustered":
+        lam = 1.0 + 1e-9 * torch.randn(batch, n, generator=gen, dtype=torch.float64)
+    elif kind == "repeated":
+        lam = torch.ones(batch, n, dtype=torch.float64)
+        lam[:, n // 2 :] = -2.0
+    elif kind == "rank-one":
+        lam = torch.zeros(batch, n, dtype=torch.float64)
+        lam[:, -1] = 3.0
+    else:
+        raise ValueError(kind)
+    return with_spectrum(lam, dtype, seed=seed)
+
+
+def check(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
+    """The issue's accuracy contract, against SciPy in double precision."""
+    n, dtype = a.shape[-1], a.dtype
+    bound = 30 * n * eps(dtype)
+    wide = a.to(torch.complex128 if a.is_complex() else torch.float64)
+    norm = torch.linalg.matrix_norm(wide).clamp_min(torch.finfo(torch.float64).tiny)
+    assert w.dtype == REAL.get(dtype, dtype) and w.shape == a.shape[:-1]
+    assert bool((w[..., 1:] >= w[..., :-1]).all()), "eigenvalues not ascending"
+    ref = np.stack([scipy.linalg.eigvalsh(x) for x in wide.numpy()])
+    err = ((w.double() - torch.from_numpy(ref)).abs().amax(-1) / norm).max()
+    assert err <= bound, f"eigenvalue error {err / eps(dtype):.1f} eps"
+    if v is None:
+        return
+    vw = v.to(wide.dtype)
+    res = torch.linalg.matrix_norm(wide @ vw - vw * w.double().to(wide.dtype)[..., None, :])
+    assert (res / norm).max() <= bound, f"residual {(res / norm).max() / eps(dtype):.1f} eps"
+    orth = (vw.mH @ vw - torch.eye(n, dtype=wide.dtype)).abs().max()
+    assert orth <= bound, f"orthogonality {orth / eps(dtype):.1f} eps"
+
+
+KINDS = ["random", "graded", "clustered", "repeated", "diagonal", "rank-one", "huge", "tiny"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize(("strategy", "n"), CASES)
+def test_kernel_accuracy_real(strategy, n, dtype, kind):
+    a = spectra_of(kind, n, 40, dtype, seed=n)
+    w, v = spectra.eigh(a, strategy=strategy, workers=1)
+    check(a, w, v)
+    wv = spectra.eigvalsh(a, strategy=strategy, workers=1)
+    check(a, wv, None)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_closed_form_accuracy_complex(n, dtype, kind):
+    a = spectra_of(kind, n, 40, dtype, seed=n)
+    w, v = spectra.eigh(a, strategy="closed-form", workers=1)
+    check(a, w, v)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex128])
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_torch_lane_closed_form_accuracy(n, dtype, kind):
+    """The elementwise torch version (the CUDA path, and CPU without numba) on CPU."""
+    a = spectra_of(kind, n, 40, dtype, seed=n + 7)
+    w, v = _closed_form.eig_small(a, True)
+    check(a, w, v)
+    w2, none = _closed_form.eig_small(a, False)
+    assert none is None and torch.equal(w2, w)
+
+
+def test_closed_form_zero_scalar_and_nonfinite_lanes():
+    a = torch.zeros(4, 3, 3, dtype=torch.float64)
+    a[1] = 2.5 * torch.eye(3)
+    a[2, 1, 0] = a[2, 0, 1] = float("nan")
+    a[3, 2, 2] = float("inf")
+    for w, v in (_closed_form.eig_small(a, True), STRATEGIES["closed-form"].solve(a, True)):
+        assert torch.equal(w[0], torch.zeros(3)) and torch.equal(w[1], torch.full((3,), 2.5))
+        eye = torch.eye(3, dtype=torch.float64)
+        for i in (0, 1):
+            torch.testing.assert_close(v[i].mT @ v[i], eye, atol=1e-15, rtol=0)
+        assert not bool(torch.isfinite(w[2:]).all(-1).any()), "NaN/Inf must not look finite"
+
+
+@pytest.mark.parametrize("strategy", sorted(KERNELS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_bitwise_independent_of_chunking_and_position(strategy, dtype):
+    n = max(KERNELS[strategy])
+    a = random_hermitian((70,), n, dtype, seed=3)
+    w, v = spectra.eigh(a, strategy=strategy, workers=1)
+    w2, v2 = spectra.eigh(a, strategy=strategy, workers=2, chunk_size=9)
+    assert torch.equal(w, w2) and torch.equal(v, v2)
+    ws, vs = spectra.eigh(a[5:38], strategy=strategy, workers=1)  # other lane positions
+    assert torch.equal(ws, w[5:38]) and torch.equal(vs, v[5:38])
+
+
+@pytest.mark.parametrize(
+    ("strategy", "n"), [("closed-form", 3), ("numba-jacobi", 6), ("numba-ql", 9)]
+)
+def test_gauge_largest_entry_positive(strategy, n):
+    a = random_hermitian((30,), n, torch.float64, seed=5)
+    _, v = spectra.eigh(a, strategy=strategy)
+    peak = v.gather(-2, v.abs().argmax(-2, keepdim=True))
+    assert bool((peak > 0).all())
+    _, v_ref = spectra.eigh(a, strategy="torch")
+    torch.testing.assert_close(v, v_ref, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize(("strategy", "n"), [("closed-form", 3), ("numba-ql", 5)])
+def test_gradients_through_kernels_match_torch(strategy, n):
+    a0 = random_hermitian((6,), n, torch.float64, seed=9)
+    grads = []
+    for s in (strategy, "torch"):
+        a = a0.clone().requires_grad_(True)
+        w, v = spectra.eigh(a, strategy=s)
+        (w.square().sum() + (v[..., 0, :] ** 3).sum()).backward()
+        grads.append(a.grad)
+    torch.testing.assert_close(grads[0], grads[1], atol=1e-9, rtol=1e-7)
+
+
+def test_kernels_read_the_lower_triangle():
+    a = random_hermitian((8,), 3, torch.float64, seed=2)
+    junk = torch.tril(a) + torch.triu(torch.full_like(a, 7.0), 1)  # garbage above
+    for s in KERNELS:
+        w, v = spectra.eigh(junk, strategy=s, check=False)
+        w_ref, v_ref = spectra.eigh(a, strategy=s)
+        torch.testing.assert_close(w, w_ref, atol=1e-12, rtol=0)
+        torch.testing.assert_close(v, v_ref, atol=1e-12, rtol=0)
+
+
+def test_importing_spectra_compiles_nothing():
+    code = "import sys, spectra; assert 'numba' not in sys.modules, 'numba imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
