@@ -17,7 +17,7 @@ from ._arrays import real_dtype
 from ._checks import InputRejected
 from ._plan import Plan
 from ._strategies import STRATEGIES
-from ._threads import fan_out, single_threaded_kernels
+from ._threads import check_cancelled, fan_out, single_threaded_kernels
 
 #: On CPU each worker walks its part in sub-blocks of about this many input bytes, so the
 #: check, the solve, the gauge and the copy-out of a sub-block all hit a warm cache.
@@ -75,7 +75,7 @@ def execute(
                 strategy.solve_into(x, w_out, v_out)
                 w, v = w_out, v_out
             else:
-                w, v = strategy.solve(x, p.vectors, 1)
+                w, v = strategy.solve(x, p.vectors)
         except RuntimeError:
             if pre is not None and not bool(torch.isfinite(x).all()):
                 raise InputRejected from None  # Inf the quick check let through
@@ -120,6 +120,7 @@ def execute(
 
             def part(lo: int, hi: int, start: int = start) -> None:
                 for s in range(start + lo, start + hi, step):
+                    check_cancelled()  # another part failed or the caller was interrupted
                     e = min(start + hi, s + step)
                     vs = v[s:e] if v is not None else None
                     wi, vi = block(a[s:e], s, w[s:e], vs)

@@ -1,20 +1,36 @@
-"""CPU fan-out: a persistent worker pool, one intra-op/BLAS thread per worker.
+"""CPU fan-out: a persistent worker pool, one intra-op thread per worker, no leaked state.
 
 Small LAPACK ``syevd`` calls gain nothing from threaded BLAS, and with other load the
 threads oversubscribe the cores. Splitting the batch across workers that each run one
-intra-op thread (torch releases the GIL inside eigh) is what scales on CPU. The caller's
-thread settings are restored afterwards; the pool persists (creating threads per call
-cost ~30% at small sizes).
+intra-op thread (torch releases the GIL inside eigh) is what scales on CPU.
+
+What this module never does is change state another thread can see:
+
+- ``torch.set_num_threads`` also sets the default of every thread started later (torch
+  keeps it in a process-wide atomic read by each new thread), and threadpoolctl's limits
+  are process-wide. Instead each pool thread, once, and a caller around a single-threaded
+  solve, set their *own* OpenMP ICV (``omp_set_num_threads`` is per thread) and MKL's
+  thread-local count (``mkl_set_num_threads_local``), through the libraries torch loaded.
+  Where those are not found nothing is limited (slower, never wrong).
+- Workers run under the caller's grad mode and inference mode (both are per thread).
+- A call needing more workers than the pool has gets a new, larger pool; the old one is
+  not shut down under callers still using it (it ends when the last reference goes).
+- A forked child gets a fresh pool (``os.register_at_fork``): the parent's threads do not
+  exist there.
+- When one part fails or the caller is interrupted (Ctrl-C), the other parts are
+  cancelled: queued ones never start, running ones stop at their next sub-block
+  (:func:`check_cancelled`), and the caller returns once they have.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager, nullcontext
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import torch
 
@@ -23,7 +39,7 @@ T = TypeVar("T")
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
 _lock = threading.Lock()
-_controller = None
+_local = threading.local()
 
 
 def cpu_count() -> int:
@@ -34,42 +50,143 @@ def cpu_count() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _get_pool(workers: int) -> ThreadPoolExecutor:
-    global _pool, _pool_size
-    with _lock:
-        if _pool is None or _pool_size < workers:
-            if _pool is not None:
-                _pool.shutdown(wait=False)
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spectra")
-            _pool_size = workers
-        return _pool
+# ---- per-thread kernel thread counts ------------------------------------------------------
 
 
-def _blas_controller():
-    global _controller
-    if _controller is None:
-        from threadpoolctl import ThreadpoolController
+class _ThreadKnobs:
+    """``omp_{get,set}_num_threads`` and MKL's ``MKL_Set_Num_Threads_Local`` of the libraries
+    torch loaded (found in ``/proc/self/maps``), or ``None`` where absent."""
 
-        _controller = ThreadpoolController()
-    return _controller
+    def __init__(self) -> None:
+        self.omp_set: Any = None
+        self.omp_get: Any = None
+        self.mkl_local: Any = None
+        paths: list[str] = []
+        try:
+            with open("/proc/self/maps") as fh:
+                for line in fh:
+                    path = line.rsplit(None, 1)[-1] if "/" in line else ""
+                    if (path.endswith(".so") or ".so." in path) and path not in paths:
+                        paths.append(path)
+        except OSError:  # pragma: no cover - non-Linux
+            return
+        for path in paths:
+            name = os.path.basename(path)
+            if self.omp_set is None and ("gomp" in name or "iomp" in name or "libomp" in name):
+                lib = self._open(path)
+                if lib is not None and hasattr(lib, "omp_set_num_threads"):
+                    self.omp_set, self.omp_get = lib.omp_set_num_threads, lib.omp_get_max_threads
+                    self.omp_set.argtypes, self.omp_get.restype = [ctypes.c_int], ctypes.c_int
+            if self.mkl_local is None and ("torch_cpu" in name or "mkl" in name):
+                lib = self._open(path)
+                # the C entry point (by value); the lowercase name is the Fortran one
+                if lib is not None and hasattr(lib, "MKL_Set_Num_Threads_Local"):
+                    self.mkl_local = lib.MKL_Set_Num_Threads_Local
+                    self.mkl_local.argtypes, self.mkl_local.restype = [ctypes.c_int], ctypes.c_int
+
+    @staticmethod
+    def _open(path: str) -> Any:
+        try:
+            return ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+        except OSError:  # pragma: no cover
+            return None
+
+    @property
+    def available(self) -> bool:
+        return self.omp_set is not None
+
+
+_knobs: _ThreadKnobs | None = None
+
+
+def _get_knobs() -> _ThreadKnobs:
+    global _knobs
+    if _knobs is None:
+        _knobs = _ThreadKnobs()
+    return _knobs
+
+
+def set_thread_kernel_threads(count: int) -> tuple[int, int] | None:
+    """Set the calling thread's own OpenMP and MKL thread counts; return the old ones
+    (``None`` where they cannot be set per thread: then nothing is changed)."""
+    knobs = _get_knobs()
+    if not knobs.available:
+        return None
+    torch.get_num_threads()  # torch's lazy per-thread init first, so it cannot undo ours
+    old_omp = int(knobs.omp_get())
+    knobs.omp_set(count)
+    old_mkl = int(knobs.mkl_local(count)) if knobs.mkl_local is not None else 0
+    return old_omp, old_mkl
+
+
+def restore_thread_kernel_threads(old: tuple[int, int] | None) -> None:
+    """Undo :func:`set_thread_kernel_threads` in the calling thread."""
+    if old is None:
+        return
+    knobs = _get_knobs()
+    knobs.omp_set(old[0])
+    if knobs.mkl_local is not None:
+        knobs.mkl_local(old[1])  # 0: back to MKL's global setting
 
 
 @contextmanager
 def single_threaded_kernels(blas: bool = False) -> Iterator[None]:
-    """Run the block with one torch intra-op thread (and one BLAS thread if ``blas``).
+    """Run the block with one torch intra-op (OpenMP/MKL) thread in *this* thread only.
 
-    torch's setting is process-wide, so it is set once around the whole fan-out by the
-    calling thread (which only waits meanwhile) and restored after.
+    ``blas`` is accepted for compatibility and ignored: the BLAS pools NumPy ships
+    (OpenBLAS) can only be limited process-wide, which other threads would observe.
     """
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    limiter = _blas_controller().limit(limits=1, user_api="blas") if blas else None
+    old = set_thread_kernel_threads(1)
     try:
         yield
     finally:
-        if limiter is not None:
-            limiter.restore_original_limits()
-        torch.set_num_threads(old)
+        restore_thread_kernel_threads(old)
+
+
+# ---- the pool -------------------------------------------------------------------------------
+
+
+def _init_worker() -> None:
+    set_thread_kernel_threads(1)  # pool threads are ours: one kernel thread for life
+
+
+def _get_pool(workers: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _lock:
+        if _pool is None or _pool_size < workers:
+            # the old pool is dropped, not shut down: callers holding it finish their work,
+            # and its threads exit once it is garbage collected
+            _pool = ThreadPoolExecutor(
+                max_workers=workers, thread_name_prefix="spectra", initializer=_init_worker
+            )
+            _pool_size = workers
+        return _pool
+
+
+def _reset_after_fork() -> None:
+    global _pool, _pool_size, _lock, _local
+    _pool, _pool_size = None, 0
+    _lock = threading.Lock()
+    _local = threading.local()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+class Cancelled(Exception):
+    """Raised inside a worker whose fan-out was cancelled (another part failed, or the
+    caller was interrupted); never reaches the caller."""
+
+
+def check_cancelled() -> None:
+    """Raise :class:`Cancelled` if the fan-out this worker runs for was cancelled.
+
+    Long parts call it between sub-blocks; outside a fan-out it does nothing.
+    """
+    event = getattr(_local, "cancel", None)
+    if event is not None and event.is_set():
+        raise Cancelled
 
 
 def split_ranges(total: int, parts: int) -> list[tuple[int, int]]:
@@ -93,19 +210,53 @@ def fan_out(
 ) -> list[T]:
     """Call ``fn(start, stop)`` on ``workers`` contiguous parts of ``range(total)`` in parallel.
 
-    Workers run under ``torch.no_grad()`` (grad mode is per thread) with one kernel
-    thread each (``set_threads=False``: the caller already holds
-    :func:`single_threaded_kernels`); exceptions raised in a worker propagate to the caller.
+    Workers run under the caller's grad and inference modes with one kernel thread each
+    (``blas`` and ``set_threads`` are accepted for compatibility; pool threads are always
+    single-threaded). The first exception raised in a part (or a ``KeyboardInterrupt`` in
+    the caller) cancels the other parts and is re-raised in the caller once they stopped.
     """
     ranges = split_ranges(total, workers)
     if len(ranges) <= 1:
         return [fn(*r) for r in ranges]
     pool = _get_pool(len(ranges))
+    grad = torch.is_grad_enabled()
+    inference = torch.is_inference_mode_enabled()
+    cancel = threading.Event()
 
-    def run(r: Sequence[int]) -> T:
-        with torch.no_grad():
-            return fn(r[0], r[1])
+    def run(lo: int, hi: int) -> T:
+        if cancel.is_set():
+            raise Cancelled
+        previous = getattr(_local, "cancel", None)
+        _local.cancel = cancel
+        try:
+            with (
+                torch.inference_mode() if inference else nullcontext(),
+                torch.set_grad_enabled(grad),
+            ):
+                return fn(lo, hi)
+        finally:
+            _local.cancel = previous
 
-    with single_threaded_kernels(blas) if set_threads else nullcontext():
-        futures = [pool.submit(run, r) for r in ranges]
-        return [f.result() for f in futures]
+    futures: list[Future[T]] = [pool.submit(run, lo, hi) for lo, hi in ranges]
+    try:
+        while True:  # short waits: a simulated Ctrl-C (interrupt_main) lands between them
+            done, pending = wait(futures, timeout=0.1, return_when=FIRST_EXCEPTION)
+            if not pending or any(f.exception() is not None for f in done):
+                break
+        failed = [f for f in futures if f in done and f.exception() is not None]
+        if failed:
+            raise _first_error(futures)
+    except BaseException:
+        cancel.set()
+        for f in futures:
+            f.cancel()
+        wait(futures)  # running parts stop at their next check_cancelled()
+        raise
+    return [f.result() for f in futures]
+
+
+def _first_error(futures: list[Future[Any]]) -> BaseException:
+    """The first real error in submission order (a :class:`Cancelled` only if none)."""
+    errors = [f.exception() for f in futures if f.done() and not f.cancelled()]
+    real = [e for e in errors if e is not None and not isinstance(e, Cancelled)]
+    return real[0] if real else next(e for e in errors if e is not None)
