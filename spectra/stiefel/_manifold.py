@@ -89,8 +89,8 @@ class Stiefel:
 
     Works on ``(..., n, p)`` tensors, real (orthonormal frames) or complex (unitary frames);
     every method handles the whole batch at once. The polar retraction, ``projx``,
-    ``random`` and ``dist`` make ONE :func:`spectra.eigh` (or ``eigvalsh``) call on the
-    ``p x p`` Gram matrices of the batch. NumPy arrays in give NumPy arrays out.
+    ``random`` and ``distance_to_manifold`` make ONE core call on the ``p x p`` Gram
+    matrices of the batch. NumPy arrays in give NumPy arrays out.
 
     Parameters
     ----------

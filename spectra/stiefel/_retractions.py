@@ -21,7 +21,7 @@ from types import MappingProxyType
 
 import torch
 
-from ..core import cpu_count, fan_out
+from ..core.domain import cpu_count, fan_out
 from ._polar import polar
 
 Retraction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import torch
 
-import spectra
-from spectra.core import as_tensor, restore
+from ..core import eigh, eigvalsh
+from ..core.domain import as_tensor, restore
 
 CONVENTIONS = ("lattice", "orbital")
 
@@ -138,9 +138,9 @@ def solve_chunk(
     eigh_kw.setdefault("check", False)
     h, s = hamiltonian_chunk(k, data, convention)
     if vectors:
-        w, v = spectra.eigh(h, s, **eigh_kw)
+        w, v = eigh(h, s, **eigh_kw)
         return w, v
-    return spectra.eigvalsh(h, s, **eigh_kw), None
+    return eigvalsh(h, s, **eigh_kw), None
 
 
 def chunk_length(

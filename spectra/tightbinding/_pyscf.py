@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-import spectra
+from ..core import eigh
 
 #: PySCF's energy for orbitals dropped by canonical orthogonalization
 #: (``pyscf.pbc.scf.hf.INVALID_ORBITAL_ENERGY``).
@@ -87,7 +87,7 @@ def pyscf_bands(
         raise ValueError(f"lindep must be a float, None or 'pyscf', got {lindep!r}")
     if ovlp.shape != fock.shape:  # unrestricted: one overlap for both spins
         ovlp = np.ascontiguousarray(np.broadcast_to(ovlp, fock.shape))
-    w, v = spectra.eigh(fock, ovlp, lindep=threshold, lindep_fill=lindep_fill, **eigh_kw)
+    w, v = eigh(fock, ovlp, lindep=threshold, lindep_fill=lindep_fill, **eigh_kw)
     if single:
         w, v = w[..., 0, :], v[..., 0, :, :]
     return Bands(w, v)

@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
-import spectra
-from spectra.core import as_tensor, restore
-
+from ..core import eigvalsh, matrix_function
+from ..core.domain import LinAlgError, as_tensor, restore
 from ._bloch import BlochData, solve_chunk
 from ._model import Model
 
@@ -83,12 +82,28 @@ def _loop_matrix(model: Model, kloop: Any, bands: int | Sequence[int]) -> tuple[
     return _ordered_product(links), origin
 
 
+def _checked_rsqrt(w: torch.Tensor) -> torch.Tensor:
+    """``w^(-1/2)`` of the eigenvalues of ``M^H M``, refusing (numerically) singular ``M``."""
+    eps = torch.finfo(w.dtype).eps
+    top = w[..., -1:].clamp_min(torch.finfo(w.dtype).tiny)
+    bad = ~(w[..., :1] > 10 * w.shape[-1] * eps * top).squeeze(-1)
+    if bool(bad.any()):
+        raise LinAlgError(
+            "the overlap <u(k)|u(k')> of neighbouring k-points",
+            "is singular (the chosen bands' subspaces are orthogonal along some direction)",
+            [tuple(i) for i in bad.nonzero().tolist()],
+            hint="refine the k mesh, or choose bands separated by a gap from the others",
+        )
+    return w.rsqrt()
+
+
 def _polar(m: torch.Tensor) -> torch.Tensor:
-    """The unitary polar factor ``M (M^H M)^-1/2`` of every matrix (one core call)."""
+    """The unitary polar factor ``M (M^H M)^-1/2`` of every matrix (one core
+    :func:`spectra.matrix_function` call); singular ``M`` is refused, never clamped."""
+    if m.shape[-1] == 0:
+        return m
     gram = m.mH @ m
-    s, q = spectra.eigh(0.5 * (gram + gram.mH))
-    scale = s.clamp_min(torch.finfo(s.dtype).tiny).rsqrt().unsqueeze(-2).to(q.dtype)
-    return m @ ((q * scale) @ q.mH)
+    return m @ matrix_function(0.5 * (gram + gram.mH), _checked_rsqrt, check=False)
 
 
 def berry_phase(model: Model, kloop: Any, bands: int | Sequence[int]) -> Any:
@@ -157,7 +172,7 @@ def unitary_phases(w: torch.Tensor) -> torch.Tensor:
     phi = phis[best]
     v = torch.polar(torch.ones_like(phi), -phi)[..., None, None] * u
     cayley = 1j * torch.linalg.solve((eye + v).mT, (eye - v).mT).mT  # i (1 - V)(1 + V)^-1
-    lam = spectra.eigvalsh(0.5 * (cayley + cayley.mH))
+    lam = eigvalsh(0.5 * (cayley + cayley.mH))
     theta = phi.unsqueeze(-1) + 2 * torch.atan(lam)
     phases = -torch.remainder(theta + math.pi, 2 * math.pi) + math.pi  # -theta in (-pi, pi]
     return torch.sort(phases, dim=-1).values

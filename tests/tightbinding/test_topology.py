@@ -129,3 +129,22 @@ def test_topology_errors():
     m.add_overlap(0.1, 0, 1, [0, 0])
     with pytest.raises(NotImplementedError, match="orthogonal"):
         chern_number(m, 1)
+
+
+def test_singular_link_is_refused_not_clamped():
+    """Two uncoupled orbitals whose bands cross: the lowest band jumps from one orbital to the
+    other between mesh points, so <u(k)|u(k')> = 0 there. The old polar factor clamped the
+    zero Gram eigenvalue and returned a finite, meaningless phase."""
+    import spectra
+    from spectra.tightbinding import Model, berry_phase, wilson_loop
+
+    m = Model([[1.0]], 2)
+    m.add_hopping(0.5, 0, 0, [1])  # eps_0 = cos(2 pi k)
+    m.add_hopping(-0.5, 1, 1, [1])  # eps_1 = -cos(2 pi k)
+    loop = np.linspace(0, 1, 41)[:, None]
+    with pytest.raises(spectra.LinAlgError, match="singular"):
+        berry_phase(m, loop, 1)
+    with pytest.raises(spectra.LinAlgError, match="refine the k mesh"):
+        wilson_loop(m, loop, 1)
+    # both bands together are a smooth (trivial) subspace: fine
+    assert abs(float(berry_phase(m, loop, 2))) < 1e-12
