@@ -32,8 +32,6 @@ def _codes(text: str | None) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from spectra.scan import as_json, fix_parsed, format_finding, scan_report, summary
 
     try:
@@ -49,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
             print("".join(diffs), end="")
         for r in results:
             fixed.extend(r.applied)
-            if args.fix and r.fixed != r.original:
-                Path(r.path).write_text(r.fixed, encoding="utf-8")
+            if args.fix:
+                r.write()
     done = {id(f) for f in fixed} if args.fix else set()
     findings = [f for p in parsed for f in p.findings if id(f) not in done]
     if args.json:

@@ -46,6 +46,16 @@ class FixResult:
     fixed: str
     applied: list[Finding] = field(default_factory=list)
     refused: list[Finding] = field(default_factory=list)
+    encoding: str = "utf-8"
+    newline: str = "\n"
+
+    def write(self) -> bool:
+        """Write the rewritten text over the file (same encoding and line ends) if it changed."""
+        if self.fixed == self.original:
+            return False
+        with open(self.path, "w", encoding=self.encoding, newline=self.newline) as handle:
+            handle.write(self.fixed)
+        return True
 
     @property
     def diff(self) -> str:
@@ -117,6 +127,8 @@ class ParsedFile:
     lines: list[str]
     findings: list[Finding]
     notebook: bool
+    encoding: str = "utf-8"
+    newline: str = "\n"
 
 
 def _parse(path: str, source: str, notebook: bool, select, ignore) -> ParsedFile:
@@ -194,6 +206,7 @@ def _load(path: Path, select, ignore) -> ParsedFile:
                 cell, line = where[exc.line - 1]
                 raise ScanError(name, f"cell {cell}: {exc.problem}", line, exc.col) from None
             raise
+
         def in_cell(m: re.Match) -> str:
             cell, line = where[min(int(m.group(1)), len(where)) - 1]
             return f"(cell {cell}, line {line})"
@@ -204,11 +217,15 @@ def _load(path: Path, select, ignore) -> ParsedFile:
             f.message = re.sub(r"\(line (\d+)\)", in_cell, f.message)
         return parsed
     try:
-        with tokenize.open(path) as handle:
-            source = handle.read()
-    except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+        raw = path.read_bytes()
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        source = raw.decode(encoding).replace("\r\n", "\n")
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as exc:
         raise ScanError(name, f"cannot read: {exc}") from None
-    return _parse(name, source, False, select, ignore)
+    parsed = _parse(name, source, False, select, ignore)
+    parsed.encoding = encoding
+    parsed.newline = "\r\n" if b"\r\n" in raw else "\n"
+    return parsed
 
 
 def scan_report(
@@ -290,6 +307,7 @@ def scan_source(
 def fix_parsed(parsed: ParsedFile) -> FixResult:
     chosen = _mark_fixable(parsed)
     result = FixResult(parsed.path, parsed.source, parsed.source)
+    result.encoding, result.newline = parsed.encoding, parsed.newline
     result.refused = [f for f in parsed.findings if not f.fixable]
     if not chosen:
         return result
@@ -351,6 +369,5 @@ def fix(
     results = [fix_parsed(p) for p in parsed]
     if write:
         for r in results:
-            if r.fixed != r.original:
-                Path(r.path).write_text(r.fixed, encoding="utf-8")
+            r.write()
     return results

@@ -140,7 +140,9 @@ class _Visitor:
             self.visit(node.body, [])
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             self.visit(node.iter, stack)
-            ctx = self._loop(node, target_names(node.target))
+            # `for obj.x in xs` / `for d[k] in xs`: what changes per iteration is `obj` / `d`
+            bases = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+            ctx = self._loop(node, target_names(node.target) | bases)
             for stmt in node.body:
                 self.visit(stmt, [*stack, ctx])
             for stmt in node.orelse:

@@ -78,12 +78,25 @@ def plan_fix(finding: Finding, tree: ast.Module, lines: list[str], names: Names,
         bad = impure_part(m, names)
         if bad is not None:
             raise Unsafe(f"`{bad}` could return a reused buffer or have side effects")
+    targets = [g.target for g in ctx.node.generators] if ctx.kind == "comp" else [ctx.node.target]
+    if not all(_plain_target(t) for t in targets):
+        raise Unsafe("the loop assigns to an attribute or an item")
     parents = parents_of(tree)
     if isinstance(ctx.node, ast.ListComp):
         return _plan_comprehension(finding, ctx.node, mats, parents, names, sp, lines)
     if isinstance(ctx.node, ast.For):
         return _plan_loop(finding, ctx.node, mats, parents, names, sp, lines)
     raise Unsafe("only for loops and list comprehensions are rewritten")
+
+
+def _plain_target(node: ast.AST) -> bool:
+    if isinstance(node, ast.Name):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_plain_target(e) for e in node.elts)
+    if isinstance(node, ast.Starred):
+        return _plain_target(node.value)
+    return False
 
 
 def _is_false(node: ast.AST) -> bool:

@@ -211,3 +211,23 @@ def test_select_limits_what_is_fixed():
     result = fix_source(src, select=["SPX002"])
     assert {f.code for f in result.applied} == {"SPX002"}
     assert "for L in graphs:" in result.fixed
+
+
+def test_fix_keeps_line_ends_and_encoding(tmp_path):
+    path = tmp_path / "legacy.py"
+    src = (
+        "# -*- coding: latin-1 -*-\n# caf\xe9\nimport numpy as np\n"
+        "A = np.stack([np.eye(2), 2 * np.eye(2)])\nws = [np.linalg.eigvalsh(a) for a in A]\n"
+    )
+    path.write_bytes(src.replace("\n", "\r\n").encode("latin-1"))
+    [result] = fix(path)
+    raw = path.read_bytes()
+    assert len(result.applied) == 1 and b"\r\n" in raw and b"\n" not in raw.replace(b"\r\n", b"")
+    text = raw.decode("latin-1")
+    assert "# caf\xe9" in text and "ws = list(spectra.eigvalsh(list(A)))" in text
+
+
+def test_attribute_loop_targets_are_not_rewritten():
+    src = "import numpy as np\nws = []\nfor obj.x in A:\n    ws.append(np.linalg.eigh(obj.x))\n"
+    [finding] = scan_source(src)
+    assert not finding.fixable and "attribute" in finding.fix_blocker
