@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from ._autograd import eigh_with_grad, is_tracked
 from ._checks import cholesky_checked, hermitian_from_lower_grad
+from ._errors import InputError, LinAlgError
 from ._execute import Pre, execute
 from ._gauge import fix_gauge_
 from ._plan import Plan, plan
+
+Result = tuple[torch.Tensor, "torch.Tensor | None"]
 
 
 @dataclass(frozen=True)
@@ -114,10 +119,68 @@ def solve_standard(
     return w, (v.reshape(*batch_shape, n, n) if vectors and v is not None else None)
 
 
+#: working set of the generalized reductions per matrix, in n x n matrices (a and b chunks,
+#: the factor or overlap eigenvectors, two reduction temporaries, the reduced problem and
+#: the solver's own working set)
+GENERALIZED_MATRICES = 10
+
+
+def generalized_rows(a: torch.Tensor, opts: SolverOptions) -> int:
+    """Matrices per chunk of the generalized paths so their working set fits the budget."""
+    n = a.shape[-1]
+    batch = max(1, math.prod(a.shape[:-2]))
+    budget = plan(
+        n, batch, a.dtype, a.device, strategy=opts.strategy, max_memory=opts.max_memory
+    ).memory_budget
+    per_matrix = max(1, GENERALIZED_MATRICES * n * n * a.element_size())
+    return max(1, min(batch, budget // per_matrix))
+
+
+def _chunked(fn: Callable[..., Result], a: torch.Tensor, b: torch.Tensor, opts, *args) -> Result:
+    """``fn(a, b, opts, *args)`` over chunks of the (broadcast) batch that fit the budget.
+
+    Chunks are gathered by index, so a broadcast ``b`` is never materialized for the whole
+    batch; errors name indices of the whole batch.
+    """
+    n = a.shape[-1]
+    batch_shape = a.shape[:-2]
+    total = math.prod(batch_shape)
+    rows = generalized_rows(a, opts)
+    if rows >= total:
+        return fn(a, b, opts, *args)
+    ws, vs = [], []
+    for start in range(0, total, rows):
+        flat = torch.arange(start, min(start + rows, total), device=a.device)
+        where = torch.unravel_index(flat, batch_shape)
+        try:
+            w, v = fn(a[where], b[where], opts, *args)
+        except (LinAlgError, InputError) as err:
+            raise err.reindexed(
+                lambda i, start=start: tuple(
+                    int(j) for j in torch.unravel_index(torch.tensor(start + i[0]), batch_shape)
+                )
+            ) from err
+        ws.append(w)
+        vs.append(v)
+    w = torch.cat(ws).reshape(*batch_shape, n)
+    if vs[0] is None:
+        return w, None
+    return w, torch.cat(vs).reshape(*batch_shape, n, n)
+
+
 def solve_cholesky(
     a: torch.Tensor, b: torch.Tensor, vectors: bool, opts: SolverOptions
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``A v = w B v`` by Cholesky reduction ``C = L^-1 A L^-H``; ``V^H B V = I``."""
+    """``A v = w B v`` by Cholesky reduction ``C = L^-1 A L^-H``; ``V^H B V = I``.
+
+    Chunked so that the reductions' working set fits the memory budget.
+    """
+    return _chunked(lambda x, y, o: _solve_cholesky(x, y, vectors, o), a, b, opts)
+
+
+def _solve_cholesky(
+    a: torch.Tensor, b: torch.Tensor, vectors: bool, opts: SolverOptions
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     factor = cholesky_checked(b)  # reads b's lower triangle
     a = hermitian_from_lower_grad(a)
     half = torch.linalg.solve_triangular(factor, a, upper=False)
@@ -141,7 +204,19 @@ def solve_canonical(
 
     ``X = U_kept s_kept^-1/2`` spans the kept space; ``X^H A X`` is solved; the ``m``
     dropped directions of each matrix come last, with eigenvalue ``fill`` and zero vectors.
+    Chunked so that the working set fits the memory budget.
     """
+    return _chunked(lambda x, y, o: _solve_canonical(x, y, vectors, o, lindep, fill), a, b, opts)
+
+
+def _solve_canonical(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    vectors: bool,
+    opts: SolverOptions,
+    lindep: float,
+    fill: float,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     s, u = solve_standard(b, True, opts)
     assert u is not None
     keep = s > lindep

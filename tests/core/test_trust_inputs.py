@@ -172,3 +172,95 @@ def test_check_false_lower_read_keeps_torchs_full_matrix_gradient():
     a2 = a.clone().requires_grad_()
     torch.linalg.eigvalsh(torch.linalg.solve(b, a2)).sum().backward()  # B = 2I: A/2
     torch.testing.assert_close(a1.grad, a2.grad)
+
+
+# ---- max_memory on the generalized, lindep and autograd paths ----------------------------
+
+
+def _spd_pair(batch, n, dtype=torch.float64, seed=0):
+    a = random_hermitian((batch,), n, dtype, seed=seed)
+    x = random_hermitian((batch,), n, dtype, seed=seed + 1)
+    return a, x @ x.mH + n * torch.eye(n, dtype=dtype)
+
+
+@pytest.mark.parametrize("lindep", [None, 1e-10])
+def test_generalized_paths_chunk_to_the_memory_budget(monkeypatch, lindep):
+    from spectra.core import _solve
+
+    batch, n = 12, 6
+    a, b = _spd_pair(batch, n)
+    full = spectra.eigh(a, b, lindep=lindep)
+    budget = 3 * _solve.GENERALIZED_MATRICES * n * n * a.element_size()  # 3 matrices a chunk
+    seen: list[int] = []
+    inner = _solve._solve_cholesky if lindep is None else _solve._solve_canonical
+    name = "_solve_cholesky" if lindep is None else "_solve_canonical"
+
+    def spy(x, y, *args):
+        seen.append(x.shape[0])
+        return inner(x, y, *args)
+
+    monkeypatch.setattr(_solve, name, spy)
+    w, v = spectra.eigh(a, b, lindep=lindep, max_memory=budget)
+    assert seen and len(seen) == 4 and max(seen) == 3, seen
+    assert all(r * _solve.GENERALIZED_MATRICES * n * n * 8 <= budget for r in seen)
+    torch.testing.assert_close(w, full.eigenvalues, atol=0, rtol=0)
+    torch.testing.assert_close(v, full.eigenvectors, atol=0, rtol=0)
+
+
+def test_chunked_generalized_errors_name_indices_of_the_whole_batch():
+    from spectra.core import _solve
+
+    a, b = _spd_pair(10, 4)
+    b[7] = -b[7]
+    budget = 2 * _solve.GENERALIZED_MATRICES * 16 * 8
+    with pytest.raises(spectra.LinAlgError) as info:
+        spectra.eigh(a.reshape(2, 5, 4, 4), b.reshape(2, 5, 4, 4), max_memory=budget)
+    assert info.value.indices == [(1, 2)]
+
+
+def test_broadcast_b_is_chunked_by_index():
+    a, b = _spd_pair(9, 5)
+    full = spectra.eigvalsh(a, b[0])
+    chunked = spectra.eigvalsh(a, b[0], max_memory=2 * 10 * 25 * 8)
+    torch.testing.assert_close(chunked, full, atol=0, rtol=0)
+
+
+def test_backward_chunks_to_the_memory_budget(monkeypatch):
+    from spectra.core import _autograd
+
+    batch, n = 10, 5
+    a = random_hermitian((batch,), n, torch.float64, seed=4)
+
+    def grad(**kw):
+        x = a.clone().requires_grad_()
+        w, v = spectra.eigh(x, **kw)
+        ((v**2) * torch.arange(n, dtype=x.dtype)).sum().add((w**2).sum()).backward()
+        return x.grad
+
+    ref = grad()
+    rows: list[int] = []
+    inner = _autograd._backward_block
+
+    def spy(w, v, *args):
+        rows.append(v.shape[0])
+        return inner(w, v, *args)
+
+    monkeypatch.setattr(_autograd, "_backward_block", spy)
+    budget = 2 * _autograd.BACKWARD_MATRICES * n * n * 8
+    got = grad(max_memory=budget)
+    assert rows == [2] * 5, rows
+    torch.testing.assert_close(got, ref, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 3), (2, 0, 0), (0, 0)])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_empty_inputs_stay_attached_to_autograd(shape, dtype):
+    a = torch.zeros(shape, dtype=dtype, requires_grad=True)
+    w, v = spectra.eigh(a)
+    assert w.grad_fn is not None and v.grad_fn is not None
+    assert w.shape == shape[:-1] and v.shape == shape
+    (w.sum() + v.abs().sum()).backward()
+    assert a.grad is not None and a.grad.shape == shape
+    x = torch.zeros(shape, dtype=dtype, requires_grad=True)
+    spectra.eigvalsh(x).sum().backward()
+    assert x.grad is not None and x.grad.shape == shape
