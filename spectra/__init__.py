@@ -9,7 +9,9 @@
 
 from .core import (
     EighResult,
+    InputError,
     LinAlgError,
+    Options,
     Plan,
     Validation,
     eigh,
@@ -25,7 +27,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "EighResult",
+    "InputError",
     "LinAlgError",
+    "Options",
     "Plan",
     "Validation",
     "__version__",

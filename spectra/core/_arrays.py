@@ -18,13 +18,20 @@ class Origin:
     kind: str  # "torch" or "numpy"
     device: torch.device
     dtype: torch.dtype
+    #: float16/bfloat16 of an input solved in float32: floating results go back in it
+    low_precision: torch.dtype | None = None
 
 
 def as_tensor(x: Any, name: str = "a") -> tuple[torch.Tensor, Origin]:
     """Convert ``x`` to a torch tensor of a supported dtype (no copy where possible).
 
     Integers and bools become float64 (as ``numpy.linalg.eigh`` does), float16/bfloat16
-    become float32; anything else that is not float32/64 or complex64/128 is rejected.
+    become float32 (and :func:`restore` gives floating results back in them); anything else
+    that is not float32/64 or complex64/128 is rejected. Big-endian NumPy data is converted.
+
+    >>> t, origin = as_tensor(np.eye(2, dtype=np.float16))
+    >>> t.dtype, restore(t, origin).dtype
+    (torch.float32, dtype('float16'))
     """
     if isinstance(x, torch.Tensor):
         t, kind = x, "torch"
@@ -35,6 +42,8 @@ def as_tensor(x: Any, name: str = "a") -> tuple[torch.Tensor, Origin]:
                 f"{name}: expected a torch.Tensor or numpy.ndarray of numbers, "
                 f"got {type(x).__name__} of dtype {arr.dtype}"
             )
+        if not arr.dtype.isnative:  # big-endian data: torch reads native byte order only
+            arr = arr.astype(arr.dtype.newbyteorder("="))
         arr = np.ascontiguousarray(arr)
         if arr.ctypes.data % arr.dtype.itemsize:
             arr = arr.copy()  # torch assumes natural alignment (complex128: 16 bytes)
@@ -44,21 +53,25 @@ def as_tensor(x: Any, name: str = "a") -> tuple[torch.Tensor, Origin]:
     else:
         raise TypeError(f"{name}: expected a torch.Tensor or numpy.ndarray, got {type(x).__name__}")
     origin_dtype = t.dtype
+    low = None
     if not (t.is_floating_point() or t.is_complex()):
         t = t.to(torch.float64)
     elif t.dtype in (torch.float16, torch.bfloat16):
+        low = t.dtype
         t = t.to(torch.float32)
     elif t.dtype == torch.complex32:
         t = t.to(torch.complex64)
     if t.dtype not in SUPPORTED:
         raise TypeError(f"{name}: unsupported dtype {origin_dtype}")
-    return t, Origin(kind, t.device, t.dtype)
+    return t, Origin(kind, t.device, t.dtype, low)
 
 
 def restore(t: torch.Tensor | None, origin: Origin) -> Any:
     """Return ``t`` in the caller's form (NumPy array, or tensor on the original device)."""
     if t is None:
         return None
+    if origin.low_precision is not None and t.is_floating_point():
+        t = t.to(origin.low_precision)
     if origin.kind == "numpy":
         return t.detach().cpu().numpy()
     if t.device != origin.device:

@@ -1,26 +1,27 @@
-"""The public entry points: ``spectra.eigh`` and ``spectra.eigvalsh``."""
+"""The public entry points: ``spectra.eigh`` and ``spectra.eigvalsh``.
+
+A call is prepared (``_prepare``: tensors, device, dtype, checks, ``k``), planned
+(``_plan``), executed (``_execute``: the strategy, the gauge) and restored to the
+caller's array type (``_arrays.restore``). Ragged lists go through ``_ragged_solve``,
+Dask collections to :func:`spectra.distributed.eigh`.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
-from ._arrays import Origin, as_tensor, restore
-from ._checks import (
-    InputRejected,
-    check_finite,
-    check_hermitian,
-    check_pair,
-    check_square,
-    check_values,
-    quick_check,
-)
-from ._gauge import fix_gauge
-from ._ragged import choose_buckets, group_by_bucket, pad_stack
-from ._solve import SolverOptions, solve_canonical, solve_cholesky, solve_standard
+from ._arrays import is_dask_collection, restore
+from ._checks import InputRejected, check_finite, check_hermitian, quick_check
+from ._dense import solve_dense
+from ._errors import InputError, LinAlgError
+from ._options import Options, check_tolerance
+from ._plan import Plan
+from ._prepare import check_k, check_plan, is_ragged, prepare
+from ._ragged_solve import solve_ragged
 
 
 class EighResult(NamedTuple):
@@ -30,127 +31,85 @@ class EighResult(NamedTuple):
     eigenvectors: Any
 
 
-def _is_ragged(a: Any) -> bool:
-    return (
-        isinstance(a, (list, tuple))
-        and len(a) > 0
-        and all(hasattr(x, "shape") and hasattr(x, "dtype") for x in a)
-    )
-
-
-def _prepare(
+def _run(
     a: Any,
     b: Any,
-    name: str,
+    *,
+    vectors: bool,
+    k: Any,
+    largest: bool,
+    lindep: float | None,
+    lindep_fill: float,
     check: bool,
     symmetry_tol: float | None,
     device: Any,
-    defer_a_check: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor | None, Origin]:
-    at, origin = as_tensor(a, name)
-    check_square(at, name)
-    bt = None
-    if b is not None:
-        bt, _ = as_tensor(b, name.replace("a", "b", 1) if name.startswith("a") else "b")
-        if device is not None:
-            bt = bt.to(device)
-    if device is not None:
-        at = _to_device(at, torch.device(device))
-        bt = _to_device(bt, torch.device(device)) if bt is not None else None
-    if bt is not None:
-        common = torch.promote_types(at.dtype, bt.dtype)
-        at, bt = at.to(common), bt.to(common)
-        check_pair(at, bt)
-    if check:
-        if not (defer_a_check and bt is None):
-            check_values(at, symmetry_tol, name)
-        if bt is not None:
-            bname = "b" if name == "a" else name.replace("a", "b", 1)
-            check_values(bt, symmetry_tol, bname)
-    return at, bt, origin
-
-
-def _to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
-    if t.device == device:
-        return t
-    if device.type == "cuda" and t.device.type == "cpu" and t.numel() > (1 << 16):
-        return t.pin_memory().to(device, non_blocking=True)
-    return t.to(device)
-
-
-def _check_k(k: int | None, n: int, where: str = "") -> None:
-    if k is None:
-        return
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0 or k > n:
-        raise ValueError(f"k must be an integer in [0, n={n}]{where}, got {k!r}")
-
-
-def _slice_k(
-    w: torch.Tensor,
-    v: torch.Tensor | None,
-    k: int | None,
-    largest: bool,
-    active: torch.Tensor | None = None,
-):
-    if k is None:
-        return w, v
-    n = w.shape[-1]
-    if not largest:
-        return w[..., :k], (v[..., :k] if v is not None else None)
-    if active is None:
-        return w[..., n - k :], (v[..., n - k :] if v is not None else None)
-    if bool((active < k).any()):
-        raise ValueError(f"k={k} exceeds the number of kept directions of b in some matrices")
-    idx = (active.unsqueeze(-1) - k + torch.arange(k, device=w.device)).long()
-    ws = w.gather(-1, idx)
-    if v is None:
-        return ws, None
-    return ws, v.gather(-1, idx.unsqueeze(-2).expand(*v.shape[:-1], k))
-
-
-def _dense(
-    a: torch.Tensor,
-    b: torch.Tensor | None,
-    vectors: bool,
-    k: int | None,
-    largest: bool,
-    lindep: float | None,
-    fill: float,
-    opts: SolverOptions,
-    pre: Any = None,
-):
-    active = None
-    if b is None:
-        w, v = solve_standard(a, vectors, opts, pre=pre, gauge=True)
-    else:
-        shape = torch.broadcast_shapes(a.shape, b.shape)
-        a, b = a.expand(shape), b.expand(shape)
-        if lindep is None:
-            w, v = solve_cholesky(a, b, vectors, opts)
-        else:
-            w, v = solve_canonical(a, b, vectors, opts, lindep, fill)
-            active = (w != fill).sum(-1) if largest and k is not None else None
-        if v is not None:
-            v = fix_gauge(v)
-    return _slice_k(w, v, k, largest, active)
-
-
-def _run(a, b, *, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol, device, solver_kw):
-    opts = SolverOptions(**solver_kw)
+    plan: Plan | None,
+    options: Options | None,
+    execution: dict[str, Any],
+) -> tuple[Any, Any]:
+    opts = Options.build(options, **execution)
+    lindep = check_tolerance(lindep, "lindep")
+    symmetry_tol = check_tolerance(symmetry_tol, "symmetry_tol")
+    if is_dask_collection(a) or is_dask_collection(b):
+        return _dask(
+            a, b, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol, device, plan, opts
+        )
     if isinstance(a, (list, tuple)) and not a and (b is None or isinstance(b, (list, tuple))):
         if b:  # an empty ragged list: empty lists back (as a loop over nothing gives)
-            raise ValueError("with a ragged list a, b must be a list of the same length")
+            raise InputError("b", "must be a list of the same length as the ragged list a")
         return [], ([] if vectors else None)
-    if _is_ragged(a):
-        return _ragged(
-            a, b, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol, device, opts
+    uniform = _stack_uniform(a, b) if plan is None and is_ragged(a) else None
+    if uniform is not None:  # one shape throughout: one dense batch beats padded buckets
+        try:
+            w, v = _run(
+                uniform[0],
+                uniform[1],
+                vectors=vectors,
+                k=k,
+                largest=largest,
+                lindep=lindep,
+                lindep_fill=lindep_fill,
+                check=check,
+                symmetry_tol=symmetry_tol,
+                device=device,
+                plan=None,
+                options=options,
+                execution=execution,
+            )
+        except ValueError:
+            pass  # the bucketed path below names the failing item: a[3], b[3]
+        else:
+            return list(w), (list(v) if v is not None else None)
+    if is_ragged(a):
+        if plan is not None:
+            raise InputError("plan", "describes one dense batch; a ragged list has several sizes")
+        return _solver_errors(
+            solve_ragged,
+            a,
+            b,
+            vectors,
+            k,
+            largest,
+            lindep,
+            lindep_fill,
+            check,
+            symmetry_tol,
+            device,
+            opts,
         )
-    at, bt, origin = _prepare(a, b, "a", check, symmetry_tol, device, defer_a_check=True)
-    _check_k(k, at.shape[-1])
+    at, bt, origin = prepare(a, b, "a", check, symmetry_tol, device, defer_a_check=True)
+    n = at.shape[-1]
+    kk = check_k(k, n)
+    if plan is not None:
+        shape = at.shape if bt is None else torch.broadcast_shapes(at.shape, bt.shape)
+        batch = math.prod(shape[:-2])
+        opts = Options.from_plan(check_plan(plan, n, batch, at.dtype, at.device), opts)
     # the standard problem checks its input block by block inside the workers
     pre = (lambda x, _offset: quick_check(x, symmetry_tol)) if check and bt is None else None
     try:
-        w, v = _dense(at, bt, vectors, k, largest, lindep, lindep_fill, opts, pre=pre)
+        w, v = _solver_errors(
+            solve_dense, at, bt, vectors, kk, largest, lindep, lindep_fill, opts, pre=pre
+        )
     except InputRejected:
         check_finite(at, "a")
         check_hermitian(at, symmetry_tol, "a")
@@ -158,68 +117,55 @@ def _run(a, b, *, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol,
     return restore(w, origin), restore(v, origin)
 
 
-def _ragged(
-    a: Sequence[Any], b: Any, vectors, k, largest, lindep, fill, check, symmetry_tol, device, opts
-):
-    if b is not None and (not isinstance(b, (list, tuple)) or len(b) != len(a)):
-        raise ValueError("with a ragged list a, b must be a list of the same length")
-    # shapes per item here; values are checked per bucket, on the stacked batch
-    items = [
-        _prepare(ai, None if b is None else b[i], f"a[{i}]", False, symmetry_tol, device)
-        for i, ai in enumerate(a)
-    ]
-    for i, (ai, _, _) in enumerate(items):
-        if ai.ndim != 2:
-            raise ValueError(
-                f"a[{i}] must be one (n, n) matrix in a ragged list, got shape {tuple(ai.shape)}"
-            )
-        _check_k(k, ai.shape[-1], f" for a[{i}]")
-    devices = {ai.device for ai, _, _ in items}
-    if len(devices) > 1:
-        raise ValueError(f"ragged matrices live on several devices: {sorted(map(str, devices))}")
-    dtype = items[0][0].dtype
-    for ai, bi, _ in items:
-        dtype = torch.promote_types(dtype, ai.dtype)
-        if bi is not None:
-            dtype = torch.promote_types(dtype, bi.dtype)
-    sizes = [ai.shape[-1] for ai, _, _ in items]
-    ceilings = choose_buckets(sizes, items[0][0].device, pad=b is None)
-    out_w: list[Any] = [None] * len(items)
-    out_v: list[Any] = [None] * len(items)
-    for ceiling, members in group_by_bucket(sizes, ceilings).items():
-        mats = [items[i][0].to(dtype) for i in members]
-        if check:
-            _check_members(items, members, symmetry_tol)
-        if b is None:
-            stack, inactive = pad_stack(mats, ceiling)
-            w, v = solve_standard(stack, vectors, opts, inactive=inactive, gauge=True)
-        else:
-            stack = torch.stack(mats)
-            bstack = torch.stack([items[i][1].to(dtype) for i in members])  # type: ignore[union-attr]
-            w, v = _dense(stack, bstack, vectors, None, False, lindep, fill, opts)
-        for row, i in enumerate(members):
-            n = sizes[i]
-            wi = w[row, :n]
-            vi = v[row, :n, :n] if v is not None else None
-            wi, vi = _slice_k(wi, vi, k, largest)
-            out_w[i] = restore(wi, items[i][2])
-            out_v[i] = restore(vi, items[i][2]) if vi is not None else None
-    return out_w, out_v
+def _stack_uniform(a: Any, b: Any) -> tuple[Any, Any] | None:
+    """A ragged list (and its ``b``) as stacked arrays when all matrices share one shape,
+    dtype, array type and device; None otherwise."""
+
+    def stack(items: Any) -> Any:
+        first = items[0]
+        same = all(
+            type(x) is type(first) and x.shape == first.shape and x.dtype == first.dtype
+            for x in items
+        )
+        if not same or len(first.shape) != 2:
+            return None
+        if type(first) is torch.Tensor and all(x.device == first.device for x in items):
+            return torch.stack(list(items))
+        return np.stack(items) if type(first) is np.ndarray else None
+
+    sa = stack(a)
+    if sa is None or b is None:
+        return None if sa is None else (sa, None)
+    if not isinstance(b, (list, tuple)) or len(b) != len(a) or not is_ragged(b):
+        return None
+    sb = stack(b)
+    return (sa, sb) if sb is not None and type(sb) is type(sa) and sb.shape == sa.shape else None
 
 
-def _check_members(items: list, members: list[int], symmetry_tol: float | None) -> None:
-    """Check a bucket's matrices (and b's) in one batched pass per size; name ``a[i]``."""
-    for pos in (0, 1):
-        mats = [items[i][pos] for i in members]
-        if mats[0] is None:
-            continue
-        for size in {m.shape[-1] for m in mats}:
-            group = [i for i, m in zip(members, mats, strict=True) if m.shape[-1] == size]
-            try:
-                quick_check(torch.stack([items[i][pos] for i in group]), symmetry_tol, finite=True)
-            except InputRejected:
-                for i in group:
-                    check_values(items[i][pos], symmetry_tol, f"{'ab'[pos]}[{i}]")
+def _solver_errors(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args)`` with torch's raw ``LinAlgError`` turned into spectra's."""
+    try:
+        return fn(*args, **kwargs)
+    except torch.linalg.LinAlgError as exc:
+        raise LinAlgError(
+            "a",
+            "could not be decomposed: the solver failed to converge",
+            hint=f"values near the floating-point range or not finite? torch: {exc}",
+        ) from exc
+
+
+def _dask(a, b, vectors, k, largest, lindep, fill, check, symmetry_tol, device, plan, opts):  # type: ignore[no-untyped-def]
+    """The same call mapped over the blocks of a Dask array (``spectra.distributed``)."""
+    if plan is not None:
+        raise InputError("plan", "describes one dense batch, not the blocks of a Dask array")
+    from ..distributed import eigh as dask_eigh
+    from ..distributed import eigvalsh as dask_eigvalsh
+
+    core = {"lindep": lindep, "lindep_fill": fill, "check": check, "symmetry_tol": symmetry_tol}
+    core.update(device=device, options=opts)
+    if vectors:
+        return tuple(dask_eigh(a, b, k=k, largest=largest, **core))
+    return dask_eigvalsh(a, b, k=k, largest=largest, **core), None
 
 
 def eigh(
@@ -233,14 +179,9 @@ def eigh(
     check: bool = True,
     symmetry_tol: float | None = None,
     device: Any = None,
-    strategy: str | None = None,
-    chunk_size: int | None = None,
-    max_memory: int | None = None,
-    workers: int | None = None,
-    verify: bool | None = None,
-    autotune: bool | None = None,
-    degenerate_tol: float | None = None,
-    broadening: float = 0.0,
+    plan: Plan | None = None,
+    options: Options | None = None,
+    **execution: Any,
 ) -> EighResult:
     """Eigenvalues and eigenvectors of a batch of symmetric/Hermitian matrices.
 
@@ -248,11 +189,13 @@ def eigh(
     ----------
     a : array ``(..., n, n)`` (torch tensor on any device, or NumPy), real symmetric or
         complex Hermitian; or a list/tuple of square matrices of different sizes (ragged),
-        which gives lists back in the same order.
+        which gives lists back in the same order; or a Dask array (computed lazily by
+        :func:`spectra.distributed.eigh`). float16/bfloat16 are solved in float32 and
+        returned in their own dtype.
     b : optional positive-definite array broadcastable to ``a`` (or a list matching a
         ragged ``a``): the generalized problem ``A v = w B v``, with ``V^H B V = I``.
-    k : return only ``k`` eigenpairs, the smallest (or the largest with ``largest=True``),
-        always in ascending order: exactly that slice of the full result.
+    k : return only ``k`` eigenpairs (any integer type), the smallest (or the largest with
+        ``largest=True``), always in ascending order: exactly that slice of the full result.
     lindep : with ``b``, drop ``b``'s eigen-directions with eigenvalue below ``lindep``
         (canonical orthogonalization, as PySCF at 1e-6) instead of failing on a nearly
         singular ``b``; the dropped pairs come last with value ``lindep_fill`` and zero vectors.
@@ -260,10 +203,13 @@ def eigh(
         1e-8 in double, 1e-3 in single precision); errors name the batch indices.
     device : solve on this device (e.g. ``"cuda"`` for NumPy input); results come back
         in the input's form.
-    strategy, chunk_size, max_memory, workers, verify, autotune : execution options, see
-        :func:`spectra.core.plan`.
-    degenerate_tol, broadening : backward options (see ``spectra.core._autograd``):
-        gradients stay finite at degenerate eigenvalues.
+    plan : a :class:`~spectra.core.Plan` made by :func:`spectra.plan` for this input (its
+        n, batch, dtype and device must match): executed as it is, without planning.
+    options : an :class:`~spectra.core.Options`; keywords below override its fields.
+    **execution : the fields of :class:`~spectra.core.Options`: ``strategy``,
+        ``chunk_size``, ``max_memory``, ``workers``, ``verify``, ``autotune`` (see
+        :func:`spectra.core.plan`), ``degenerate_tol``, ``broadening``, ``degenerate``
+        (the backward at degenerate eigenvalues).
 
     Returns
     -------
@@ -282,6 +228,9 @@ def eigh(
     >>> spectra.eigh(a, k=1, largest=True).eigenvalues
     tensor([[3.],
             [3.]])
+    >>> p = spectra.plan(2, 2, torch.float32, workers=1)
+    >>> spectra.eigh(a, plan=p).eigenvalues[1]
+    tensor([1., 3.])
     """
     w, v = _run(
         a,
@@ -294,16 +243,9 @@ def eigh(
         check=check,
         symmetry_tol=symmetry_tol,
         device=device,
-        solver_kw={
-            "strategy": strategy,
-            "chunk_size": chunk_size,
-            "max_memory": max_memory,
-            "workers": workers,
-            "verify": verify,
-            "autotune": autotune,
-            "degenerate_tol": degenerate_tol,
-            "broadening": broadening,
-        },
+        plan=plan,
+        options=options,
+        execution=execution,
     )
     return EighResult(w, v)
 
@@ -319,12 +261,9 @@ def eigvalsh(
     check: bool = True,
     symmetry_tol: float | None = None,
     device: Any = None,
-    strategy: str | None = None,
-    chunk_size: int | None = None,
-    max_memory: int | None = None,
-    workers: int | None = None,
-    verify: bool | None = None,
-    autotune: bool | None = None,
+    plan: Plan | None = None,
+    options: Options | None = None,
+    **execution: Any,
 ) -> Any:
     """Eigenvalues only (ascending) of a batch of symmetric/Hermitian matrices.
 
@@ -347,13 +286,8 @@ def eigvalsh(
         check=check,
         symmetry_tol=symmetry_tol,
         device=device,
-        solver_kw={
-            "strategy": strategy,
-            "chunk_size": chunk_size,
-            "max_memory": max_memory,
-            "workers": workers,
-            "verify": verify,
-            "autotune": autotune,
-        },
+        plan=plan,
+        options=options,
+        execution=execution,
     )
     return w

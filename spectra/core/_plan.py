@@ -1,26 +1,31 @@
 """Plan, then execute: the cheap, cached decision of how a batch will be solved.
 
-``plan(shape, dtype, device)`` looks at the sizes, dtype, device, memory and cores and
+``plan(n, batch, dtype, device)`` looks at the sizes, dtype, device, memory and cores and
 returns an inspectable :class:`Plan` (strategy, chunking, workers, verification);
 ``execute`` follows it. The same decision is made for the same inputs, so a call can be
-explained before it runs (``spectra explain``).
+explained before it runs (``spectra explain``), and a plan can be handed back to
+``spectra.eigh(a, plan=p)``.
+
+The strategy is chosen in one place, :func:`choose_strategy`; memory probing lives in
+``_memory``, timing candidates in ``_autotune``, the cost model in ``_cost``.
 """
 
 from __future__ import annotations
 
 import functools
-import os
-import time
+import warnings
 from dataclasses import dataclass, field
 
 import torch
 
+from ._autotune import autotune, size_class
+from ._cost import matrix_seconds
+from ._memory import default_budget
+from ._options import check_count, check_positive
 from ._strategies import STRATEGIES
 from ._threads import cpu_count
+from ._versions import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
 
-#: torch releases before 2.12 batch CUDA eigh only for n <= 32 (syevjBatched) and loop
-#: syevd per matrix above it: a size class that padding must not push a bucket into.
-LEGACY_CUDA_BATCHED_MAX_N = 32
 #: Below this size one CPU matrix gains nothing from threaded LAPACK; running every CPU
 #: solve with one kernel thread also keeps results bitwise independent of how the batch
 #: is split. Larger matrices in a single-worker plan use the caller's thread settings.
@@ -31,21 +36,18 @@ _MIN_PARALLEL_BATCH = 2
 _MIN_PARALLEL_SECONDS = 1e-3
 
 
-def cpu_solve_seconds(n: int, dtype: torch.dtype) -> float:
-    """Rough single-thread time of one eigh of size ``n`` (LAPACK syevd, measured on x86)."""
-    complex_factor = 4.0 if dtype.is_complex else 1.0
-    return complex_factor * (5e-6 + 1.5e-9 * n**3)
+def format_bytes(n: int) -> str:
+    """``n`` bytes in binary units, e.g. ``format_bytes(3 << 20) == '3.0 MiB'``.
 
-
-def torch_version() -> tuple[int, int]:
-    """``(major, minor)`` of the running torch."""
-    major, minor = torch.__version__.split("+")[0].split(".")[:2]
-    return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
-
-
-def cuda_batched_everywhere() -> bool:
-    """Whether torch routes every batched CUDA eigh to the batched cuSOLVER path (>= 2.12)."""
-    return torch_version() >= (2, 12)
+    >>> format_bytes(512), format_bytes(3 << 30)
+    ('512 B', '3.0 GiB')
+    """
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover
 
 
 @dataclass(frozen=True)
@@ -84,49 +86,12 @@ class Plan:
             f"  workers      {self.workers}"
             + (" (batch split across threads, one kernel thread each)" if self.workers > 1 else ""),
             f"  chunks       {self.n_chunks} of up to {self.chunk_size} matrices "
-            f"({self.bytes_per_matrix:,} B each, budget {self.memory_budget:,} B)",
+            f"({format_bytes(self.bytes_per_matrix)} each, "
+            f"budget {format_bytes(self.memory_budget)})",
             f"  verify       {'V^H V = I checked, failures recomputed' if self.verify else 'off'}",
         ]
         lines += [f"  why          {r}" for r in self.reasons]
         return "\n".join(lines)
-
-
-def available_memory(device: torch.device) -> int:
-    """Free bytes on ``device`` (CUDA: free device memory; CPU: MemAvailable)."""
-    if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        return int(free)
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:  # pragma: no cover - non-Linux
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover
-        return 8 << 30
-
-
-_BUDGET_CACHE: dict[torch.device, tuple[float, int]] = {}
-_BUDGET_TTL_S = 1.0
-
-
-def default_budget(device: torch.device) -> int:
-    """Half of the free memory, rounded down to 64 MiB so plans can be cached.
-
-    Re-read at most once a second per device: for small batches the query itself
-    (``/proc/meminfo``, ``cudaMemGetInfo``) was a visible share of the call.
-    """
-    now = time.monotonic()
-    hit = _BUDGET_CACHE.get(device)
-    if hit is not None and now - hit[0] < _BUDGET_TTL_S:
-        return hit[1]
-    step = 64 << 20
-    budget = max(step, (available_memory(device) // 2) // step * step)
-    _BUDGET_CACHE[device] = (now, budget)
-    return budget
 
 
 def plan(
@@ -151,13 +116,14 @@ def plan(
     dtype, device : of the matrices.
     vectors : whether eigenvectors are wanted.
     strategy : force a registered strategy (see ``spectra.core.STRATEGIES``).
-    chunk_size : force at most this many matrices per solver call.
+    chunk_size : force at most this many matrices per solver call (an integer >= 1).
     max_memory : bytes the solver's working set may use (default: half the free memory).
     workers : CPU threads to split the batch across (default: all usable cores).
     verify : check ``V^H V = I`` after each chunk and recompute failures (default: on CUDA).
-    autotune : time every registered strategy on a sample of this shape once and take the
-        fastest (cached per n, batch size class, dtype and device). Default: on CUDA with
-        torch < 2.12 for n > 32, where the right path depends on the machine.
+    autotune : time every registered strategy on a sample of this shape once, exactly as
+        ``execute`` runs it, and take the fastest (cached per n, batch size class, dtype and
+        device). Default: on CUDA with torch < 2.12 for n > 32, where the right path
+        depends on the machine.
 
     Examples
     --------
@@ -169,6 +135,9 @@ def plan(
     device = torch.device(device)
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
+    chunk_size = check_count(chunk_size, "chunk_size")
+    workers = check_count(workers, "workers")
+    max_memory = check_positive(max_memory, "max_memory")
     budget = default_budget(device) if max_memory is None else int(max_memory)
     return _plan_cached(
         n,
@@ -182,44 +151,58 @@ def plan(
         workers if workers is not None else cpu_count(),
         verify,
         autotune,
+        max_memory is not None,
     )
 
 
-def _size_class(batch: int) -> int:
-    return 1 << max(0, batch - 1).bit_length()
+def choose_strategy(
+    n: int,
+    batch: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    vectors: bool,
+    workers: int,
+    budget: int,
+    verify: bool | None,
+    autotune_: bool | None,
+) -> tuple[str, list[str]]:
+    """The strategy for a batch the caller did not force one for, and why.
 
-
-@functools.lru_cache(maxsize=256)
-def _autotune(
-    n: int, batch_class: int, dtype: torch.dtype, device: torch.device, vectors: bool, workers: int
-) -> tuple[str, tuple[tuple[str, float], ...]]:
-    """Time each tunable strategy on a random sample; return the fastest and the timings."""
-
-    from ._samples import random_hermitian
-
-    sample = random_hermitian((min(batch_class, 256),), n, dtype, seed=0).to(device)
-    timings = []
-    for name, s in STRATEGIES.items():
-        if not (device.type in s.tunable_on and s.supports(device)):
-            continue
-        try:
-            s.solve(sample, vectors, workers)  # warm-up (kernels, workspaces, caches)
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            t0 = time.perf_counter()
-            s.solve(sample, vectors, workers)
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            timings.append((name, time.perf_counter() - t0))
-        except Exception:  # a strategy that fails here is simply not chosen
-            continue
-    best = min(timings, key=lambda t: t[1])[0] if timings else "torch"
-    return best, tuple(timings)
+    The one place the default choice is made: autotune where asked (or on legacy CUDA for
+    n > 32), else batched torch, or on legacy CUDA a path that stays batched.
+    """
+    legacy_cuda = device.type == "cuda" and not cuda_batched_everywhere()
+    if autotune_ or (autotune_ is None and legacy_cuda and n > LEGACY_CUDA_BATCHED_MAX_N):
+        cls = size_class(batch)
+        name, timings = autotune(n, cls, dtype, device, vectors, workers, budget, verify)
+        shown = ", ".join(f"{k} {1e3 * t:.2f} ms" for k, t in timings)
+        return name, [f"autotuned on {min(cls, 256)} sample matrices: {shown}"]
+    if device.type == "cpu":
+        return "torch", []
+    if not (legacy_cuda and n > LEGACY_CUDA_BATCHED_MAX_N):
+        return "torch", ["one batched cuSOLVER call per chunk"]
+    why = f"torch {torch.__version__} loops syevd for n > 32 on CUDA; "
+    if STRATEGIES["cupy-syevj"].supports(device):
+        return "cupy-syevj", [why + "CuPy's batched syevj stays batched"]
+    if "jacobi" in STRATEGIES:
+        return "jacobi", [why + "spectra's batched Jacobi stays batched"]
+    return "torch", []  # pragma: no cover - jacobi is always registered
 
 
 @functools.lru_cache(maxsize=1024)
 def _plan_cached(
-    n, batch, dtype, device, vectors, strategy, chunk_size, budget, workers, verify, autotune
+    n: int,
+    batch: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    vectors: bool,
+    strategy: str | None,
+    chunk_size: int | None,
+    budget: int,
+    workers: int,
+    verify: bool | None,
+    autotune_: bool | None,
+    budget_given: bool = False,
 ) -> Plan:
     reasons: list[str] = []
     if strategy is not None:
@@ -229,40 +212,22 @@ def _plan_cached(
             raise ValueError(f"strategy {strategy!r} cannot run on {device}")
         name = strategy
         reasons.append(f"strategy={strategy!r} given")
-    elif autotune or (
-        autotune is None
-        and device.type == "cuda"
-        and not cuda_batched_everywhere()
-        and n > LEGACY_CUDA_BATCHED_MAX_N
-    ):
-        name, timings = _autotune(n, _size_class(batch), dtype, device, vectors, workers)
-        shown = ", ".join(f"{k} {1e3 * t:.2f} ms" for k, t in timings)
-        reasons.append(f"autotuned on {min(_size_class(batch), 256)} sample matrices: {shown}")
-    elif device.type == "cpu":
-        name = "torch"
     else:
-        name = "torch"
-        if not cuda_batched_everywhere() and n > LEGACY_CUDA_BATCHED_MAX_N:
-            if STRATEGIES["cupy-syevj"].supports(device):
-                name = "cupy-syevj"
-                reasons.append(
-                    f"torch {torch.__version__} loops syevd for n > 32 on CUDA; "
-                    "CuPy's batched syevj stays batched"
-                )
-            elif "jacobi" in STRATEGIES:
-                name = "jacobi"
-                reasons.append(
-                    f"torch {torch.__version__} loops syevd for n > 32 on CUDA; "
-                    "spectra's batched Jacobi stays batched"
-                )
-        else:
-            reasons.append("one batched cuSOLVER call per chunk")
+        name, why = choose_strategy(
+            n, batch, dtype, device, vectors, workers, budget, verify, autotune_
+        )
+        reasons += why
     itemsize = torch.empty((), dtype=dtype).element_size()
     per_matrix = max(1, int(STRATEGIES[name].memory_factor * n * n * itemsize) + 2 * n * itemsize)
     fits = max(1, budget // per_matrix)
+    if budget_given and per_matrix > budget and batch > 0:
+        warnings.warn(
+            f"max_memory={budget:,} B is below the working set of one {n}x{n} matrix "
+            f"(~{per_matrix:,} B): solving one matrix at a time, above the budget",
+            ResourceWarning,
+            stacklevel=4,
+        )
     if chunk_size is not None:
-        if chunk_size < 1:
-            raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
         size = chunk_size
         reasons.append(f"chunk_size={chunk_size} given")
     else:
@@ -274,7 +239,7 @@ def _plan_cached(
         reasons.append("CUDA results are checked (cuSOLVER has shipped silent eigenvector bugs)")
     used_workers = 1
     if device.type == "cpu" and STRATEGIES[name].threadable:
-        serial = min(size, batch) * cpu_solve_seconds(n, dtype)
+        serial = min(size, batch) * matrix_seconds(n, dtype, device)
         if (
             workers > 1
             and min(size, batch) >= _MIN_PARALLEL_BATCH

@@ -12,19 +12,8 @@ from collections.abc import Sequence
 
 import torch
 
-from ._plan import LEGACY_CUDA_BATCHED_MAX_N, cpu_solve_seconds, cuda_batched_everywhere
-
-
-def call_overhead(device: torch.device) -> float:
-    """Fixed cost in seconds of one batched core call (planning, checks, launches)."""
-    return 5e-4 if device.type == "cuda" else 2e-4
-
-
-def matrix_seconds(n: int, device: torch.device) -> float:
-    """Per-matrix cost of size ``n`` in a batched call (the cost model)."""
-    if device.type == "cuda":
-        return 1e-7 + 1e-11 * n**3  # batched cuSOLVER: throughput-bound
-    return cpu_solve_seconds(n, torch.float64)
+from ._cost import call_overhead, matrix_seconds
+from ._versions import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
 
 
 def choose_buckets(sizes: Sequence[int], device: torch.device, pad: bool = True) -> list[int]:
@@ -51,7 +40,7 @@ def choose_buckets(sizes: Sequence[int], device: torch.device, pad: bool = True)
             if legacy and distinct[i - 1] <= LEGACY_CUDA_BATCHED_MAX_N < ceiling:
                 break
             members += counts[distinct[i - 1]]
-            cost = best[i - 1] + overhead + members * matrix_seconds(ceiling, device)
+            cost = best[i - 1] + overhead + members * matrix_seconds(ceiling, torch.float64, device)
             if cost < best[j]:
                 best[j], cut[j] = cost, i - 1
     ceilings, j = [], len(distinct)

@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
-SolveFn = Callable[[torch.Tensor, bool, int], Result]
+#: ``solve(a, vectors)``: a ``(B, n, n)`` block in, ``(w, v or None)`` out
+SolveFn = Callable[[torch.Tensor, bool], Result]
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,26 @@ class Strategy:
 STRATEGIES: dict[str, Strategy] = {}
 
 
-def register(strategy: Strategy) -> Strategy:
-    """Add ``strategy`` to the registry (replacing one of the same name)."""
+def register(strategy: Strategy, *, replace: bool = False) -> Strategy:
+    """Add ``strategy`` to the registry; a name already taken is refused unless ``replace``.
+
+    >>> import torch
+    >>> s = Strategy("demo", ("cpu",), lambda a, vectors: (torch.linalg.eigvalsh(a), None),
+    ...              "eigenvalues through torch")
+    >>> _ = register(s)
+    >>> register(s)
+    Traceback (most recent call last):
+    ...
+    ValueError: a strategy named 'demo' is already registered; pass replace=True to replace it
+    >>> register(s, replace=True).name
+    'demo'
+    >>> del STRATEGIES["demo"]
+    """
+    if strategy.name in STRATEGIES and not replace:
+        raise ValueError(
+            f"a strategy named {strategy.name!r} is already registered; "
+            "pass replace=True to replace it"
+        )
     STRATEGIES[strategy.name] = strategy
     return strategy
 
@@ -58,7 +77,7 @@ def _torch_solve(a: torch.Tensor, vectors: bool) -> Result:
         return torch.linalg.eigvalsh(a), None
 
 
-def _torch_batched(a: torch.Tensor, vectors: bool, workers: int) -> Result:
+def _torch_batched(a: torch.Tensor, vectors: bool) -> Result:
     return _torch_solve(a, vectors)
 
 
@@ -70,7 +89,7 @@ def _torch_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> Non
             torch.linalg.eigvalsh(a, out=w)
 
 
-def _numpy_solve(a: torch.Tensor, vectors: bool, workers: int) -> Result:
+def _numpy_solve(a: torch.Tensor, vectors: bool) -> Result:
     arr = a.detach().cpu().numpy()
     if vectors:
         w, v = np.linalg.eigh(arr)
@@ -78,7 +97,7 @@ def _numpy_solve(a: torch.Tensor, vectors: bool, workers: int) -> Result:
     return torch.from_numpy(np.linalg.eigvalsh(arr)).to(a.device), None
 
 
-def _scipy_loop(a: torch.Tensor, vectors: bool, workers: int) -> Result:
+def _scipy_loop(a: torch.Tensor, vectors: bool) -> Result:
     import scipy.linalg
 
     arr = a.detach().cpu().numpy()
@@ -104,7 +123,7 @@ def _cupy_available() -> bool:
     return torch.cuda.is_available()
 
 
-def _cupy_syevj(a: torch.Tensor, vectors: bool, workers: int) -> Result:
+def _cupy_syevj(a: torch.Tensor, vectors: bool) -> Result:
     """CuPy's batched Jacobi (``syevjBatched``) through DLPack, zero copy on the GPU."""
     import cupy
 
@@ -132,7 +151,9 @@ register(
         ("cpu",),
         _numpy_solve,
         "numpy.linalg.eigh (LAPACK looped in C)",
-        threadable=True,
+        # NumPy's OpenBLAS pool can only be limited process-wide (threadpoolctl), which
+        # concurrent callers would observe: run it in the caller's thread, unsplit
+        threadable=False,
         blas_pool=True,
     )
 )

@@ -1,5 +1,6 @@
 """The core's surface for spectra's own domains (pca, tightbinding, graph, stiefel,
-distributed) and command line: array in/out helpers, structured errors, the CPU fan-out.
+distributed) and command line: array in/out helpers, structured errors, the CPU fan-out,
+and the few execution internals the CLI shows.
 
 Users call :mod:`spectra` / :mod:`spectra.core`; domains may additionally use the names
 here, and nothing else of the core's private modules. Every domain imports the core the
@@ -25,19 +26,34 @@ from ._arrays import (
     real_dtype,
     restore,
 )
+from ._autograd import eigh_backward
+from ._checks import check_square
 from ._errors import InputError, LinAlgError, format_indices
+from ._execute import execute, orthonormality_error
+from ._options import Options
+from ._plan import format_bytes
+from ._prepare import check_k
 from ._threads import cpu_count, fan_out
+from ._versions import torch_version
 
 __all__ = [
     "InputError",
     "LinAlgError",
+    "Options",
     "Origin",
     "as_tensor",
+    "check_k",
+    "check_square",
     "cpu_count",
     "default_tolerance",
+    "eigh_backward",
+    "execute",
     "fan_out",
+    "format_bytes",
     "format_indices",
     "is_dask_collection",
+    "orthonormality_error",
     "real_dtype",
     "restore",
+    "torch_version",
 ]

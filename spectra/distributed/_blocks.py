@@ -8,54 +8,35 @@ so the error seen on the client names indices of the whole array.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 
+from ..core import eigh, eigvalsh
+from ..core.domain import InputError, LinAlgError
 from ._compat import is_cupy
-
-_INDICES = re.compile(r"(batch indices )\[([^\]]*)\]")
-
-
-def _shift_list(text: str, offset: tuple[int, ...]) -> str:
-    """Shift a rendered index list (``"3, 5"``, ``"(0, 2), (1, 0), ... (12 in all)"``)."""
-    head, sep, tail = text.partition(", ...")
-    if len(offset) == 1:
-        items = [str(int(i) + offset[0]) for i in re.findall(r"-?\d+", head)]
-    else:
-        items = []
-        for group in re.findall(r"\(([^)]*)\)", head):
-            parts = [int(p) for p in re.findall(r"-?\d+", group)]
-            if len(parts) != len(offset):
-                return text
-            items.append(str(tuple(p + o for p, o in zip(parts, offset, strict=True))))
-    return ", ".join(items) + sep + tail
 
 
 def relocate(exc: BaseException, offset: tuple[int, ...], block_id: tuple[int, ...]) -> Any:
-    """The same error as ``exc`` with its batch indices shifted by ``offset``.
+    """The same error as ``exc``, its batch indices shifted by the block's ``offset``.
 
-    Returns ``exc`` itself when it names no batch indices or cannot be rebuilt.
+    The core's errors are data (:class:`~spectra.core.domain.InputError`,
+    :class:`~spectra.core.domain.LinAlgError` with ``.indices``): they are rebuilt with
+    :meth:`reindexed`; any other ``ValueError`` only gets the block named in front.
     """
-    message = str(exc.args[0]) if exc.args else ""
-    if not _INDICES.search(message) or not any(offset):
-        shifted = message
-    else:
-        shifted = _INDICES.sub(
-            lambda m: m.group(1) + "[" + _shift_list(m.group(2), offset) + "]", message
-        )
-    text = f"dask block {block_id}: {shifted}"
-    indices = getattr(exc, "indices", None)
+    where = f"dask block {block_id}: "
+    if isinstance(exc, (InputError, LinAlgError)):
+
+        def shift(index: tuple[int, ...]) -> tuple[int, ...]:
+            if len(index) != len(offset):  # () for an unbatched argument such as k
+                return index
+            return tuple(i + o for i, o in zip(index, offset, strict=True))
+
+        return exc.reindexed(shift, what=where + exc.what)
     try:
-        if indices is not None:
-            moved = [tuple(i + o for i, o in zip(ix, offset, strict=True)) for ix in indices]
-            new = type(exc)(text, moved)
-        else:
-            new = type(exc)(text)
-    except Exception:
+        return type(exc)(where + (str(exc.args[0]) if exc.args else ""))
+    except Exception:  # pragma: no cover - an exception type with another signature
         return exc
-    return new
 
 
 def _offset(block_info: dict | None, batch_ndim: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -94,15 +75,13 @@ def solve_block(
     a: Any, b: Any = None, *, vectors: bool, options: dict[str, Any], block_info: dict | None = None
 ) -> Any:
     """Solve one block with the core; ``(w, v)`` if ``vectors`` else ``w``."""
-    import spectra
-
     batch_ndim = a.ndim - 2
     a, b = aligned(a), aligned(b)
     try:
         if vectors:
-            w, v = spectra.eigh(a, b, **options)
+            w, v = eigh(a, b, **options)
         else:
-            w, v = spectra.eigvalsh(a, b, **options), None
+            w, v = eigvalsh(a, b, **options), None
     except ValueError as exc:  # the core's input errors (LinAlgError is a ValueError)
         offset, block_id = _offset(block_info, batch_ndim)
         new = relocate(exc, offset, block_id)

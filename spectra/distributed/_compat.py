@@ -27,14 +27,6 @@ def require_distributed() -> Any:
     return distributed
 
 
-def is_dask_array(x: Any) -> bool:
-    """Whether ``x`` is a ``dask.array.Array`` (without importing dask if it is not loaded)."""
-    import sys
-
-    da = sys.modules.get("dask.array")
-    return da is not None and isinstance(x, da.Array)
-
-
 def is_cupy(x: Any) -> bool:
     """Whether ``x`` is a CuPy array (checked by module name: CuPy need not be installed)."""
     return type(x).__module__.split(".")[0] == "cupy"

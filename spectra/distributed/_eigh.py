@@ -8,12 +8,14 @@ axes must hold whole matrices, so they are rechunked to one chunk (with a
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from typing import Any
 
 import numpy as np
 
+from ..core import EighResult
+from ..core import eigh as core_eigh
+from ..core.domain import Options, check_k, check_square
 from ._blocks import pick, solve_block
 from ._compat import require_dask
 
@@ -33,30 +35,15 @@ def _as_dask(x: Any, name: str) -> Any:
     return da.from_array(x, chunks=chunks)
 
 
-def _check_square(x: Any, name: str) -> None:
-    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
-        raise ValueError(
-            f"{name} must have shape (..., n, n) (a batch of square matrices), got {tuple(x.shape)}"
-        )
+#: the keywords of spectra.eigh a block call may take besides a, b, k, largest
+CORE_KEYWORDS = ("lindep", "lindep_fill", "check", "symmetry_tol", "device", "options")
 
 
-def _check_options(options: dict[str, Any], vectors: bool) -> None:
-    import spectra
-
-    fn = spectra.eigh if vectors else spectra.eigvalsh
-    allowed = set(inspect.signature(fn).parameters) - {"a", "b", "k", "largest"}
+def _check_options(options: dict[str, Any]) -> None:
+    allowed = set(CORE_KEYWORDS) | set(Options.names())
     unknown = sorted(set(options) - allowed)
     if unknown:
-        raise TypeError(
-            f"unknown core option(s) {unknown}; {fn.__name__} accepts {sorted(allowed)}"
-        )
-
-
-def _check_k(k: int | None, n: int) -> None:
-    if k is None:
-        return
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= n:
-        raise ValueError(f"k must be an integer in [0, n={n}], got {k!r}")
+        raise TypeError(f"unknown core option(s) {unknown}; spectra.eigh accepts {sorted(allowed)}")
 
 
 def result_dtypes(xdtype: Any, bdtype: Any = None) -> tuple[np.dtype, np.dtype]:
@@ -66,11 +53,9 @@ def result_dtypes(xdtype: Any, bdtype: Any = None) -> tuple[np.dtype, np.dtype]:
     promotion of ``a`` with ``b``) are the core's own; unsupported dtypes fail here,
     before anything is computed.
     """
-    import spectra
-
     a = np.ones((1, 1), dtype=xdtype)
     b = None if bdtype is None else np.ones((1, 1), dtype=bdtype)
-    w, v = spectra.eigh(a, b)
+    w, v = core_eigh(a, b)
     return w.dtype, v.dtype
 
 
@@ -106,7 +91,7 @@ def whole_matrices(x: Any, name: str, stacklevel: int = 5) -> Any:
 def _align(x: Any, b: Any) -> tuple[Any, Any]:
     """Broadcast ``x`` and a batched ``b`` to one batch shape with matching chunks."""
     da = require_dask()
-    _check_square(b, "b")
+    check_square(b, "b")
     n = x.shape[-1]
     if b.shape[-1] != n:
         raise ValueError(
@@ -137,11 +122,11 @@ def _map(
     da = require_dask()
     from dask.array.utils import meta_from_array
 
-    _check_options(options, vectors)
+    _check_options(options)
     x = _as_dask(x, "x")
-    _check_square(x, "x")
+    check_square(x, "x")
     n = x.shape[-1]
-    _check_k(k, n)
+    k = check_k(k, n)
     wdtype, vdtype = result_dtypes(x.dtype, None if b is None else b.dtype)
     x = whole_matrices(x, "x")
     args = [x]
@@ -237,8 +222,6 @@ def eigh(
     >>> w.compute()[0], w.chunks
     (array([1., 2.]), ((3, 1), (2,)))
     """
-    from spectra import EighResult
-
     w, v = _map(x, b, vectors=True, k=k, largest=largest, options=core_options)
     return EighResult(w, v)
 

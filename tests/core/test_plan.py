@@ -100,7 +100,8 @@ def test_numpy_input_on_cuda_comes_back_as_numpy():
 
 def test_autotune_times_the_tunable_strategies_and_explains():
     p = plan(12, 64, torch.float64, "cpu", autotune=True, workers=2)
-    assert p.strategy in {"torch", "numpy"}
+    tunable = {name for name, s in spectra.core.STRATEGIES.items() if "cpu" in s.tunable_on}
+    assert p.strategy in tunable and {"torch", "numpy"} <= tunable
     assert any("autotuned" in r for r in p.reasons)
     assert "scipy" not in " ".join(p.reasons)  # the slow reference is never a candidate
     a = random_hermitian((64,), 12, torch.float64, seed=5)
@@ -112,7 +113,7 @@ def test_legacy_cuda_planning_stays_batched(monkeypatch):
     from spectra.core import _plan
 
     monkeypatch.setattr(_plan, "cuda_batched_everywhere", lambda: False)
-    monkeypatch.setattr(_plan, "_autotune", lambda *a: ("cupy-syevj", (("cupy-syevj", 1.0),)))
+    monkeypatch.setattr(_plan, "autotune", lambda *a: ("cupy-syevj", (("cupy-syevj", 1.0),)))
     _plan._plan_cached.cache_clear()
     p = _plan._plan_cached(
         64, 1024, torch.float32, torch.device("cuda", 0), True, None, None, 1 << 30, 1, None, None
@@ -142,3 +143,78 @@ def test_misaligned_numpy_memory_is_copied_not_crashed():
     arr[:] = np.diag([3.0, 1.0, 2.0])
     w, _ = spectra.eigh(arr)
     np.testing.assert_allclose(w, [1.0, 2.0, 3.0])
+
+
+def test_autotune_times_what_execute_runs(monkeypatch):
+    """The autotuner calls execute with the candidate's plan (its workers, its chunks)."""
+    from spectra.core import _autotune, _execute
+
+    seen = []
+    real = _execute.execute
+
+    def spy(p, a, pre=None, post=None):
+        seen.append((p.strategy, p.workers, p.n, a.shape[0]))
+        return real(p, a, pre, post)
+
+    monkeypatch.setattr(_execute, "execute", spy)
+    _autotune.autotune.cache_clear()
+    best, timings = _autotune.autotune(24, 512, torch.float64, torch.device("cpu"), True, 2)
+    _autotune.autotune.cache_clear()
+    timed = {name for name, _ in timings}
+    assert best in timed and {"torch", "numpy"} <= timed
+    assert timed <= {s for s, *_ in seen}  # every timed strategy ran through execute
+    # the sample is planned like the real call: the torch candidate fans out on 2 workers
+    assert ("torch", 2, 24, 256) in seen
+
+
+def test_a_plan_can_be_handed_back_to_eigh():
+    a = random_hermitian((40,), 9, torch.float64, seed=7)
+    p = plan(9, 40, torch.float64, "cpu", workers=1, chunk_size=7)
+    w, v = spectra.eigh(a, plan=p)
+    w0, v0 = spectra.eigh(a, chunk_size=7, workers=1)
+    assert torch.equal(w, w0) and torch.equal(v, v0)
+    torch.testing.assert_close(spectra.eigvalsh(a, plan=p), w0)
+    # generalized problems use the same plan for each of their solves
+    b = torch.eye(9, dtype=torch.float64).expand(40, 9, 9)
+    torch.testing.assert_close(spectra.eigh(a, b, plan=p).eigenvalues, w0)
+    with pytest.raises(spectra.InputError, match=r"plan does not match the input: n 9 \(input: 8\)"):
+        spectra.eigh(a[:, :8, :8], plan=p)
+    with pytest.raises(spectra.InputError, match=r"batch 40 \(input: 3\)"):
+        spectra.eigh(a[:3], plan=p)
+    with pytest.raises(spectra.InputError, match=r"dtype torch.float64 \(input: torch.float32\)"):
+        spectra.eigh(a.float(), plan=p)
+    with pytest.raises(TypeError, match="plan must be a spectra Plan"):
+        spectra.eigh(a, plan="fast")
+    with pytest.raises(spectra.InputError, match="ragged"):
+        spectra.eigh([a[0], a[1, :3, :3]], plan=p)
+
+
+def test_options_object_and_keywords_are_one_thing():
+    a = random_hermitian((12,), 5, torch.float64, seed=8)
+    opts = spectra.Options(chunk_size=5, workers=1)
+    w, v = spectra.eigh(a, options=opts)
+    w2, v2 = spectra.eigh(a, chunk_size=5, workers=1)
+    assert torch.equal(w, w2) and torch.equal(v, v2)
+    # keywords override the object's fields; unknown names are refused up front
+    torch.testing.assert_close(spectra.eigvalsh(a, options=opts, chunk_size=2), w)
+    with pytest.raises(TypeError, match=r"unknown option\(s\) \['svd_solver'\]"):
+        spectra.eigh(a, svd_solver="full")
+    with pytest.raises(TypeError, match="options must be a spectra Options"):
+        spectra.eigh(a, options={"workers": 1})
+
+
+def test_register_refuses_a_taken_name_unless_replacing():
+    from spectra.core import STRATEGIES, Strategy, register
+
+    torch_strategy = STRATEGIES["torch"]
+    with pytest.raises(ValueError, match="already registered"):
+        register(torch_strategy)
+    try:
+        copy = Strategy("torch-copy", ("cpu",), torch_strategy.solve, "a copy", threadable=True)
+        register(copy)
+        assert register(copy, replace=True) is copy
+        a = random_hermitian((4,), 6, torch.float64, seed=9)
+        w, _ = spectra.eigh(a, strategy="torch-copy")
+        torch.testing.assert_close(w, spectra.eigvalsh(a))
+    finally:
+        STRATEGIES.pop("torch-copy", None)

@@ -1,0 +1,42 @@
+"""One dense batch (``(..., n, n)``, with or without ``b``) through the solvers, gauge fixed
+and ``k`` selected."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ._gauge import fix_gauge
+from ._options import Options
+from ._select import kept_count, select_k
+from ._solve import solve_canonical, solve_cholesky, solve_standard
+
+
+def solve_dense(
+    a: torch.Tensor,
+    b: torch.Tensor | None,
+    vectors: bool,
+    k: int | None,
+    largest: bool,
+    lindep: float | None,
+    fill: float,
+    opts: Options,
+    pre: Any = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Eigenpairs of ``a`` (``A v = w B v`` with ``b``): the standard problem checks its
+    blocks with ``pre`` inside the workers; ``lindep`` drops ``b``'s near-null space."""
+    active = None
+    if b is None:
+        w, v = solve_standard(a, vectors, opts, pre=pre, gauge=True)  # type: ignore[arg-type]
+    else:
+        shape = torch.broadcast_shapes(a.shape, b.shape)
+        a, b = a.expand(shape), b.expand(shape)
+        if lindep is None:
+            w, v = solve_cholesky(a, b, vectors, opts)  # type: ignore[arg-type]
+        else:
+            w, v = solve_canonical(a, b, vectors, opts, lindep, fill)  # type: ignore[arg-type]
+            active = kept_count(w, fill) if largest and k is not None else None
+        if v is not None:
+            v = fix_gauge(v)
+    return select_k(w, v, k, largest, active)

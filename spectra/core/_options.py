@@ -1,0 +1,149 @@
+"""One options object for the execution and backward of a solve, validated on creation.
+
+``spectra.eigh(a, options=Options(workers=2))`` and ``spectra.eigh(a, workers=2)`` are the
+same call; a :class:`~spectra.core.Plan` handed back (``eigh(a, plan=p)``) becomes the
+options that reproduce it (:meth:`Options.from_plan`).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Any
+
+from ._errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._plan import Plan
+
+DEGENERATE_POLICIES = ("warn", "nan", "ignore")
+
+
+def as_int(value: Any, name: str) -> int:
+    """``value`` as a Python int: ints, NumPy and torch integer scalars; never bools."""
+    if isinstance(value, bool) or str(getattr(value, "dtype", "")).endswith("bool"):
+        raise InputError(name, f"must be an integer, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise InputError(name, f"must be an integer, got {value!r}") from None
+
+
+def check_count(value: Any, name: str) -> int | None:
+    """``None`` or an integer >= 1 (``workers``, ``chunk_size``)."""
+    if value is None:
+        return None
+    out = as_int(value, name)
+    if out < 1:
+        raise InputError(name, f"must be an integer >= 1, got {value!r}")
+    return out
+
+
+def check_positive(value: Any, name: str) -> int | None:
+    """``None`` or a byte count > 0 (``max_memory``)."""
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(name, f"must be a number of bytes > 0, got {value!r}") from None
+    if not (math.isfinite(number) and number > 0):
+        raise InputError(name, f"must be a finite number of bytes > 0, got {value!r}")
+    return int(number) if number >= 1 else 1
+
+
+def check_tolerance(value: Any, name: str) -> float | None:
+    """``None`` or a finite number >= 0 (tolerances, ``lindep``, ``broadening``)."""
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(name, f"must be a finite number >= 0, got {value!r}") from None
+    if not (math.isfinite(number) and number >= 0):
+        raise InputError(name, f"must be a finite number >= 0, got {value!r}")
+    return number
+
+
+@dataclass(frozen=True)
+class Options:
+    """How a solve runs (see :func:`spectra.core.plan`) and how its backward behaves.
+
+    Parameters
+    ----------
+    strategy : force a registered strategy (``spectra.core.STRATEGIES``).
+    chunk_size : at most this many matrices per solver call (integer >= 1).
+    max_memory : bytes the solver's working set may use (> 0; default half the free memory).
+    workers : CPU threads to split a batch across (integer >= 1; default all usable cores).
+    verify : check ``V^H V = I`` after each chunk and recompute failures (default: CUDA).
+    autotune : time the registered strategies on a sample once and take the fastest.
+    degenerate_tol : relative gap under which the backward treats eigenvalues as degenerate.
+    broadening : Lorentzian broadening of the eigenvector backward (finite, >= 0).
+    degenerate : what the backward does with a gradient it cannot resolve at an exact
+        degeneracy: ``"warn"``, ``"nan"`` or ``"ignore"``.
+
+    Examples
+    --------
+    >>> Options(workers=2).workers
+    2
+    >>> Options(workers=0)
+    Traceback (most recent call last):
+    ...
+    spectra.core._errors.InputError: workers must be an integer >= 1, got 0
+    """
+
+    strategy: str | None = None
+    chunk_size: int | None = None
+    max_memory: int | None = None
+    workers: int | None = None
+    verify: bool | None = None
+    autotune: bool | None = None
+    degenerate_tol: float | None = None
+    broadening: float = 0.0
+    degenerate: str = "warn"
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "chunk_size", check_count(self.chunk_size, "chunk_size"))
+        set_(self, "workers", check_count(self.workers, "workers"))
+        set_(self, "max_memory", check_positive(self.max_memory, "max_memory"))
+        set_(self, "degenerate_tol", check_tolerance(self.degenerate_tol, "degenerate_tol"))
+        set_(self, "broadening", check_tolerance(self.broadening, "broadening"))
+        if self.strategy is not None and not isinstance(self.strategy, str):
+            raise InputError("strategy", f"must be a strategy name, got {self.strategy!r}")
+        if self.degenerate not in DEGENERATE_POLICIES:
+            raise InputError(
+                "degenerate", f"must be one of {DEGENERATE_POLICIES}, got {self.degenerate!r}"
+            )
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The option names (the keywords ``spectra.eigh`` accepts besides its own)."""
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def build(cls, options: Options | None = None, **kwargs: Any) -> Options:
+        """``options`` (or the defaults) updated by ``kwargs``; unknown names are a TypeError."""
+        unknown = sorted(set(kwargs) - set(cls.names()))
+        if unknown:
+            raise TypeError(
+                f"unknown option(s) {unknown}; execution options are {sorted(cls.names())}"
+            )
+        if options is not None and not isinstance(options, Options):
+            raise TypeError(f"options must be a spectra Options, got {type(options).__name__}")
+        return replace(options, **kwargs) if options is not None else cls(**kwargs)
+
+    @classmethod
+    def from_plan(cls, p: Plan, base: Options | None = None) -> Options:
+        """The options that make the planner reproduce ``p`` (its strategy, chunks, workers,
+        budget and verification), keeping ``base``'s backward options."""
+        return replace(
+            base or cls(),
+            strategy=p.strategy,
+            chunk_size=p.chunk_size,
+            max_memory=p.memory_budget,
+            workers=p.workers,
+            verify=p.verify,
+            autotune=False,
+        )

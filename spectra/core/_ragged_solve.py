@@ -1,0 +1,117 @@
+"""Ragged input: a list of matrices of different sizes, solved bucket by bucket.
+
+Each bucket (``_ragged.choose_buckets``) is one batched core call: standard problems are
+zero-padded to the bucket's size, generalized ones are grouped by exact size. Errors name
+the list index (``a[3]``, ``b[3]``), never a position inside a bucket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from ._arrays import restore
+from ._checks import InputRejected, check_values, quick_check
+from ._dense import solve_dense
+from ._errors import InputError, LinAlgError
+from ._options import Options
+from ._prepare import check_k, prepare
+from ._ragged import choose_buckets, group_by_bucket, pad_stack
+from ._select import kept_count, select_k
+from ._solve import solve_standard
+
+
+def solve_ragged(
+    a: Sequence[Any],
+    b: Any,
+    vectors: bool,
+    k: Any,
+    largest: bool,
+    lindep: float | None,
+    fill: float,
+    check: bool,
+    symmetry_tol: float | None,
+    device: Any,
+    opts: Options,
+) -> tuple[list[Any], list[Any]]:
+    """Lists of eigenvalues and eigenvectors (``None`` entries without vectors), in order."""
+    if b is not None and (not isinstance(b, (list, tuple)) or len(b) != len(a)):
+        raise InputError("b", "must be a list of the same length as the ragged list a")
+    # shapes per item here; values are checked per bucket, on the stacked batch
+    items = [
+        prepare(ai, None if b is None else b[i], f"a[{i}]", False, symmetry_tol, device)
+        for i, ai in enumerate(a)
+    ]
+    ks: list[int | None] = []
+    for i, (ai, _, _) in enumerate(items):
+        if ai.ndim != 2:
+            raise InputError(
+                f"a[{i}]", f"must be one (n, n) matrix in a ragged list, got {tuple(ai.shape)}"
+            )
+        ks.append(check_k(k, ai.shape[-1], f"k for a[{i}]"))
+    devices = {ai.device for ai, _, _ in items}
+    if len(devices) > 1:
+        raise InputError("a", f"is a ragged list on several devices: {sorted(map(str, devices))}")
+    dtype = items[0][0].dtype
+    for ai, bi, _ in items:
+        dtype = torch.promote_types(dtype, ai.dtype)
+        if bi is not None:
+            dtype = torch.promote_types(dtype, bi.dtype)
+    sizes = [ai.shape[-1] for ai, _, _ in items]
+    ceilings = choose_buckets(sizes, items[0][0].device, pad=b is None)
+    out_w: list[Any] = [None] * len(items)
+    out_v: list[Any] = [None] * len(items)
+    for ceiling, members in group_by_bucket(sizes, ceilings).items():
+        mats = [items[i][0].to(dtype) for i in members]
+        if check:
+            _check_members(items, members, symmetry_tol)
+        if b is None:
+            stack, inactive = pad_stack(mats, ceiling)
+            w, v = solve_standard(stack, vectors, opts, inactive=inactive, gauge=True)  # type: ignore[arg-type]
+        else:
+            stack = torch.stack(mats)
+            bstack = torch.stack([items[i][1].to(dtype) for i in members])  # type: ignore[union-attr]
+            try:
+                w, v = solve_dense(stack, bstack, vectors, None, False, lindep, fill, opts)
+            except (InputError, LinAlgError) as exc:  # name the list index, not the row
+                raise _to_list_index(exc, members) from None
+        for row, i in enumerate(members):
+            n = sizes[i]
+            wi = w[row, :n]
+            vi = v[row, :n, :n] if v is not None else None
+            active = None
+            if lindep is not None and largest and ks[i] is not None:
+                active = kept_count(wi, fill)
+            try:
+                wi, vi = select_k(wi, vi, ks[i], largest, active)
+            except InputError as exc:
+                raise exc.reindexed(lambda _: (), what=f"k for a[{i}]") from None
+            out_w[i] = restore(wi, items[i][2])
+            out_v[i] = restore(vi, items[i][2]) if vi is not None else None
+    return out_w, out_v
+
+
+def _to_list_index(exc: InputError | LinAlgError, members: list[int]) -> Exception:
+    """``exc`` (indices inside a bucket) re-indexed to positions in the ragged list."""
+    moved = exc.reindexed(lambda ix: (members[ix[0]],) if ix else ix)
+    if len(moved.indices) == 1 and moved.indices[0]:
+        (i,) = moved.indices[0]
+        return exc.reindexed(lambda _: (), what=f"{moved.what}[{i}]")
+    return moved
+
+
+def _check_members(items: list, members: list[int], symmetry_tol: float | None) -> None:
+    """Check a bucket's matrices (and b's) in one batched pass per size; name ``a[i]``."""
+    for pos in (0, 1):
+        mats = [items[i][pos] for i in members]
+        if mats[0] is None:
+            continue
+        for size in {m.shape[-1] for m in mats}:
+            group = [i for i, m in zip(members, mats, strict=True) if m.shape[-1] == size]
+            try:
+                quick_check(torch.stack([items[i][pos] for i in group]), symmetry_tol, finite=True)
+            except InputRejected:
+                for i in group:
+                    check_values(items[i][pos], symmetry_tol, f"{'ab'[pos]}[{i}]")
