@@ -25,6 +25,7 @@ from ._kmeans import batched_kmeans
 from ._laplacian import laplacian
 from ._magnetic import MagneticPEResult, magnetic_laplacian, magnetic_laplacian_pe
 from ._pe import LaplacianPEResult, laplacian_pe, multiplicity_groups
+from ._random_walk import random_walk_pe
 from ._spectrum import LaplacianSpectrum, laplacian_eigh
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "LaplacianSpectrum",
     "MagneticLaplacianPE",
     "MagneticPEResult",
+    "RandomWalkPE",
     "batched_kmeans",
     "heat_kernel_diagonal",
     "heat_kernel_from_spectrum",
@@ -42,6 +44,7 @@ __all__ = [
     "magnetic_laplacian",
     "magnetic_laplacian_pe",
     "multiplicity_groups",
+    "random_walk_pe",
     "spectral_clustering",
     "spectral_embedding",
 ]
@@ -52,8 +55,8 @@ def __getattr__(name: str) -> Any:
         from ._transform import LaplacianPE
 
         return LaplacianPE
-    if name == "MagneticLaplacianPE":
-        from ._magnetic_transform import MagneticLaplacianPE
+    if name in ("MagneticLaplacianPE", "RandomWalkPE"):
+        from . import _magnetic_transform
 
-        return MagneticLaplacianPE
+        return getattr(_magnetic_transform, name)
     raise AttributeError(f"module 'spectra.graph' has no attribute {name!r}")

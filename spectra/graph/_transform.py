@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -16,7 +17,7 @@ require_pyg()
 from torch_geometric.data import Batch, Data  # noqa: E402
 from torch_geometric.transforms import BaseTransform  # noqa: E402
 
-from ..core import eigh  # noqa: E402
+from ..core import Options, eigh  # noqa: E402
 from ._heat import heat_kernel_from_spectrum  # noqa: E402
 from ._layout import Layout, graph_input  # noqa: E402
 from ._pe import pe_pipeline  # noqa: E402
@@ -31,11 +32,14 @@ SCIPY_EIGS_OPTIONS = frozenset(
 def split_pyg_kwargs(kwargs: Mapping[str, Any], eigh_options: Mapping[str, Any] | None) -> dict:
     """PyG's ``**kwargs``: spectra.eigh options go to the core, SciPy ``eigsh`` options are
     ignored, anything else is a ``TypeError``. Returns the core options."""
+    params = inspect.signature(eigh).parameters
     core = {
         n
-        for n, p in inspect.signature(eigh).parameters.items()
+        for n, p in params.items()
         if p.kind == p.KEYWORD_ONLY and n not in ("k", "largest", "lindep", "lindep_fill")
     }
+    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        core |= {f.name for f in dataclasses.fields(Options)}  # eigh's **execution
     out = dict(eigh_options or {})
     for name, value in kwargs.items():
         if name in core:

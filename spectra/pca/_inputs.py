@@ -8,8 +8,7 @@ from typing import Any
 
 import torch
 
-from ..core import as_tensor
-from ..core._arrays import Origin
+from ..core.domain import Origin, as_tensor
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from ..core import restore
+from ..core.domain import restore
 from ._inputs import as_batch, check_finite, zero_padding
 
 

@@ -8,10 +8,11 @@ otherwise both are small stand-ins with the same behaviour.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from typing import Any
 
-from ..core import eigh
+from ..core import Options, eigh
 
 # explicit parameters of BatchPCA.__init__, stored unchanged (sklearn's convention)
 PARAMS = ("n_components", "whiten", "center", "solver", "precision")
@@ -22,11 +23,14 @@ _NOT_FORWARDED = {"a", "b", "k", "largest", "lindep", "lindep_fill"}
 def eigh_option_names() -> frozenset[str]:
     """The keyword options of :func:`spectra.eigh` that BatchPCA forwards."""
     sig = inspect.signature(eigh)
-    return frozenset(
+    names = {
         name
         for name, p in sig.parameters.items()
         if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and name not in _NOT_FORWARDED
-    )
+    }
+    if any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()):
+        names |= {f.name for f in dataclasses.fields(Options)}  # eigh's **execution
+    return frozenset(names)
 
 
 def check_eigh_options(options: dict[str, Any]) -> None:

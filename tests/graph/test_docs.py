@@ -18,6 +18,7 @@ MODULES = [
     "_magnetic",
     "_magnetic_transform",
     "_pe",
+    "_random_walk",
     "_spectrum",
     "_transform",
 ]
