@@ -10,8 +10,8 @@ import pytest
 
 @pytest.fixture(scope="module")
 def client(request):
-    distributed = pytest.importorskip("distributed")
     import cloudpickle
+    import distributed  # a declared test dependency: never skipped
 
     # Test-module helpers (data generators, stand-in models) travel by value: the workers
     # need not import the test package.

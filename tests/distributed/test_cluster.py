@@ -146,7 +146,7 @@ def test_bands_of_a_stand_in_model_over_k_blocks(client):
 
 
 def test_bands_of_a_tightbinding_model(client):
-    tb = pytest.importorskip("spectra.tightbinding")
+    import spectra.tightbinding as tb
     g = tb.Model([[1.0, 0.0], [0.5, 3**0.5 / 2]], [[1 / 3, 1 / 3], [2 / 3, 2 / 3]])
     for r in ([0, 0], [-1, 0], [0, -1]):
         g.add_hopping(-1.0, 0, 1, r)
@@ -160,8 +160,9 @@ def test_bands_of_a_tightbinding_model(client):
 
 
 def test_moments_and_batch_pca_fit_on_the_cluster(client):
-    pca_mod = pytest.importorskip("spectra.pca")
-    sklearn = pytest.importorskip("sklearn.decomposition")
+    from sklearn import decomposition
+
+    import spectra.pca as pca_mod
     rng = np.random.default_rng(13)
     x = rng.standard_normal((5, 60, 4)) @ rng.standard_normal((4, 4)) + 3.0
     xd = da.from_array(x, chunks=((2, 3), (25, 25, 10), 4))
@@ -172,7 +173,7 @@ def test_moments_and_batch_pca_fit_on_the_cluster(client):
     np.testing.assert_allclose(scatter / 59, cov, atol=1e-12)
     fitted = sd.fit_pca(pca_mod.BatchPCA(2), xd)
     for i in range(5):
-        ref = sklearn.PCA(2, svd_solver="full").fit(x[i])
+        ref = decomposition.PCA(2, svd_solver="full").fit(x[i])
         np.testing.assert_allclose(fitted.components_[i], ref.components_, atol=1e-8)
         np.testing.assert_allclose(
             fitted.explained_variance_[i], ref.explained_variance_, rtol=1e-10

@@ -5,10 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import matplotlib  # noqa: F401  (a declared test dependency: never skipped)
 import numpy as np
 import pytest
-
-pytest.importorskip("matplotlib")
 
 from spectra.cli import main
 from spectra.tightbinding import dos, graphene, kpath, monkhorst_pack, plot_bands

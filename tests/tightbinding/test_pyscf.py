@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pyscf.pbc import dft, gto
+from pyscf.scf import hf as mol_hf
 
-pyscf = pytest.importorskip("pyscf")
-
-from pyscf.pbc import dft, gto  # noqa: E402
-from pyscf.scf import hf as mol_hf  # noqa: E402
-
-from spectra.tightbinding import fock_overlap, kpath, pyscf_bands  # noqa: E402
-from spectra.tightbinding._pyscf import lindep_threshold  # noqa: E402
+from spectra.tightbinding import fock_overlap, kpath, pyscf_bands
+from spectra.tightbinding._pyscf import lindep_threshold
 
 
 @pytest.fixture(scope="module")
