@@ -181,3 +181,26 @@ def test_kernels_read_the_lower_triangle():
 def test_importing_spectra_compiles_nothing():
     code = "import sys, spectra; assert 'numba' not in sys.modules, 'numba imported'"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_in_kernel_gauge_is_bitwise_the_core_gauge(n, dtype):
+    from spectra.core._gauge import fix_gauge_
+    from spectra.core._kernels import _numba_closed_form as ncf
+
+    a = random_hermitian((300,), n, dtype, seed=4)
+    ties = torch.zeros(4, n, n, dtype=dtype)  # eigenvectors with exactly tied entries
+    ties[:, 1, 0] = ties[:, 0, 1] = torch.tensor([1.0, -1.0, 0.5, -2.0])
+    if n == 3:
+        ties[:, 2, 2] = 2.0
+    a = torch.cat([a, ties]).numpy()
+    kernel = ncf.sym3 if n == 3 else ncf.sym2
+    tol = spectra.core.default_tolerance(dtype)
+    w0, vt0 = np.empty(a.shape[:-1], a.dtype), np.empty_like(a)
+    w1, vt1 = np.empty_like(w0), np.empty_like(a)
+    kernel(a, w0, vt0)
+    kernel(a, w1, vt1, np.array([tol, 1 - tol], dtype=a.dtype))
+    expected = fix_gauge_(torch.from_numpy(vt0).mT.contiguous())
+    assert torch.equal(torch.from_numpy(vt1).mT, expected)
+    assert np.array_equal(w0, w1)

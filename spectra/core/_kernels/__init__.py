@@ -28,6 +28,7 @@ import importlib.util
 import numpy as np
 import torch
 
+from .._arrays import default_tolerance
 from .._strategies import Strategy, register
 from ._closed_form import eig_small
 
@@ -106,7 +107,9 @@ def _closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) 
     elif a.device.type == "cpu" and not a.is_complex() and n >= 2 and numba_available():
         from . import _numba_closed_form as ncf
 
-        _numba_into(ncf.sym3 if n == 3 else ncf.sym2, a, w, v)
+        tol = default_tolerance(a.dtype)  # vectors come out in the core's gauge
+        gauge = np.array([tol, 1 - tol], dtype=torch.empty((), dtype=a.dtype).numpy().dtype)
+        _numba_into(ncf.sym3 if n == 3 else ncf.sym2, a, w, v, gauge)
         return
     else:
         with torch.no_grad():

@@ -67,9 +67,36 @@ def eig2(a, b, d):
     return mid - r * sc, mid + r * sc, x, y
 
 
+@inline
+def gauge_row(r, tol, near):
+    """Put the eigenvector ``r`` (a row of ``vt``, output dtype) in the core's gauge, with
+    exactly the decisions of ``spectra.core._gauge.fix_gauge_`` for real vectors: the sign of
+    the largest-magnitude entry (``max >= -min``), and on an opposite-sign near-tie
+    (``|max + min| <= tol * peak``) the sign of the first entry ``>= near * peak`` in
+    magnitude. ``tol`` and ``near = 1 - tol`` come in the output dtype, so every comparison
+    is made in the same precision as torch's."""
+    hi = r[0]
+    lo = r[0]
+    for i in range(1, r.shape[0]):
+        hi = max(hi, r[i])
+        lo = min(lo, r[i])
+    peak = max(hi, -lo)
+    neg = not (hi >= -lo)
+    if abs(hi + lo) <= tol * peak and peak > 0:
+        bound = peak * near
+        for i in range(r.shape[0]):
+            if abs(r[i]) >= bound:
+                neg = r[i] < 0
+                break
+    if neg:
+        for i in range(r.shape[0]):
+            r[i] = -r[i]
+
+
 @jit
-def sym2(a, w, vt):
-    """``a`` (B, 2, 2) -> ``w`` (B, 2), ``vt`` (B, 2, 2) with ``vt[b, j]`` = vector j."""
+def sym2(a, w, vt, gauge=None):
+    """``a`` (B, 2, 2) -> ``w`` (B, 2), ``vt`` (B, 2, 2) with ``vt[b, j]`` = vector j;
+    ``gauge`` as for :func:`sym3`."""
     for k in range(a.shape[0]):
         a00, a01, a11 = a[k, 0, 0], a[k, 1, 0], a[k, 1, 1]
         s = pow2(max(abs(a00), abs(a01), abs(a11)))
@@ -79,6 +106,9 @@ def sym2(a, w, vt):
         if vt.shape[0] > 0:
             vt[k, 0, 0], vt[k, 0, 1] = -y, x
             vt[k, 1, 0], vt[k, 1, 1] = x, y
+            if gauge is not None:
+                gauge_row(vt[k, 0], gauge[0], gauge[1])
+                gauge_row(vt[k, 1], gauge[0], gauge[1])
 
 
 @jit
@@ -193,8 +223,11 @@ def lanes3(x, out, m):
 
 
 @jit
-def sym3(a, w, vt):
-    """``a`` (B, 3, 3) -> ``w`` (B, 3), ``vt`` (B, 3, 3) (rows: eigenvectors) or empty."""
+def sym3(a, w, vt, gauge=None):
+    """``a`` (B, 3, 3) -> ``w`` (B, 3), ``vt`` (B, 3, 3) (rows: eigenvectors) or empty.
+
+    ``gauge``: ``None``, or ``(tol, 1 - tol)`` as a length-2 array of the output dtype to
+    put each eigenvector in the core's gauge (see :func:`gauge_row`)."""
     vectors = vt.shape[0] > 0
     x = np.empty(6 * L)
     out = np.empty(12 * L)
@@ -212,3 +245,5 @@ def sym3(a, w, vt):
                 for j in range(3):
                     for i in range(3):
                         vt[start + k, j, i] = out[(3 + 3 * j + i) * L + k]
+                    if gauge is not None:
+                        gauge_row(vt[start + k, j], gauge[0], gauge[1])
