@@ -41,3 +41,15 @@ __all__ = [
     "reference",
     "validate",
 ]
+
+#: Subpackages reachable as attributes after ``import spectra``, imported on first use.
+_SUBPACKAGES = ("pca", "tightbinding", "graph", "stiefel", "distributed", "core")
+
+
+def __getattr__(name: str) -> object:
+    """Import ``spectra.pca`` etc. lazily on first attribute access (``spectra.pca.BatchPCA``)."""
+    if name in _SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'spectra' has no attribute {name!r}")

@@ -10,6 +10,9 @@ import torch
 
 from ._arrays import as_tensor
 
+#: default tolerance of :meth:`Validation.ok` per precision of the checked decomposition
+_TOLERANCES = {"float32": 1e-4, "complex64": 1e-4, "float64": 1e-10, "complex128": 1e-10}
+
 
 @dataclass
 class Validation:
@@ -23,6 +26,16 @@ class Validation:
     residual: np.ndarray
     orthogonality: np.ndarray
     eigenvalue_error: np.ndarray | None = None
+    dtype: str = "float64"  # the precision of the checked decomposition
+
+    def __repr__(self) -> str:
+        return f"Validation({self.residual.size} matrices, {self.dtype}): {self.verdict()}"
+
+    def verdict(self, tol: float | None = None) -> str:
+        """One line: the worst metrics, and whether they pass ``tol`` (default per dtype)."""
+        tol = _TOLERANCES.get(self.dtype, 1e-10) if tol is None else tol
+        worst = ", ".join(f"{k} {v:.2g}" for k, v in self.worst().items())
+        return f"{'OK' if self.ok(tol) else 'FAILED'} at tol {tol:g} (worst: {worst})"
 
     def worst(self) -> dict[str, float]:
         """The largest value of each metric over the batch."""
@@ -31,8 +44,10 @@ class Validation:
             out["eigenvalue_error"] = _max(self.eigenvalue_error)
         return out
 
-    def ok(self, tol: float) -> bool:
-        """Whether every metric of every matrix is below ``tol``."""
+    def ok(self, tol: float | None = None) -> bool:
+        """Whether every metric of every matrix is below ``tol`` (default: 1e-4 for a
+        single-precision decomposition, 1e-10 for double)."""
+        tol = _TOLERANCES.get(self.dtype, 1e-10) if tol is None else tol
         return all(v <= tol for v in self.worst().values())
 
 
@@ -53,9 +68,10 @@ def validate(
     >>> import torch, spectra
     >>> a = torch.randn(4, 6, 6, dtype=torch.float64); a = a + a.mT
     >>> w, v = spectra.eigh(a)
-    >>> bool(spectra.validate(a, w, v, reference=True).ok(1e-10))
+    >>> bool(spectra.validate(a, w, v, reference=True).ok())  # 1e-10 for float64
     True
     """
+    dtype = str(as_tensor(eigenvectors)[0].dtype).replace("torch.", "")
     at = _wide(a)
     w = _wide(eigenvalues).real
     v = _wide(eigenvectors)
@@ -82,7 +98,7 @@ def validate(
         errs = torch.stack([(w - wref[..., s : s + k]).abs().amax(-1) for s in range(n - k + 1)])
         scale = torch.linalg.matrix_norm(at, ord=2).clamp_min(torch.finfo(torch.float64).tiny)
         err = (errs.amin(0) / scale).numpy()
-    return Validation(residual.numpy(), orth.numpy(), err)
+    return Validation(residual.numpy(), orth.numpy(), err, dtype)
 
 
 def _wide(x: Any) -> torch.Tensor:
