@@ -54,11 +54,8 @@ def _verdict(err: torch.Tensor, atol: float, raise_error: bool, what: str, metri
     if not bool(bad.any()):
         return True
     if raise_error:
-        where = _batch_indices(bad)[:20] if bad.ndim else "()"
-        raise ValueError(
-            f"{what} (max {metric} = {float(err.max()):.3g} > atol={atol:g}) "
-            f"at batch indices {where}"
-        )
+        where = f" at batch indices {_batch_indices(bad)[:20]}" if bad.ndim else ""
+        raise ValueError(f"{what} (max {metric} = {float(err.max()):.3g} > atol={atol:g}){where}")
     return False
 
 

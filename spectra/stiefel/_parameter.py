@@ -61,7 +61,13 @@ class StiefelParameter(torch.nn.Parameter):
         if project:
             data = manifold.projx(data)
         elif check:
-            manifold.check(data, raise_error=True)
+            try:
+                manifold.check(data, raise_error=True)
+            except ValueError as exc:
+                raise ValueError(
+                    f"StiefelParameter: {exc}; pass project=True to start from the nearest "
+                    "point on the manifold (the polar factor of data)"
+                ) from None
         inst = torch.Tensor._make_subclass(cls, data, requires_grad)
         inst.manifold = manifold
         return inst
