@@ -87,6 +87,13 @@ class KPath(NamedTuple):
     ticks: np.ndarray
     labels: list[str]
 
+    def __repr__(self) -> str:
+        path = "-".join(self.labels)
+        return (
+            f"KPath({path}, {len(self.k)} k-points x {self.k.shape[-1]} reduced coordinates, "
+            f"length {float(self.distance[-1]) if len(self.distance) else 0.0:.4g})"
+        )
+
 
 def monkhorst_pack(
     grid: Sequence[int] | int, *, gamma_centered: bool = False, dim: int | None = None
@@ -191,6 +198,7 @@ def kpath(
     npoints: int = 100,
     *,
     points: Mapping[str, Any] | None = None,
+    convention: str = "spectra",
 ) -> KPath:
     """A band path through named points, evenly spaced in Cartesian distance.
 
@@ -201,6 +209,12 @@ def kpath(
         of reduced coordinates. Default: the standard path of the detected lattice.
     npoints : total number of k-points (at least one per named point).
     points : extra or overriding named points ``{name: reduced k}``.
+    convention : ``"spectra"`` (default): distances are Cartesian ``|k|`` with the
+        ``2 pi`` (``1/length``), the points spread over the legs by length.
+        ``"pythtb"``: PythTB's ``k_path``, exactly: its ``k_dist`` has no ``2 pi``
+        factor, each node sits at index ``round(d_node / d_total * (npoints - 1))`` and the
+        legs are filled linearly (so ``(k, distance, ticks)`` equal PythTB's ``(k_vec,
+        k_dist, k_node)``); no path breaks.
 
     Returns
     -------
@@ -213,7 +227,12 @@ def kpath(
     ['Γ', 'K', 'M', 'Γ']
     >>> p.k.shape
     (31, 2)
+    >>> q = kpath([[1.0, 0.0], [0.5, 3 ** 0.5 / 2]], "G,K,M,G", 31, convention="pythtb")
+    >>> bool(abs(p.ticks[-1] / q.ticks[-1] - 2 * 3.141592653589793) < 1e-12)
+    True
     """
+    if convention not in ("spectra", "pythtb"):
+        raise ValueError(f"convention must be 'spectra' or 'pythtb', got {convention!r}")
     lat = _lattice_of(lattice)
     dim = lat.shape[0]
     named: dict[str, np.ndarray] = {}
@@ -228,9 +247,11 @@ def kpath(
     if path is None:
         path = default
     segments = _parse_path(path, named, dim)
-    recip = 2 * np.pi * np.linalg.inv(lat).T
+    metric = _k_metric(lattice, lat)
+    if convention == "pythtb":
+        return _pythtb_path(segments, npoints, metric)
     lengths = [
-        np.linalg.norm((b - a) @ recip)
+        2 * np.pi * float(np.sqrt((b - a) @ metric @ (b - a)))
         for seg in segments
         for (_, a), (_, b) in itertools.pairwise(seg)
     ]
@@ -271,6 +292,42 @@ def kpath(
             labels.append(_label(name))
             leg += 1
     return KPath(np.concatenate(ks), np.concatenate(dist), np.array(ticks), labels)
+
+
+def _k_metric(lattice: Any, square: np.ndarray) -> np.ndarray:
+    """``inv(L L^T)`` of the periodic lattice vectors ``L`` (full Cartesian rows for a
+    model, as PythTB): ``|dk|^2 = dk^T inv(L L^T) dk / (2 pi)^2`` for reduced ``dk``."""
+    if hasattr(lattice, "lattice") and hasattr(lattice, "periodic"):
+        rows = np.asarray(lattice.lattice, float)[list(lattice.periodic)]
+    else:
+        rows = square
+    return np.linalg.inv(rows @ rows.T)
+
+
+def _pythtb_path(
+    segments: list[list[tuple[str, np.ndarray]]], npoints: int, metric: np.ndarray
+) -> KPath:
+    """PythTB's ``k_path`` placement and distances (see :func:`kpath`)."""
+    if len(segments) != 1:
+        raise ValueError("convention='pythtb' does not support path breaks ('|')")
+    names = [name for name, _ in segments[0]]
+    nodes = np.array([k for _, k in segments[0]])
+    if npoints < len(nodes):
+        raise ValueError(f"npoints={npoints} is less than the {len(nodes)} nodes of the path")
+    steps = np.diff(nodes, axis=0)
+    legs = np.sqrt(np.einsum("ni,ij,nj->n", steps, metric, steps))
+    dnode = np.concatenate([[0.0], np.cumsum(legs)])
+    inner = [round(float(d / dnode[-1] * (npoints - 1))) for d in dnode[1:-1]]
+    index = [0, *inner, npoints - 1]
+    k = np.zeros((npoints, nodes.shape[1]))
+    dist = np.zeros(npoints)
+    k[0] = nodes[0]
+    for n in range(1, len(nodes)):
+        lo, hi = index[n - 1], index[n]
+        frac = (np.arange(lo, hi + 1) - lo) / (hi - lo) if hi > lo else np.zeros(1)
+        k[lo : hi + 1] = nodes[n - 1] + frac[:, None] * (nodes[n] - nodes[n - 1])
+        dist[lo : hi + 1] = dnode[n - 1] + frac * (dnode[n] - dnode[n - 1])
+    return KPath(k, dist, dnode, [_label(n) for n in names])
 
 
 def _lattice_of(lattice: Any) -> np.ndarray:

@@ -38,6 +38,7 @@ def plot_bands(
     ylim: tuple[float, float] | None = None,
     color: str = "C0",
     units: str | None = None,
+    ax: Any = None,
 ) -> Any:
     """Plot a band structure along a :class:`KPath` with ticks, optionally with a DOS panel.
 
@@ -52,6 +53,8 @@ def plot_bands(
     units : the energy unit (e.g. ``"eV"``), written on the energy axis and the DOS axis
         (states per unit per cell); default: none.
     ylabel : the energy axis label (default ``"E (units)"``).
+    ax : draw into this matplotlib Axes (with ``dos``: a pair ``(bands_ax, dos_ax)``) to
+        compose figures; default: a new figure.
 
     Returns
     -------
@@ -61,7 +64,11 @@ def plot_bands(
     --------
     >>> from spectra.tightbinding import graphene, kpath, plot_bands
     >>> m = graphene(); p = kpath(m, "G,K,M,G", 60)
-    >>> fig = plot_bands(p, m.bands(p.k))
+    >>> fig = plot_bands(p, m.bands(p))
+    >>> import matplotlib.pyplot as plt
+    >>> fig, (a, b) = plt.subplots(1, 2)
+    >>> _ = plot_bands(p, m.bands(p), ax=a, units="eV"); a.get_ylabel()
+    'E (eV)'
     """
     plt = _pyplot()
     e = _np(energies)
@@ -70,9 +77,15 @@ def plot_bands(
         raise ValueError(f"energies must be (nk={x.shape[0]}, nbands), got {e.shape}")
     if ylabel is None:
         ylabel = f"E ({units})" if units else "E"
-    if dos is None:
+    side = None
+    if ax is not None:
+        if dos is not None:
+            if not (isinstance(ax, (tuple, list)) and len(ax) == 2):
+                raise ValueError("with dos=, ax must be a pair (bands_ax, dos_ax)")
+            ax, side = ax
+        fig = ax.figure
+    elif dos is None:
         fig, ax = plt.subplots(figsize=(5, 4), layout="constrained")
-        side = None
     else:
         fig, (ax, side) = plt.subplots(
             1,
