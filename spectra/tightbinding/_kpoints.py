@@ -94,13 +94,6 @@ class KPath(NamedTuple):
             f"length {float(self.distance[-1]) if len(self.distance) else 0.0:.4g})"
         )
 
-    def __repr__(self) -> str:
-        path = "-".join(self.labels)
-        return (
-            f"KPath({path}, {len(self.k)} k-points x {self.k.shape[-1]} reduced coordinates, "
-            f"length {float(self.distance[-1]) if len(self.distance) else 0.0:.4g})"
-        )
-
 
 def monkhorst_pack(
     grid: Sequence[int] | int, *, gamma_centered: bool = False, dim: int | None = None
