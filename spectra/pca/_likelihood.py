@@ -79,6 +79,13 @@ def infer_dimension(spectrum: torch.Tensor, n_samples: torch.Tensor) -> torch.Te
     Returns ``(B,)`` int64 in ``[1, F - 1]`` (the argmax of the log-likelihood over ranks).
     T. P. Minka, "Automatic choice of dimensionality for PCA", NIPS 2000.
     """
+    return assess_dimensions(spectrum, n_samples).argmax(-1)
+
+
+def assess_dimensions(spectrum: torch.Tensor, n_samples: torch.Tensor) -> torch.Tensor:
+    """Minka's log-likelihood of every rank ``(B, F)`` (sklearn's ``_assess_dimension`` for
+    ranks ``1..F-1`` in columns ``1..F-1``; column 0 is ``-inf``; ranks whose eigenvalue is
+    below 1e-15, as in sklearn, are ``-inf``)."""
     s = spectrum.to(torch.float64)
     b, f = s.shape
     n = n_samples.to(s)[:, None]
@@ -106,4 +113,4 @@ def infer_dimension(spectrum: torch.Tensor, n_samples: torch.Tensor) -> torch.Te
         out = pu + pl + pv + pp - pa / 2.0 - rank * torch.log(n) / 2.0
         out = torch.where(s[:, rank - 1 : rank] < eps, -torch.inf, out)
         ll[:, rank] = out[:, 0]
-    return ll.argmax(-1)
+    return ll

@@ -90,6 +90,14 @@ class EstimatorBase(*_Bases):  # type: ignore[misc]
                 )
         return self
 
+    def get_feature_names_out(self, input_features: Any = None) -> Any:
+        """Output feature names ``batchpca0, batchpca1, ...`` (sklearn's class-name rule)."""
+        import numpy as np
+
+        width = int(self.components_.shape[-2])  # type: ignore[attr-defined]
+        prefix = type(self).__name__.lower()
+        return np.asarray([f"{prefix}{i}" for i in range(width)], dtype=object)
+
     if HAVE_SKLEARN:
 
         def __sklearn_tags__(self) -> Any:
