@@ -90,6 +90,14 @@ def _unresolved(
     """
     skew = _beyond_roundoff(0.5 * (m - m.mH)) & degenerate_pairs
     hit = skew
+    if m.is_complex():
+        # a loss that depends on the phase of a complex eigenvector (Im diag(V^H gV) != 0):
+        # the gauge is treated as constant, so this part is dropped (torch raises here)
+        size = m.abs()
+        peak = size.flatten(-2).amax(-1, keepdim=True)
+        imag = torch.diagonal(m, dim1=-2, dim2=-1).imag.abs()
+        phase = (imag > 1e3 * torch.finfo(size.dtype).eps * peak) & (peak > 0)
+        hit = hit | torch.diag_embed(phase)
     if gw is not None:
         herm = _beyond_roundoff(0.5 * (m + m.mH)) & degenerate_pairs
         g = gw.abs()
@@ -112,10 +120,11 @@ def _apply_policy(bad: torch.Tensor, out: torch.Tensor, policy: str, where: str)
         nan = torch.full((), float("nan"), dtype=out.dtype, device=out.device)
         return torch.where(bad.reshape(*bad.shape, *([1] * (out.ndim - bad.ndim))), nan, out)
     warnings.warn(
-        f"spectra.eigh {where}: the gradient reaches eigenvectors of exactly degenerate "
-        f"eigenvalues ({int(bad.sum())} matrices) in a way the eigh backward cannot resolve; "
-        "the degenerate pairs are masked, which is exact for gauge-invariant losses that do "
-        "not split the degeneracy but wrong for spectral functions V f(W) V^H: use "
+        f"spectra.eigh {where}: the gradient depends on what eigh cannot differentiate "
+        f"({int(bad.sum())} matrices): the basis chosen inside an exactly degenerate "
+        "eigenspace, the split of a degeneracy, or the phase of complex eigenvectors. "
+        "Degenerate pairs are masked and the phase held fixed, which is exact for losses "
+        "invariant under both but wrong for spectral functions V f(W) V^H: use "
         "spectra.matrix_function(a, f) for those (exact at degeneracies), or "
         "degenerate='nan' / 'ignore' to choose another policy",
         DegenerateGradientWarning,

@@ -204,3 +204,17 @@ def test_losses_masking_gets_right_do_not_warn(loss, recwarn):
     value.backward()
     assert torch.isfinite(x.grad).all()
     assert not [w for w in recwarn if "degenerate" in str(w.message)]
+
+
+def test_phase_dependent_complex_loss_warns_and_phase_invariant_does_not(recwarn):
+    from spectra.core._autograd import DegenerateGradientWarning
+
+    a = random_hermitian((2,), 4, torch.complex128, seed=13)
+    x = a.clone().requires_grad_()
+    _, v = spectra.eigh(x)
+    (v.abs() ** 2 * torch.arange(4.0)).sum().backward()  # invariant under v -> v e^{i phi}
+    assert not [w for w in recwarn if "differentiate" in str(w.message)]
+    x = a.clone().requires_grad_()
+    _, v = spectra.eigh(x)
+    with pytest.warns(DegenerateGradientWarning, match="phase"):
+        v[..., 1:, :].real.sum().backward()  # depends on the phase (torch raises here)
