@@ -37,6 +37,9 @@ class Strategy:
     solve_into: Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], None] | None = None
     threadable: bool = False  # releases the GIL: the executor may fan a CPU batch out
     blas_pool: bool = False  # runs on the BLAS thread pool (limited to 1 thread per worker)
+    #: eigenvectors come out already in the core's gauge (``fix_gauge_``): the executor
+    #: skips its gauge pass (``post``) unless ``verify`` may have recomputed some matrices
+    gauged: bool = False
 
     def supports(self, device: torch.device) -> bool:
         return device.type in self.devices and self.available()

@@ -19,6 +19,7 @@ import torch
 import spectra
 from spectra.core import STRATEGIES
 from spectra.core._kernels import _closed_form
+from spectra.core.domain import default_tolerance
 
 from .helpers import random_hermitian, with_spectrum
 
@@ -196,7 +197,7 @@ def test_in_kernel_gauge_is_bitwise_the_core_gauge(n, dtype):
         ties[:, 2, 2] = 2.0
     a = torch.cat([a, ties]).numpy()
     kernel = ncf.sym3 if n == 3 else ncf.sym2
-    tol = spectra.core.default_tolerance(dtype)
+    tol = default_tolerance(dtype)
     w0, vt0 = np.empty(a.shape[:-1], a.dtype), np.empty_like(a)
     w1, vt1 = np.empty_like(w0), np.empty_like(a)
     kernel(a, w0, vt0)

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from .._arrays import default_tolerance
+from .._gauge import fix_gauge_
 from .._strategies import Strategy, register
 from ._closed_form import eig_small
 
@@ -99,6 +100,7 @@ def _solve_with(into) -> object:
 
 
 def _closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
+    """Vectors come out in the core's gauge on every path (the strategy is ``gauged``)."""
     n = a.shape[-1]
     if a.shape[0] == 0:
         return
@@ -107,7 +109,7 @@ def _closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) 
     elif a.device.type == "cpu" and not a.is_complex() and n >= 2 and numba_available():
         from . import _numba_closed_form as ncf
 
-        tol = default_tolerance(a.dtype)  # vectors come out in the core's gauge
+        tol = default_tolerance(a.dtype)  # the kernel applies the gauge itself
         gauge = np.array([tol, 1 - tol], dtype=torch.empty((), dtype=a.dtype).numpy().dtype)
         _numba_into(ncf.sym3 if n == 3 else ncf.sym2, a, w, v, gauge)
         return
@@ -117,6 +119,7 @@ def _closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) 
     w.copy_(wt)
     if v is not None and vt is not None:
         v.copy_(vt)
+        fix_gauge_(v)
 
 
 register(
@@ -130,6 +133,7 @@ register(
         threadable=True,
         memory_factor=12.0,
         solve_into=_closed_form_into,
+        gauged=True,
     )
 )
 
