@@ -139,4 +139,15 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import contextlib
+    import io
+    from pathlib import Path
+
+    table = io.StringIO()
+    with contextlib.redirect_stdout(table):  # the table, also kept under examples/out/
+        main()
+    print(table.getvalue(), end="")
+    out = Path(__file__).resolve().parent / "out"
+    out.mkdir(exist_ok=True)
+    (out / "graph_positional_encodings.txt").write_text(table.getvalue())
+    print(f"wrote {out / 'graph_positional_encodings.txt'}")

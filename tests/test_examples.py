@@ -31,16 +31,16 @@ CASES = {
     "tb_wannier90": ["tb_wannier90.png"],
     "pca_digits": ["pca_digits.png"],
     "pca_windows": ["pca_windows.png"],
-    "core_batched_eigh": [],
+    "core_batched_eigh": ["core_batched_eigh.png"],
 }
 SLOW_CASES = {
     "stiefel_orthogonal_layer": ["stiefel_orthogonal_layer.png"],
     "tb_pyscf_diamond": ["tb_pyscf_diamond.png"],
     "stiefel_brockett": ["stiefel_brockett.png"],
     "graph_spectral_clustering": ["graph_sbm_clusters.png"],
-    "graph_positional_encodings": [],
-    "distributed_local": [],
-    "distributed_domains": [],
+    "graph_positional_encodings": ["graph_positional_encodings.txt"],
+    "distributed_local": ["distributed_local.txt"],
+    "distributed_domains": ["distributed_domains.txt"],
 }
 
 
