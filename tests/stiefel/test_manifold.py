@@ -249,3 +249,72 @@ def test_manifold_equality_and_repr():
     assert Stiefel() == Stiefel("polar") and Stiefel("qr") != Stiefel()
     assert hash(Stiefel("qr")) == hash(Stiefel("qr"))
     assert repr(Stiefel("cayley")) == "Stiefel(retraction='cayley')"
+
+
+def test_metric_argument_repr_equality_and_defaults():
+    euclid, canon = Stiefel(), Stiefel(metric="canonical")
+    assert euclid.retraction == "polar" and canon.retraction == "cayley"
+    assert euclid != canon and hash(euclid) != hash(canon)
+    assert canon == Stiefel("cayley", metric="canonical")
+    assert repr(canon) == "Stiefel(retraction='cayley', metric='canonical')"
+    assert repr(euclid) == "Stiefel(retraction='polar')"
+    with pytest.raises(ValueError, match="unknown metric"):
+        Stiefel(metric="riemannian")
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_canonical_gradient_inner_and_cayley_against_closed_forms(dtype):
+    """The canonical metric's gradient is the metric's Riesz representer of <G, xi>:
+    <rgrad, xi>_c = Re tr(G^H xi) for every tangent xi; the Cayley retraction equals the
+    dense n x n form and stays on the manifold."""
+    g = torch.Generator().manual_seed(31)
+    st = Stiefel(metric="canonical")
+    x = haar(4, 9, 3, dtype=dtype, generator=g)
+    egrad = torch.randn(4, 9, 3, dtype=dtype, generator=g)
+    xi = tangent(x, generator=g)
+    rg = st.egrad2rgrad(x, egrad)
+    assert st.check_tangent(x, rg, atol=1e-12)
+    lhs = st.inner(x, rg, xi)
+    rhs = (egrad.conj() * xi).real.sum((-2, -1)) if x.is_complex() else (egrad * xi).sum((-2, -1))
+    torch.testing.assert_close(lhs, rhs, atol=1e-12, rtol=1e-12)
+    y = st.retract(x, 0.4 * xi)
+    a = 0.4 * (xi @ x.mH - x @ xi.mH)
+    eye = torch.eye(9, dtype=dtype)
+    torch.testing.assert_close(y, torch.linalg.solve(eye - a / 2, (eye + a / 2) @ x))
+    assert st.check(y, atol=1e-12)
+    # other retractions stay available under the canonical metric
+    assert st.check(st.retract(x, 0.4 * xi, "polar"), atol=1e-12)
+
+
+def test_dist_between_points_and_distance_to_manifold():
+    g = torch.Generator().manual_seed(32)
+    st = Stiefel()
+    x = haar(5, 6, 2, generator=g)
+    y = haar(5, 6, 2, generator=g)
+    torch.testing.assert_close(st.dist(x, y), torch.linalg.matrix_norm(x - y))
+    assert float(st.dist(x, x).max()) == 0.0
+    assert isinstance(st.dist(x.numpy(), y.numpy()), np.ndarray)
+    assert float(st.distance_to_manifold(x).max()) < 1e-14
+    assert abs(float(st.distance_to_manifold(2 * x[0])) - 2**0.5) < 1e-12
+    with pytest.raises(TypeError):
+        st.dist(x)  # the one-argument form was renamed distance_to_manifold
+
+
+def test_optimizers_group_metrics_separately():
+    from spectra.stiefel import RiemannianSGD, StiefelParameter
+
+    g = torch.Generator().manual_seed(33)
+    e = StiefelParameter(haar(6, 3, generator=g))
+    c = StiefelParameter(haar(6, 3, generator=g), manifold=Stiefel("polar", metric="canonical"))
+    ref_e, ref_c = e.detach().clone(), c.detach().clone()
+    opt = RiemannianSGD([e, c], lr=0.1)
+    target = torch.randn(6, 3, dtype=torch.float64, generator=g)
+    ((e - target) ** 2).sum().backward()
+    ((c - target) ** 2).sum().backward()
+    opt.step()
+    ge, gc = 2 * (ref_e - target), 2 * (ref_c - target)
+    st_e, st_c = Stiefel(), Stiefel(metric="canonical")
+    torch.testing.assert_close(e.detach(), st_e.retract(ref_e, -0.1 * st_e.egrad2rgrad(ref_e, ge)))
+    torch.testing.assert_close(
+        c.detach(), st_c.retract(ref_c, -0.1 * st_c.egrad2rgrad(ref_c, gc), "polar")
+    )

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from spectra.tightbinding import graphene, kpath, monkhorst_pack, special_points
+
+DATA = Path(__file__).resolve().parents[2] / "data"
 
 HEX = np.array([[1.0, 0.0], [0.5, np.sqrt(3) / 2]])
 FCC = 0.5 * np.array([[0.0, 1, 1], [1, 0, 1], [1, 1, 0]])
@@ -135,3 +139,68 @@ def test_monkhorst_pack(grid):
     np.testing.assert_allclose(g[0], 0)
     with pytest.raises(ValueError, match="positive"):
         monkhorst_pack([0, 2])
+
+
+def test_bands_and_eigh_accept_a_kpath_and_units_propagate():
+    from spectra.tightbinding import cut, supercell
+
+    g = graphene()
+    g.units = "eV"
+    path = kpath(g, "G,K,M,G", 30)
+    np.testing.assert_array_equal(g.bands(path), g.bands(path.k))
+    w, v = g.eigh(path)
+    np.testing.assert_allclose(w, g.bands(path.k), atol=1e-14)
+    assert v.shape == (30, 2, 2)
+    np.testing.assert_array_equal(g.hamiltonian(path), g.hamiltonian(path.k))
+    for derived in (g.copy(), g.with_spin(), supercell(g, 2), cut(g, 0, 3)):
+        assert derived.units == "eV"
+    assert "units='eV'" in repr(g)
+
+
+def test_pythtb_convention_on_a_slab_uses_the_periodic_rows_metric():
+    """A slab whose in-plane vector leans out of the plane: PythTB's metric uses the full
+    periodic rows; so does spectra's (both conventions, up to the 2 pi)."""
+    import pythtb
+
+    from spectra.tightbinding import Model
+
+    lat = [[1.0, 0.0, 0.4], [0.3, 1.2, -0.2], [0.0, 0.0, 5.0]]
+    orb = [[0.0, 0.0, 0.0], [0.5, 0.5, 0.1]]
+    p = pythtb.tb_model(2, 3, lat, orb, per=[0, 1])
+    p.set_hop(-1.0, 0, 1, [0, 0, 0])
+    p.set_hop(-0.5, 0, 0, [1, 0, 0])
+    m = Model(lat, orb, periodic=[0, 1])
+    m.add_hopping(-1.0, 0, 1, [0, 0, 0])
+    m.add_hopping(-0.5, 0, 0, [1, 0, 0])
+    nodes = [[0.0, 0.0], [0.5, 0.0], [0.5, 0.5], [0.0, 0.0]]
+    k_vec, k_dist, k_node = p.k_path(nodes, 57, report=False)
+    ours = kpath(m, nodes, 57, convention="pythtb")
+    np.testing.assert_allclose(ours.k, k_vec, atol=1e-14)
+    np.testing.assert_allclose(ours.distance, k_dist, atol=1e-13)
+    np.testing.assert_allclose(kpath(m, nodes, 57).ticks, 2 * np.pi * k_node, rtol=1e-12)
+    np.testing.assert_allclose(m.bands(ours), p.solve_all(k_vec).T, atol=1e-12)
+    with pytest.raises(ValueError, match="convention"):
+        kpath(m, nodes, 57, convention="wannier")
+    with pytest.raises(ValueError, match="breaks"):
+        kpath(graphene(), "G,K|M,G", 40, convention="pythtb")
+
+
+def test_plot_bands_into_given_axes_with_units():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from spectra.tightbinding import Model, plot_bands
+
+    m = Model.from_wannier90(DATA / "graphene_hr.dat")
+    path = kpath(m, "G,K,M,G", 40)
+    fig, (a, b, c) = plt.subplots(1, 3)
+    out = plot_bands(path, m.bands(path), ax=a, units=m.units)
+    assert out is fig and a.get_ylabel() == "E (eV)" and len(a.lines) >= 2
+    energy = np.linspace(-9, 9, 50)
+    plot_bands(path, m.bands(path), ax=(b, c), dos=(energy, np.ones(50)), units="Hartree")
+    assert b.get_ylabel() == "E (Hartree)" and "Hartree" in c.get_xlabel()
+    with pytest.raises(ValueError, match="pair"):
+        plot_bands(path, graphene().bands(path), ax=a, dos=(energy, np.ones(50)))
+    plt.close(fig)
