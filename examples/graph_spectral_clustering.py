@@ -93,6 +93,8 @@ def main() -> Path:
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
     axes[0].imshow(a[np.ix_(order, order)], cmap="Greys", interpolation="nearest")
     axes[0].set_title(f"graph {g}: adjacency ordered by found cluster")
+    axes[0].set_xlabel("node")
+    axes[0].set_ylabel("node")
     for c in range(blocks):
         sel = lab == c
         axes[1].scatter(emb[sel, 0], emb[sel, 1], s=18, label=f"cluster {c}")
@@ -103,7 +105,8 @@ def main() -> Path:
     axes[2].plot(np.sort(ari), label="spectra")
     axes[2].plot(np.sort(ari_sk), "--", label="sklearn")
     axes[2].set_title("ARI vs planted partition, all graphs (sorted)")
-    axes[2].set_xlabel("graph (sorted)")
+    axes[2].set_xlabel("graph (sorted by ARI)")
+    axes[2].set_ylabel("adjusted Rand index")
     axes[2].set_ylim(0, 1.05)
     axes[2].legend()
     fig.suptitle(
