@@ -20,6 +20,7 @@ import torch
 
 from ._autotune import autotune, size_class
 from ._cost import matrix_seconds
+from ._kernels._choice import choose_kernel
 from ._memory import default_budget
 from ._options import check_count, check_positive
 from ._strategies import STRATEGIES
@@ -169,7 +170,8 @@ def choose_strategy(
     """The strategy for a batch the caller did not force one for, and why.
 
     The one place the default choice is made: autotune where asked (or on legacy CUDA for
-    n > 32), else batched torch, or on legacy CUDA a path that stays batched.
+    n > 32), else on CPU a small-matrix kernel where it was measured faster
+    (``_kernels._choice``), else batched torch, or on legacy CUDA a path that stays batched.
     """
     legacy_cuda = device.type == "cuda" and not cuda_batched_everywhere()
     if autotune_ or (autotune_ is None and legacy_cuda and n > LEGACY_CUDA_BATCHED_MAX_N):
@@ -178,7 +180,8 @@ def choose_strategy(
         shown = ", ".join(f"{k} {1e3 * t:.2f} ms" for k, t in timings)
         return name, [f"autotuned on {min(cls, 256)} sample matrices: {shown}"]
     if device.type == "cpu":
-        return "torch", []
+        kernel = choose_kernel(n, dtype, device, vectors)  # measured: where it beats LAPACK
+        return kernel if kernel is not None else ("torch", [])
     if not (legacy_cuda and n > LEGACY_CUDA_BATCHED_MAX_N):
         return "torch", ["one batched cuSOLVER call per chunk"]
     why = f"torch {torch.__version__} loops syevd for n > 32 on CUDA; "

@@ -20,7 +20,7 @@ def test_check_passes_on_cpu_and_writes_json(tmp_path, capsys):
 
 
 def test_check_detects_a_broken_solver(monkeypatch):
-    from spectra.core import _strategies
+    from spectra.core import _plan, _strategies
 
     real = _strategies._torch_solve
 
@@ -29,7 +29,13 @@ def test_check_detects_a_broken_solver(monkeypatch):
         return w * 1.001, v
 
     monkeypatch.setattr(_strategies, "_torch_solve", wrong)
-    rows = run_checks("cpu", quick=True, dtypes=(torch.float64,))
+    # the planner would send the small "random" case to a kernel: keep it on torch here
+    monkeypatch.setattr(_plan, "choose_kernel", lambda *args: None)
+    _plan._plan_cached.cache_clear()
+    try:
+        rows = run_checks("cpu", quick=True, dtypes=(torch.float64,))
+    finally:
+        _plan._plan_cached.cache_clear()
     assert not all(r.passed for r in rows if r.case == "random")
 
 

@@ -1,0 +1,57 @@
+"""Where the kernels beat LAPACK: the measured cost model the planner consults.
+
+``choose_kernel`` returns the kernel strategy for a CPU batch of ``n x n`` matrices, or
+``None`` where ``torch.linalg.eigh`` (fanned out by the executor) is as fast or faster. The
+size ranges come from ``benchmarks/bench_kernels.py --calibrate`` and interleaved
+paired-ratio runs on the 2-core x86 CI machine (AVX-512; load average 11-13 during the
+runs, 2026-11-30), single-thread microseconds per matrix, ``torch.linalg.eigh`` vs kernel:
+
+=============  ======================================  ===================================
+sizes           eigenpairs (float64)                   eigenvalues only (float64)
+=============  ======================================  ===================================
+n = 2, 3        closed-form: 0.11 vs 2.4, 0.16 vs 8.3   0.06 vs 3.8, 0.09 vs 4.1
+n = 4, 5        numba-jacobi: 2.0 vs 11.6, 3.4 vs 16    3.1 vs 11.7, 2.7 vs 10.7
+n = 8           numba-ql: 11.7 vs 51 (jacobi 21)        11.0 vs 21.9
+n = 16          numba-ql: 77 vs 241 (jacobi 270)        36 vs 53
+n = 20          numba-ql: paired median 2.0x            paired median 1.8x
+n = 24          numba-ql: paired median 1.55x           paired median 1.0x
+n = 32          numba-ql: paired median 1.35x           paired median ~1.0-1.6x (noisy)
+n = 48, 64      torch faster (0.99x, 0.7x)              torch faster
+=============  ======================================  ===================================
+
+float32 behaves alike (the kernels compute in float64 and stop at float32 accuracy).
+Complex input: the torch-lane closed form wins at n = 2 (0.3 vs 3.2 us) and loses at n = 3
+(16 vs 11 us); the numba kernels are real only. Only where a kernel was clearly faster is it
+picked: near the crossover the fan-out of LAPACK stays (the goal is never to be slower).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import numba_available
+
+#: (largest n with eigenvectors, largest n for eigenvalues only) where numba-ql is picked
+QL_MAX_N = (32, 20)
+#: numba-jacobi below this size (at n = 4, 5 its fewer passes beat the reduction)
+JACOBI_BELOW = 6
+
+
+def choose_kernel(
+    n: int, dtype: torch.dtype, device: torch.device, vectors: bool
+) -> tuple[str, list[str]] | None:
+    """The kernel strategy for this batch and why, or ``None`` to keep LAPACK."""
+    if device.type != "cpu":
+        return None  # not measured on GPUs yet: cuSOLVER's batched path stays
+    complex_ = dtype.is_complex
+    if n <= 2 or (n == 3 and not complex_):
+        return "closed-form", [f"n = {n}: closed form, one SIMD lane per matrix"]
+    if complex_ or not numba_available():
+        return None
+    if n < JACOBI_BELOW:
+        return "numba-jacobi", [f"n = {n}: lane-per-matrix Jacobi beats LAPACK's per-call cost"]
+    if n <= QL_MAX_N[0 if vectors else 1]:
+        return "numba-ql", [
+            f"n = {n}: lane-per-matrix Householder + QL beats LAPACK's per-call cost"
+        ]
+    return None
