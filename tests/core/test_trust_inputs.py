@@ -109,6 +109,7 @@ def test_inf_upper_refused_by_spectra_distributed():
         sd.eigvalsh(x).compute(scheduler="synchronous")
     assert "NaN or Inf" in str(info.value)
     assert "batch indices [4]" in str(info.value)  # the index in the whole array
+    assert info.value.indices == [(4,)]
 
 
 def test_shape_errors_are_input_errors():
