@@ -70,6 +70,10 @@ class _ThreadKnobs:
                         paths.append(path)
         except OSError:  # pragma: no cover - non-Linux
             return
+        # torch's own OpenMP runtime first: other wheels (scikit-learn) bundle their own
+        # libgomp, whose thread counts torch's kernels never read
+        torch_dir = os.path.dirname(torch.__file__)
+        paths.sort(key=lambda p: not p.startswith(torch_dir))
         for path in paths:
             name = os.path.basename(path)
             if self.omp_set is None and ("gomp" in name or "iomp" in name or "libomp" in name):
