@@ -112,3 +112,36 @@ def test_spectra_debug_reraises(monkeypatch):
     monkeypatch.setenv("SPECTRA_DEBUG", "1")
     with pytest.raises(ValueError, match="n must be >= 1"):
         main(["explain", "-5", "10"])
+
+
+def test_what_a_new_user_sees_in_the_repl():
+    """Subpackages after ``import spectra``, short reprs, a verdict, helpful errors."""
+    import numpy as np
+
+    import spectra
+
+    assert spectra.pca.BatchPCA is not None and spectra.stiefel.Stiefel is not None
+    assert spectra.tightbinding.Model is not None and spectra.graph.laplacian is not None
+    with pytest.raises(AttributeError, match="no attribute 'nosuch'"):
+        spectra.nosuch
+
+    from spectra.tightbinding import graphene, kpath
+
+    text = repr(kpath(graphene(), "G,K,M,G", 300))
+    assert text.startswith("KPath(Γ-K-M-Γ, 300 k-points") and "\n" not in text
+
+    a = torch.randn(50, 6, 6, dtype=torch.float64)
+    a = a + a.mT
+    check = spectra.validate(a, *spectra.eigh(a))
+    assert check.ok()
+    assert repr(check).startswith("Validation(50 matrices, float64): OK at tol 1e-10")
+    w, v = spectra.eigh(a.float())
+    assert spectra.validate(a.float(), w, v).ok()  # float32 default tolerance 1e-4
+    assert not spectra.validate(a, w.double() + 1e-3, v.double()).ok()
+    assert "FAILED" in repr(spectra.validate(a, w.double() + 1e-3, v.double()))
+
+    from spectra.stiefel import StiefelParameter
+
+    with pytest.raises(ValueError, match="project=True") as exc:
+        StiefelParameter(torch.from_numpy(np.ones((5, 3))))
+    assert "batch indices ()" not in str(exc.value)
