@@ -61,17 +61,19 @@ def main() -> Path:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
     except ImportError as exc:  # pragma: no cover
         raise ImportError("the figure needs matplotlib: pip install torch-spectra[plot]") from exc
 
     time = np.arange(x.shape[0]) / rate
     fig, axes = plt.subplots(3, 1, figsize=(8, 6), sharex=True)
     axes[0].plot(time, x + 4 * np.arange(x.shape[1]), lw=0.3, color="k")
-    axes[0].set_ylabel("channels")
+    axes[0].set_ylabel("channels (offset)")
     axes[0].set_yticks([])
     axes[1].step(centers, k, where="mid", label="PCA components for 95%")
     axes[1].step(centers, truth, where="mid", ls="--", label="active sources")
     axes[1].set_ylabel("count")
+    axes[1].yaxis.set_major_locator(MaxNLocator(integer=True))  # counts are integers
     axes[1].legend(fontsize=7, loc="upper left")
     axes[2].plot(centers, pca.explained_variance_ratio_[:, 0].numpy())
     axes[2].set_ylabel("PC1 variance ratio")
