@@ -99,13 +99,19 @@ def test_kernel_accuracy_real(strategy, n, dtype, kind):
     check(a, wv, None)
 
 
+COMPLEX_CASES = [("closed-form", n) for n in (1, 2, 3)] + [
+    ("numba-ql", n) for n in (1, 2, 3, 4, 8, 12, 16)
+]
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
-@pytest.mark.parametrize("n", [1, 2, 3])
-def test_closed_form_accuracy_complex(n, dtype, kind):
+@pytest.mark.parametrize(("strategy", "n"), COMPLEX_CASES)
+def test_kernel_accuracy_complex(strategy, n, dtype, kind):
     a = spectra_of(kind, n, 40, dtype, seed=n)
-    w, v = spectra.eigh(a, strategy="closed-form", workers=1)
+    w, v = spectra.eigh(a, strategy=strategy, workers=1)
     check(a, w, v)
+    check(a, spectra.eigvalsh(a, strategy=strategy, workers=1), None)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -134,9 +140,9 @@ def test_closed_form_zero_scalar_and_nonfinite_lanes():
 
 
 @pytest.mark.parametrize("strategy", sorted(KERNELS))
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex128])
 def test_bitwise_independent_of_chunking_and_position(strategy, dtype):
-    n = max(KERNELS[strategy])
+    n = max(KERNELS[strategy]) if not dtype.is_complex else 3
     a = random_hermitian((70,), n, dtype, seed=3)
     w, v = spectra.eigh(a, strategy=strategy, workers=1)
     w2, v2 = spectra.eigh(a, strategy=strategy, workers=2, chunk_size=9)

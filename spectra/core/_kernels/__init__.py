@@ -9,8 +9,9 @@ block of matrices in one pass, one matrix per lane:
   same algorithm compiled by numba (:mod:`._numba_closed_form`);
 - ``"numba-jacobi"`` (CPU, real): cyclic Jacobi across lanes (:mod:`._numba_jacobi`),
   the fastest for n <= ~10;
-- ``"numba-ql"`` (CPU, real): Householder tridiagonalization + implicit QL with per-lane
-  convergence masks (:mod:`._numba_tridiag_ql`), the fastest above.
+- ``"numba-ql"`` (CPU): Householder tridiagonalization + implicit QL with per-lane
+  convergence masks (:mod:`._numba_tridiag_ql`; complex Hermitian input through the
+  ``zhetd2`` reduction of :mod:`._numba_hermitian_ql`), the fastest above.
 
 Every kernel reads the lower triangle (LAPACK's ``uplo='L'``), returns ascending values
 and orthonormal vectors, releases the GIL (the executor fans CPU batches out, one kernel
@@ -173,12 +174,18 @@ register(
 def _ql_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
     if a.shape[0] == 0:
         return
-    if a.is_complex() or a.device.type != "cpu":
+    if a.device.type != "cpu":
         _torch_into(a, w, v)
         return
-    from . import _numba_tridiag_ql as nq
+    eps = float(torch.finfo(_real(a.dtype)).eps)
+    if a.is_complex():
+        from ._numba_hermitian_ql import hermitian_ql
 
-    failed = _numba_into(nq.tridiag_ql_real, a, w, v, float(torch.finfo(a.dtype).eps))
+        failed = _numba_into(hermitian_ql, a, w, v, eps)
+    else:
+        from ._numba_tridiag_ql import tridiag_ql_real
+
+        failed = _numba_into(tridiag_ql_real, a, w, v, eps)
     if failed.any():  # QL did not converge on some lane (never seen in tests): LAPACK
         idx = torch.from_numpy(np.flatnonzero(failed))
         wi, vi = _torch_eigh(a[idx], v is not None)
@@ -193,7 +200,7 @@ register(
         ("cpu",),
         _solve_with(_ql_into),  # type: ignore[arg-type]
         "Householder tridiagonalization + implicit QL with per-lane convergence masks, one "
-        "SIMD lane per matrix (numba, real; complex goes to torch.linalg.eigh)",
+        "SIMD lane per matrix (numba; real symmetric and complex Hermitian)",
         available=numba_available,
         threadable=True,
         memory_factor=3.0,

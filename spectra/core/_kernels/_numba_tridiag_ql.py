@@ -192,9 +192,23 @@ def _tred2(V, d, e, n, vectors, t1, t2, t3):
 
 
 @jit
-def _tql2(V, d, e, n, vectors, eps, st, flags):
+def _rotate_columns(V, i, n, cr, sr):
+    """Columns ``i, i + 1`` of every lane of ``V`` times the lane's rotation ``(c, s)``."""
+    L = LANES
+    x, y = _col(V, i, n), _col(V, i + 1, n)
+    for k in range(n):
+        for lane in range(L):
+            hv = y[k * L + lane]
+            xv = x[k * L + lane]
+            y[k * L + lane] = sr[lane] * xv + cr[lane] * hv
+            x[k * L + lane] = cr[lane] * xv - sr[lane] * hv
+
+
+@jit
+def _tql2(V, W, d, e, n, vectors, cplx, eps, st, flags):
     """Implicit QL on the tridiagonal ``(d, e)`` of every lane, rotating the columns of
-    ``V``; ``flags[l]`` is set for lanes that did not converge."""
+    ``V`` (and of ``W``, the imaginary part, if ``cplx``); ``flags[l]`` is set for lanes that
+    did not converge. ``e[i]`` is the entry between rows ``i - 1`` and ``i`` on entry."""
     L = LANES
     f, tst1, act = st[0], st[1], st[2]
     p, c, s, c2, c3, s2 = st[3], st[4], st[5], st[6], st[7], st[8]
@@ -284,13 +298,9 @@ def _tql2(V, d, e, n, vectors, eps, st, flags):
                     cr[lane] = cn if part else 1.0
                     sr[lane] = sn if part else 0.0
                 if vectors:
-                    x, y = _col(V, i, n), _col(V, i + 1, n)
-                    for k in range(n):
-                        for lane in range(L):
-                            hv = y[k * L + lane]
-                            xv = x[k * L + lane]
-                            y[k * L + lane] = sr[lane] * xv + cr[lane] * hv
-                            x[k * L + lane] = cr[lane] * xv - sr[lane] * hv
+                    _rotate_columns(V, i, n, cr, sr)
+                    if cplx:
+                        _rotate_columns(W, i, n, cr, sr)
             for lane in range(L):
                 on = act[lane] > 0.0
                 pv = -s[lane] * s2[lane] * c3[lane] * el1[lane] * el[lane] / dl1[lane]
@@ -324,7 +334,7 @@ def tridiag_ql_real(a, w, vt, tol):
         flags[:] = False
         if n > 1:
             _tred2(V, d, e, n, vectors, t1, t2, t3)
-            _tql2(V, d, e, n, vectors, tol, st, flags)
+            _tql2(V, V, d, e, n, vectors, False, tol, st, flags)
         else:
             d[:L] = V[:L]
             V[:L] = 1.0
