@@ -35,7 +35,7 @@ def _row(
 ) -> dict[str, Any]:
     import torch
 
-    from spectra.core import cpu_count
+    from spectra.core.domain import cpu_count
     from spectra.core._jacobi import jacobi_eigh, solve
     from spectra.core._threads import single_threaded_kernels
 

@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from spectra._commands.explain import check_device
-    from spectra.core._selfcheck import format_table, rows_as_dicts, run_checks
+    from spectra.core.selfcheck import format_table, rows_as_dicts, run_checks
 
     check_device(args.device)
     rows = run_checks(args.device, quick=args.quick)

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from spectra.core import plan
-    from spectra.core._plan import format_bytes
+    from spectra.core.domain import format_bytes
 
     if args.n < 1:
         raise ValueError(f"matrix size n must be >= 1, got {args.n}")

@@ -9,9 +9,6 @@ from . import (
     _jacobi,  # noqa: F401  (registers the "jacobi" strategy)
     _kernels,  # noqa: F401  (registers the small-matrix kernel strategies)
 )
-
-# transitional: the domain surface, importable here until every domain uses core.domain
-from ._arrays import as_tensor, default_tolerance, is_dask_collection, restore  # noqa: F401
 from ._eigh import EighResult, eigh, eigvalsh
 from ._errors import InputError, LinAlgError
 from ._gauge import fix_gauge
@@ -19,7 +16,6 @@ from ._matrix_function import matrix_function
 from ._options import Options
 from ._plan import Plan, plan
 from ._strategies import STRATEGIES, Strategy, register
-from ._threads import cpu_count, fan_out  # noqa: F401
 from ._validate import Validation, validate
 from .reference import reference_eigh
 

@@ -67,20 +67,14 @@ def solve_ragged(
         mats = [items[i][0].to(dtype) for i in members]
         if check:
             _check_members(items, members, symmetry_tol)
-        if b is None:
-            stack, inactive = pad_stack(mats, ceiling)
-            w, v = solve_standard(stack, vectors, opts, inactive=inactive, gauge=True)  # type: ignore[arg-type]
-        else:
-            stack = torch.stack(mats)
-            bstack = torch.stack([items[i][1].to(dtype) for i in members])  # type: ignore[union-attr]
-            try:
-                w, v = solve_dense(stack, bstack, vectors, None, False, lindep, fill, opts)
-            except (InputError, LinAlgError) as exc:  # name the list index, not the row
-                raise _to_list_index(exc, members) from None
-        for row, i in enumerate(members):
-            n = sizes[i]
-            wi = w[row, :n]
-            vi = v[row, :n, :n] if v is not None else None
+        bmats = None if b is None else [items[i][1].to(dtype) for i in members]  # type: ignore[union-attr]
+        try:
+            parts = _solve_bucket(mats, bmats, ceiling, vectors, lindep, fill, opts)
+        except torch.linalg.LinAlgError:  # padding or stacking pushed a member over the edge
+            parts = _solve_alone(mats, bmats, members, vectors, lindep, fill, opts)
+        except (InputError, LinAlgError) as exc:  # name the list index, not the row
+            raise _to_list_index(exc, members) from None
+        for (wi, vi), i in zip(parts, members, strict=True):
             active = None
             if lindep is not None and largest and ks[i] is not None:
                 active = kept_count(wi, fill)
@@ -91,6 +85,60 @@ def solve_ragged(
             out_w[i] = restore(wi, items[i][2])
             out_v[i] = restore(vi, items[i][2]) if vi is not None else None
     return out_w, out_v
+
+
+def _solve_bucket(
+    mats: list[torch.Tensor],
+    bmats: list[torch.Tensor] | None,
+    ceiling: int,
+    vectors: bool,
+    lindep: float | None,
+    fill: float,
+    opts: Options,
+) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+    """One batched call for a bucket: padded standard problems, or same-size generalized."""
+    if bmats is None:
+        stack, inactive = pad_stack(mats, ceiling)
+        w, v = solve_standard(stack, vectors, opts, inactive=inactive, gauge=True)  # type: ignore[arg-type]
+        if bool(inactive.any()) and not bool(torch.isfinite(w).all()):
+            # the padding shift overflowed (entries near the float range): not a result
+            raise torch.linalg.LinAlgError("padded bucket overflowed")
+    else:
+        w, v = solve_dense(
+            torch.stack(mats), torch.stack(bmats), vectors, None, False, lindep, fill, opts
+        )
+    sizes = [m.shape[-1] for m in mats]
+    return [(w[row, :n], v[row, :n, :n] if v is not None else None) for row, n in enumerate(sizes)]
+
+
+def _solve_alone(
+    mats: list[torch.Tensor],
+    bmats: list[torch.Tensor] | None,
+    members: list[int],
+    vectors: bool,
+    lindep: float | None,
+    fill: float,
+    opts: Options,
+) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+    """Each member of a failed bucket on its own, unpadded; the ones that still fail are
+    named by their list index in one ``LinAlgError``."""
+    parts: list[tuple[torch.Tensor, torch.Tensor | None]] = []
+    failed: list[tuple[int, ...]] = []
+    for row, m in enumerate(mats):
+        try:
+            bm = None if bmats is None else bmats[row][None]
+            w, v = solve_dense(m[None], bm, vectors, None, False, lindep, fill, opts)
+            parts.append((w[0], v[0] if v is not None else None))
+        except torch.linalg.LinAlgError:
+            failed.append((members[row],))
+    if failed:
+        raise LinAlgError(
+            "a",
+            "could not be decomposed: the solver failed to converge",
+            failed,
+            hint="entries near the limits of the floating-point range?",
+        )
+    return parts
 
 
 def _to_list_index(exc: InputError | LinAlgError, members: list[int]) -> Exception:

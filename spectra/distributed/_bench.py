@@ -108,7 +108,7 @@ def run_dask_bench(
     import distributed
 
     import spectra
-    from spectra.core import cpu_count
+    from spectra.core.domain import cpu_count
 
     from ._eigh import eigh
 

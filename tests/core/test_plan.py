@@ -22,7 +22,7 @@ def test_cpu_plan_fans_out_and_is_cached():
 
 
 def test_memory_budget_cuts_chunks():
-    p = plan(32, 1000, torch.float64, "cpu", max_memory=64 * 32 * 32 * 8 * 4)
+    p = plan(32, 1000, torch.float64, "cpu", max_memory=64 * 32 * 32 * 8 * 4, strategy="torch")
     assert p.chunk_size <= 64 and p.n_chunks >= 16
     assert sum(stop - start for start, stop in p.chunks()) == 1000
     assert plan(32, 1000, torch.float64, "cpu", chunk_size=7).n_chunks == 143
@@ -180,7 +180,7 @@ def test_a_plan_can_be_handed_back_to_eigh():
     # generalized problems use the same plan for each of their solves
     b = torch.eye(9, dtype=torch.float64).expand(40, 9, 9)
     torch.testing.assert_close(spectra.eigh(a, b, plan=p).eigenvalues, w0)
-    with pytest.raises(spectra.InputError, match=r"plan does not match the input: n 9 \(input: 8\)"):
+    with pytest.raises(spectra.InputError, match=r"plan does not match the input: n 9 \(input: 8"):
         spectra.eigh(a[:, :8, :8], plan=p)
     with pytest.raises(spectra.InputError, match=r"batch 40 \(input: 3\)"):
         spectra.eigh(a[:3], plan=p)
