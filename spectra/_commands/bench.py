@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     from spectra._bench.suite import FULL_SIZES, LOOP_SAMPLE, QUICK_SIZES, bench_core
     from spectra._bench.table import core_table, domain_table, extrapolations, legend, verdict
     from spectra._bench.timing import busy_warning, load_snapshot
-    from spectra.core import cpu_count
+    from spectra.core.domain import cpu_count
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
