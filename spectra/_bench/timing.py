@@ -4,8 +4,9 @@ Every implementation in a row is timed round-robin, repeat by repeat, so that th
 shared machine hits all of them alike. Each cell keeps all its repeat times; its spread is
 ``(max - min) / median``. A row whose widest cell spreads more than ``max_spread`` is timed
 again (the whole row, still interleaved) and the attempt with the narrower worst cell is
-kept. :func:`busy_warning` turns the load average, the CPU share this process got and the
-cells that stayed wide into one warning line.
+kept. Past an optional deadline (``--quick``) rows are not re-timed and get 2 repeats.
+:func:`busy_warning` turns the load average, the CPU share this process got and the cells
+that stayed wide into one warning line.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 #: A cell whose repeats spread more than this ((max - min) / median) makes its row re-timed.
@@ -94,7 +95,10 @@ class Timer:
     sync: Callable[[], None] = lambda: None
     clock: Callable[[], float] = time.perf_counter
     sleep: Callable[[float], None] = time.sleep
-    log: list[str] = field(default_factory=list)
+    #: a ``clock()`` value after which rows are no longer re-timed and get ``late_repeats``
+    #: repeats (keeps ``--quick`` short on a busy machine; the JSON records every count)
+    deadline: float | None = None
+    late_repeats: int = 2
 
     def once(self, fn: Callable[[], Any]) -> float:
         # BLAS/OpenMP pools spin for a while after a call: a pause keeps one
@@ -106,12 +110,17 @@ class Timer:
         self.sync()
         return self.clock() - t0
 
+    def late(self) -> bool:
+        return self.deadline is not None and self.clock() > self.deadline
+
     def interleaved(self, impls: dict[str, Impl]) -> dict[str, Cell]:
         """One warm-up call each, then round-robin repeats within the budget."""
         first = {k: self.once(impl.fn) for k, impl in impls.items()}
         per_round = sum(first.values()) + self.pause_s * len(impls)
         rounds = int(self.budget_s / max(per_round, 1e-9))
         rounds = max(self.min_repeats, min(self.repeats, rounds))
+        if self.late():
+            rounds = min(rounds, self.late_repeats)
         times: dict[str, list[float]] = {k: [] for k in impls}
         for _ in range(rounds):
             for k, impl in impls.items():
@@ -125,7 +134,7 @@ class Timer:
         """
         best = self.interleaved(impls)
         attempts = 1
-        while attempts <= self.reruns and worst_spread(best) > self.max_spread:
+        while attempts <= self.reruns and worst_spread(best) > self.max_spread and not self.late():
             again = self.interleaved(impls)
             attempts += 1
             if worst_spread(again) < worst_spread(best):

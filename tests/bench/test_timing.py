@@ -108,3 +108,13 @@ def test_busy_machine_warns_that_ratios_are_unreliable(before, after, spreads, r
 
 def test_missing_load_average_is_not_a_crash():
     assert busy_warning({"loadavg": None, "cpu_share": None}, {}, 2, []) is None
+
+
+def test_past_the_deadline_rows_are_not_retimed_and_get_fewer_repeats():
+    clock = FakeClock()
+    impls = {"a": clock.impl("a", [1, 1, 5, 1, 1, 1, 1, 1])}
+    t = timer(clock, repeats=3, min_repeats=3, reruns=1)
+    t.deadline = 0.5  # passed during the warm-up call
+    cells, attempts = t.measure(impls)
+    assert attempts == 1
+    assert cells["a"].times == [1, 5]
