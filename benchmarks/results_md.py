@@ -55,6 +55,10 @@ def domain_rows(report: dict[str, Any]) -> list[str]:
     return out
 
 
+def _avg(snapshot: dict[str, Any]) -> str:
+    return " / ".join(f"{x:.1f}" for x in snapshot.get("loadavg") or [])
+
+
 def main(argv: list[str] | None = None) -> None:
     for path in argv if argv is not None else sys.argv[1:]:
         with open(path) as fh:
@@ -62,8 +66,8 @@ def main(argv: list[str] | None = None) -> None:
         load = report["load"]
         print(f"<!-- {path}: {report['command']} ({report['date']}) -->")
         print(
-            f"Load average (1/5/15 min) before {load['before']['loadavg']}, after "
-            f"{load['after']['loadavg']}; CPU share probe {load['before']['cpu_share']:.0%} / "
+            f"Load average (1/5/15 min) before {_avg(load['before'])}, after "
+            f"{_avg(load['after'])}; CPU share probe {load['before']['cpu_share']:.0%} / "
             f"{load['after']['cpu_share']:.0%}."
         )
         if report.get("warning"):
