@@ -59,7 +59,7 @@ def heat_kernel_diagonal(
     normalization: str | None = "sym",
     dtype: torch.dtype = torch.float32,
     device: Any = "cpu",
-) -> torch.Tensor:
+) -> Any:
     r"""Heat-kernel node features: ``diag(exp(-t L))`` at several diffusion times ``t``.
 
     The heat kernel signature (Sun, Ovsjanikov and Guibas 2009): entry ``(i, s)`` is

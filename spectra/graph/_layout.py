@@ -34,10 +34,6 @@ class Layout:
         ar = torch.arange(self.n_max, device=self.counts.device)
         return ar < self.counts.unsqueeze(-1)
 
-    def gather_nodes(self, padded: torch.Tensor) -> torch.Tensor:
-        """``(G, n_max, ...)`` -> ``(N, ...)``: the rows of the real nodes, graph by graph."""
-        return padded[self.batch, self.local]
-
 
 def as_torch(x: Any, name: str) -> tuple[torch.Tensor | None, bool]:
     """``x`` as a tensor (None stays None); the flag says whether it came in as NumPy."""

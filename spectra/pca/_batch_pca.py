@@ -269,8 +269,8 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
         """One ``(N, D)`` dataset: sklearn's shapes (``components_`` (K, D), int counts)."""
         for public in _ATTRS:
             setattr(self, public, getattr(self, public)[0])
-        self.n_components_ = int(self.n_components_)
-        self.n_samples_ = int(self.n_samples_)
+        for name in ("n_components_", "n_samples_"):
+            setattr(self, name, int(getattr(self, name)))
 
     def _fitted(self) -> PCAFit:
         if self._fit is None:
@@ -371,7 +371,7 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
         return self._out(x, batch, None, squeeze=self._squeezes(Z))
 
     # ---------------------------------------------------------------- helpers
-    def _pad_columns(self, z: Any, kmax: int, i: int) -> torch.Tensor:
+    def _pad_columns(self, z: Any, kmax: int, i: int) -> Any:
         t, _ = as_tensor(z, f"Z[{i}]")
         if t.ndim != 2 or t.shape[-1] > kmax:
             raise ValueError(

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from ..core.domain import Origin, as_tensor
+from ..core.domain import Origin, as_tensor, is_ragged
 
 
 @dataclass(frozen=True)
@@ -25,15 +25,6 @@ class Batch:
     counts: torch.Tensor
     origin: Origin
     ragged: bool
-
-
-def is_ragged(x: Any) -> bool:
-    """True for a list/tuple of arrays (one array per dataset)."""
-    return (
-        isinstance(x, (list, tuple))
-        and len(x) > 0
-        and all(hasattr(xi, "shape") and hasattr(xi, "dtype") for xi in x)
-    )
 
 
 def format_list(indices: Sequence[int], limit: int = 10) -> str:

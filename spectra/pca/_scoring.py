@@ -25,7 +25,15 @@ class ProbabilisticMixin:
         def _one(self, t: torch.Tensor) -> Any: ...
         def _squeezes(self, X: Any) -> bool: ...
         def _check_batch_size(self, batch: Batch, name: str) -> None: ...
-        def _out(self, y: torch.Tensor, batch: Batch, widths: Any, **kw: Any) -> Any: ...
+        def _out(
+            self,
+            y: torch.Tensor,
+            batch: Batch,
+            widths: torch.Tensor | None,
+            *,
+            squeeze: bool = False,
+            drop_last: bool = False,
+        ) -> Any: ...
 
     def get_covariance(self) -> Any:
         """Each dataset's model covariance ``C^T diag(ev - sigma2)_+ C + sigma2 I`` (B, D, D).

@@ -103,8 +103,8 @@ def choose_k(
     cols = torch.arange(ratio.shape[-1], device=ratio.device)
     cum = torch.where(cols < rank[:, None], cum, torch.inf).contiguous()
     target = torch.full((ratio.shape[0], 1), float(spec), dtype=cum.dtype, device=cum.device)
-    k = torch.searchsorted(cum, target, right=True).squeeze(-1) + 1
-    return torch.minimum(k, rank)
+    counts = torch.searchsorted(cum, target, right=True).squeeze(-1) + 1
+    return torch.minimum(counts, rank)
 
 
 def finish(
