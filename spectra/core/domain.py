@@ -32,7 +32,7 @@ from ._errors import InputError, LinAlgError, format_indices
 from ._execute import execute, orthonormality_error
 from ._options import Options
 from ._plan import format_bytes
-from ._prepare import check_k
+from ._prepare import check_k, is_ragged
 from ._threads import cpu_count, fan_out
 from ._versions import torch_version
 
@@ -52,6 +52,7 @@ __all__ = [
     "format_bytes",
     "format_indices",
     "is_dask_collection",
+    "is_ragged",
     "orthonormality_error",
     "real_dtype",
     "restore",

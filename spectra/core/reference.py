@@ -12,6 +12,7 @@ import numpy as np
 import scipy.linalg
 
 from ._eigh import EighResult
+from ._prepare import is_ragged
 
 
 def _as_numpy(x: Any) -> np.ndarray:
@@ -38,7 +39,7 @@ def reference_eigh(
     >>> reference_eigh(np.diag([2.0, 1.0])).eigenvalues
     array([1., 2.])
     """
-    if isinstance(a, (list, tuple)) and a and hasattr(a[0], "shape"):
+    if is_ragged(a):
         parts = [
             reference_eigh(
                 ai, None if b is None else b[i], k=k, largest=largest, eigvals_only=eigvals_only

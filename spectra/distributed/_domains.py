@@ -231,10 +231,7 @@ def _moments_list(xs: Sequence[Any]) -> tuple[Any, Any, Any]:
     return tuple(da.concatenate([r[m] for r in rows]) for m in range(3))  # type: ignore[return-value]
 
 
-_FINISHERS = ("fit_from_moments", "fit_moments", "from_moments")
-
-
-def fit_pca(pca: Any, x: Any, *, finish: str | None = None) -> Any:
+def fit_pca(pca: Any, x: Any, *, finish: str = "fit_from_moments") -> Any:
     """Fit a PCA object from data on Dask: moments on the workers, the fit on the client.
 
     Parameters
@@ -244,8 +241,7 @@ def fit_pca(pca: Any, x: Any, *, finish: str | None = None) -> Any:
         ``(D, F, F)`` (see :func:`moments`; single precision data gets single precision
         moments). ``spectra.pca.BatchPCA`` has it: ``fit_from_moments``.
     x : as in :func:`moments`.
-    finish : name of that method (default: the first of ``fit_from_moments``,
-        ``fit_moments``, ``from_moments`` that ``pca`` has).
+    finish : name of that method (default ``fit_from_moments``, as ``BatchPCA`` has).
 
     Returns
     -------
@@ -265,12 +261,11 @@ def fit_pca(pca: Any, x: Any, *, finish: str | None = None) -> Any:
     """
     import dask
 
-    names = (finish,) if finish is not None else _FINISHERS
-    method = next((getattr(pca, n) for n in names if callable(getattr(pca, n, None))), None)
-    if method is None:
+    method = getattr(pca, finish, None)
+    if not callable(method):
         raise TypeError(
-            f"{type(pca).__name__} has no method to fit from moments; looked for "
-            f"{list(names)} (called as method(count, mean, scatter))"
+            f"{type(pca).__name__} has no method {finish!r} to fit from moments "
+            "(called as method(count, mean, scatter))"
         )
     count, mean, scatter = dask.compute(*moments(x))
     dtype = _data_dtype(x)
