@@ -72,7 +72,7 @@ class StiefelParameter(torch.nn.Parameter):
         inst.manifold = manifold
         return inst
 
-    def __repr__(self) -> str:
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
         return f"StiefelParameter on {self.manifold!r} containing:\n{self.data!r}"
 
     def __deepcopy__(self, memo: dict[int, Any]) -> StiefelParameter:

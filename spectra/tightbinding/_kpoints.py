@@ -66,7 +66,7 @@ _ORTHO = {
     "T": [0, 0.5, 0.5],
     "R": [0.5, 0.5, 0.5],
 }
-_HEX3 = {
+_HEX3: dict[str, list[float]] = {
     "G": [0, 0, 0],
     "M": [0.5, 0.5, 0],
     "K": [2 * _F, _F, 0],
@@ -144,7 +144,7 @@ def _match(metric: np.ndarray, canon: np.ndarray) -> np.ndarray | None:
     return cands[ok[int(np.argmin(dist))]]
 
 
-def _aspect_points(lattice: np.ndarray) -> tuple[str, dict[str, Sequence[float]], str] | None:
+def _aspect_points(lattice: np.ndarray) -> tuple[str, dict[str, Any], str] | None:
     g = lattice @ lattice.T
     tol = 1e-6 * np.abs(g).max()
     dim = lattice.shape[0]

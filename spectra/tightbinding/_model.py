@@ -93,7 +93,7 @@ class Model(Terms):
             raise ValueError(f"nspin must be 1 or 2, got {nspin!r}")
         per = list(range(dim)) if periodic is None else sorted({int(p) for p in periodic})
         if any(p < 0 or p >= dim for p in per):
-            raise ValueError(f"periodic directions must be in [0, {dim}), got {list(periodic)}")
+            raise ValueError(f"periodic directions must be in [0, {dim}), got {per}")
         self.orbitals = orb
         self.nspin = nspin
         self.periodic = tuple(per)
@@ -247,7 +247,9 @@ class Model(Terms):
                 .clone()
             )
         else:
-            _, s = hamiltonian_chunk(kt, data, self._convention(convention))
+            _, s_k = hamiltonian_chunk(kt, data, self._convention(convention))
+            assert s_k is not None  # data.sr is not None
+            s = s_k
         return restore(s.reshape(*batch, self.nstates, self.nstates), origin)
 
     def bands(

@@ -9,7 +9,7 @@ refusing duplicates.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,17 +35,27 @@ def keys_of(blocks: Blocks, norb: int, nspin: int) -> set[Key]:
 class Terms:
     """On-site energies, hoppings and overlaps of a model (mixed into ``Model``)."""
 
-    dim: int
-    dim_k: int
-    norb: int
     nspin: int
-    nstates: int
     periodic: tuple[int, ...]
     _blocks: Blocks
     _overlap: Blocks | None
     _hop_keys: set[Key]
     _ovl_keys: set[Key]
     _data: Any
+
+    if TYPE_CHECKING:  # provided by Model
+
+        @property
+        def dim(self) -> int: ...
+
+        @property
+        def dim_k(self) -> int: ...
+
+        @property
+        def norb(self) -> int: ...
+
+        @property
+        def nstates(self) -> int: ...
 
     # ---------------------------------------------------------------- input checks
     def _orbital_index(self, i: Any, name: str) -> int:

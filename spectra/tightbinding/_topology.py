@@ -16,7 +16,9 @@ from ._model import Model
 
 
 def _band_index(bands: int | Sequence[int], n: int) -> list[int]:
-    if isinstance(bands, (int, np.integer)) and not isinstance(bands, bool):
+    if isinstance(bands, bool):
+        raise TypeError(f"bands must be a count or a list of band indices, got {bands!r}")
+    if isinstance(bands, (int, np.integer)):
         if not 0 < int(bands) <= n:
             raise ValueError(f"bands={bands}: need between 1 and {n} occupied bands")
         return list(range(int(bands)))
