@@ -193,9 +193,10 @@ def test_pyg_convention_reproduces_pyg_up_to_lapack_sign():
 def test_pyg_convention_batch_draws_the_signs_of_per_graph_calls():
     graphs = [
         Data(edge_index=torch.tensor([[0, 1, 1, 2, 2, 3], [1, 0, 2, 1, 3, 2]]), num_nodes=4),
-        Data(edge_index=torch.tensor([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]]), num_nodes=5),
+        # a path plus an isolated node (PyG: L_ii = 1): simple eigenvalues, unique vectors
+        Data(edge_index=torch.tensor([[0, 1, 1, 2, 2, 3], [1, 0, 2, 1, 3, 2]]), num_nodes=5),
     ]
-    t = LaplacianPE(2, convention="pyg")
+    t = LaplacianPE(3, convention="pyg")
     torch.manual_seed(3)
     singles = [t(d).laplacian_eigenvector_pe for d in graphs]
     torch.manual_seed(3)
