@@ -14,10 +14,13 @@ INVALID_ORBITAL_ENERGY = 1e30
 
 
 class Bands(NamedTuple):
-    """``(mo_energy (nk, nao), mo_coeff (nk, nao, nao))``, as ``kmf.get_bands`` returns."""
+    """``(mo_energy (nk, nao), mo_coeff (nk, nao, nao))``, as ``kmf.get_bands`` returns;
+    ``units`` is ``"Hartree"`` (PySCF's energy unit, for :func:`plot_bands`)."""
 
     mo_energy: np.ndarray
     mo_coeff: np.ndarray
+
+    units = "Hartree"
 
 
 def _require_pyscf() -> Any:

@@ -85,3 +85,12 @@ def test_dropped_overlap_directions_match_pyscf(diamond, monkeypatch):
     assert dropped.any() and (e[dropped] == 1e30).all()
     assert np.abs(e[~dropped] - ref_e[~dropped]).max() < 1e-8
     assert np.all(c[np.broadcast_to(dropped[:, None, :], c.shape)] == 0)
+
+
+def test_bands_carry_hartree_units_and_still_unpack():
+    from spectra.tightbinding import Bands
+
+    b = Bands(np.zeros((2, 3)), np.zeros((2, 3, 3)))
+    energy, coeff = b
+    assert b.units == Bands.units == "Hartree" and energy.shape == (2, 3)
+    assert coeff.shape == (2, 3, 3) and len(b) == 2
