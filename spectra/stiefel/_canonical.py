@@ -12,7 +12,8 @@ and the vector transport that follows it applies the same Cayley operator to ``v
 
     (I - A/2)^(-1) (I + A/2) Z = Z + U (I - V^H U / 2)^(-1) V^H Z,
 
-one ``2p x 2p`` solve per matrix for the point and every transported vector together.
+one ``2p x 2p`` solve per matrix for the point and every transported vector together
+(where ``2p >= n`` the ``n x n`` solve is the smaller one and is used instead).
 """
 
 from __future__ import annotations
@@ -43,8 +44,13 @@ def canonical_inner(
 
 
 def _cayley_apply(x: torch.Tensor, u: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-    """``(I - A/2)^(-1) (I + A/2) Z`` with ``A = u X^H - X u^H``, by the ``2p x 2p`` form."""
-    p = x.shape[-1]
+    """``(I - A/2)^(-1) (I + A/2) Z`` with ``A = u X^H - X u^H``: the ``2p x 2p`` form when
+    ``2p < n``, else the ``n x n`` one (no smaller)."""
+    n, p = x.shape[-2:]
+    if 2 * p >= n:
+        a = u @ x.mH - x @ u.mH
+        eye_n = torch.eye(n, dtype=x.dtype, device=x.device)
+        return torch.linalg.solve(eye_n - 0.5 * a, z + 0.5 * (a @ z))
     left = torch.cat([u, x], dim=-1)  # U
     right = torch.cat([x, -u], dim=-1)  # V
     eye = torch.eye(2 * p, dtype=x.dtype, device=x.device)
