@@ -184,7 +184,9 @@ def require_undirected(adj: torch.Tensor, tol: float = 1e-10) -> None:
         shown = ", ".join(map(str, bad[:10])) + (" ..." if len(bad) > 10 else "")
         raise ValueError(
             f"graph(s) {shown} are directed (edge weights not symmetric); spectral features "
-            "need undirected graphs: use torch_geometric.utils.to_undirected first"
+            "need undirected graphs: use torch_geometric.utils.to_undirected first, or the "
+            "magnetic Laplacian PE for directed graphs (spectra.graph.magnetic_laplacian_pe, "
+            "MagneticLaplacianPE)"
         )
 
 

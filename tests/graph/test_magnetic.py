@@ -213,6 +213,15 @@ def test_transform_batch_one_call_equals_per_graph(monkeypatch):
     assert "magnetic_laplacian_pe" not in datas[0]
 
 
+def test_symmetric_pe_refuses_directed_graphs_and_points_to_the_magnetic_pe():
+    from spectra.graph import LaplacianPE
+
+    data = Data(edge_index=torch.tensor([[0, 1], [1, 2]]), num_nodes=3)
+    with pytest.raises(ValueError, match=r"directed.*MagneticLaplacianPE"):
+        LaplacianPE(2, is_undirected=False)(data)
+    assert MagneticLaplacianPE(2)(data).magnetic_laplacian_pe.shape == (3, 4)
+
+
 def test_numpy_in_numpy_out_and_errors():
     ei = np.array([[0, 1, 2], [1, 2, 0]])
     out = magnetic_laplacian_pe(ei, 3, k=3)

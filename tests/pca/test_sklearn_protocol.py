@@ -50,6 +50,16 @@ def test_clone_get_set_params_keep_values_and_eigh_options():
     assert "precision" not in repr(model)  # defaults are not shown, as sklearn's repr
 
 
+def test_pickle_round_trip_of_a_fitted_model():
+    import pickle
+
+    x = make_data(np.random.default_rng(8), 1, 30, 4)[0]
+    model = BatchPCA(2, workers=1).fit(x)
+    back = pickle.loads(pickle.dumps(model))
+    assert back.get_params() == model.get_params()
+    np.testing.assert_array_equal(back.transform(x), model.transform(x))
+
+
 def test_set_params_validates_at_fit():
     model = BatchPCA(2).set_params(solver="arpack")
     with pytest.raises(ValueError, match="solver"):
