@@ -150,6 +150,8 @@ def _parse(path: str, source: str, notebook: bool, select, ignore) -> ParsedFile
 
 def _mark_fixable(parsed: ParsedFile) -> list[tuple[Edit, Finding]]:
     """Plan every rewrite; set ``fixable``/``fix_blocker``; return the edits that apply."""
+    if not parsed.findings:
+        return []
     if parsed.notebook:
         for f in parsed.findings:
             f.fix_blocker = "notebooks are reported, not rewritten"

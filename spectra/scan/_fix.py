@@ -342,6 +342,8 @@ def spectra_import(tree: ast.Module) -> tuple[str, int | None]:
         if taken:
             raise Unsafe("the name `spectra` is bound to something else in this file")
     body = tree.body
+    if not body:
+        return "spectra", 1
     i = (
         1
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)

@@ -156,3 +156,9 @@ def test_folders_skip_virtualenvs_and_hidden(tmp_path):
 
 def test_codes_documented():
     assert set(CODES) == {"SPX001", "SPX002", "SPX003", "SPX010"}
+
+
+def test_empty_and_comment_only_files(tmp_path):
+    for text in ("", "# only a comment\n", '"""only a docstring"""\n'):
+        (tmp_path / "m.py").write_text(text)
+        assert scan(tmp_path / "m.py") == []
