@@ -164,7 +164,7 @@ def test_grid_search_on_digits_equals_sklearn():
     # (not "mle" here: digits has constant pixels, where sklearn's noise variance is a
     # round-off value ~1e-31 that dominates its score; ours is exactly 0, see docs/pca.md)
     x, _ = load_digits(return_X_y=True)
-    x = x[:600]
+    x = x[:300]
     counts = [5, 10, 20]
     ours = GridSearchCV(
         make_pipeline(StandardScaler(), BatchPCA()), {"batchpca__n_components": counts}, cv=3
