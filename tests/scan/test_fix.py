@@ -231,3 +231,37 @@ def test_attribute_loop_targets_are_not_rewritten():
     src = "import numpy as np\nws = []\nfor obj.x in A:\n    ws.append(np.linalg.eigh(obj.x))\n"
     [finding] = scan_source(src)
     assert not finding.fixable and "attribute" in finding.fix_blocker
+
+
+_DATA = (
+    "import numpy as np\nimport torch\nrng = np.random.default_rng(4)\n"
+    "A = rng.standard_normal((5, 3, 3))\nA = A + A.transpose(0, 2, 1)\n"
+    "T = torch.from_numpy(A)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "vs = []\nfor a in A:\n    _, v = np.linalg.eigh(a)\n    vs.append(v)\n",
+        "rs = list()\nfor i in range(len(A)):\n    r = np.linalg.eigh(A[i])\n    rs.append(r)\n",
+        "rs = []\nfor t in T:\n    rs.append(torch.linalg.eigh(t))\n",
+        "ws, vs = [], []\nfor k, a in enumerate(A):\n    w, v = np.linalg.eigh(a)\n"
+        "    vs.append(v)\n    ws.append(w)\n",
+        "ws = []\nfor a in A:\n    w = np.linalg.eigvalsh(a)\n    ws.append(w)\n",
+        "ws = []\nfor a in A:\n    w, v = np.linalg.eigh(a)\n    ws.append(w)\n",
+        "def f(A):\n    ws = []\n    for a in A:\n        ws.append(np.linalg.eigvalsh(a))\n"
+        "    return ws\nws = f(A)\n",
+    ],
+)
+def test_loop_variants_run_the_same(loop):
+    src = _DATA + loop
+    result = fix_source(src)
+    assert len(result.applied) == 1, scan_source(src)[0].fix_blocker
+    before, after = run_script(src), run_script(result.fixed)
+    names = {"ws", "vs", "rs"} & before.keys()
+    assert names and names <= after.keys()
+    for key in names:
+        assert_same(before[key], after[key], key)
+    if "rs" in names:  # named results stay named
+        assert after["rs"][0].eigenvalues is after["rs"][0][0]
