@@ -8,7 +8,7 @@ sizes = [5, 7, 7, 6]
 
 
 def laplacian(n):
-    a = (torch.rand(n, n, dtype=torch.float64) < 0.5).double()
+    a = torch.rand(n, n, dtype=torch.float64)  # weighted: connected, simple spectrum
     a = torch.triu(a, 1)
     a = a + a.T
     return torch.diag(a.sum(1)) - a
