@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import numpy as np
 import torch
 
 from ..core.domain import Origin, as_tensor, is_dask_collection, restore
-from ._inputs import Batch, as_batch, check_finite, is_ragged, zero_padding
+from ._inputs import Batch, as_3d, as_batch, check_finite, is_ragged, is_single, zero_padding
 from ._moments import centered, scatter_of
 from ._scoring import ProbabilisticMixin
 from ._sklearn import EstimatorBase, NotFittedError, check_eigh_options
@@ -161,7 +160,7 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
         finished from them (:func:`spectra.distributed.fit_pca`, covariance route).
         """
         self._check_params()
-        single = _is_single(X)
+        single = is_single(X)
         if single and (lengths is not None or mask is not None):
             raise ValueError("lengths/mask apply to a batch (B, N, D), not to one (N, D) dataset")
         if is_dask_collection(X) or (
@@ -176,7 +175,7 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
 
             fit_pca(self, X[None] if single else X)
         else:
-            batch = as_batch(_as_3d(X) if single else X, lengths=lengths, mask=mask)
+            batch = as_batch(as_3d(X) if single else X, lengths=lengths, mask=mask)
             self._fit_batch(batch)
         self._single = single
         if single:
@@ -382,7 +381,7 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
 
     def _squeezes(self, X: Any) -> bool:
         """True when a model fitted on one ``(N, D)`` dataset gets one ``(M, D)`` array."""
-        return bool(getattr(self, "_single", False)) and _is_single(X)
+        return bool(getattr(self, "_single", False)) and is_single(X)
 
     def _one(self, t: torch.Tensor) -> Any:
         return restore(t[0] if getattr(self, "_single", False) else t, self._origin)
@@ -405,16 +404,3 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
         cols = widths.tolist() if widths is not None else [y.shape[-1]] * len(counts)
         pairs = enumerate(zip(counts, cols, strict=True))
         return [restore(y[i, :n] if drop_last else y[i, :n, :c], origin) for i, (n, c) in pairs]
-
-
-def _is_single(X: Any) -> bool:
-    """One ``(N, D)`` dataset (array, tensor, Dask array or nested lists), not a batch."""
-    if is_ragged(X):
-        return False
-    if isinstance(X, (list, tuple)):
-        return len(X) > 0 and np.ndim(X) == 2
-    return getattr(X, "ndim", None) == 2
-
-
-def _as_3d(X: Any) -> Any:
-    return (np.asarray(X) if isinstance(X, (list, tuple)) else X)[None]

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from ..core.domain import Origin, as_tensor, is_ragged
@@ -178,3 +179,16 @@ def zero_padding(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     if mask is None:
         return x
     return torch.where(mask.reshape(*mask.shape, *([1] * (x.ndim - 2))), x, 0)
+
+
+def is_single(X: Any) -> bool:
+    """One ``(N, D)`` dataset (array, tensor, Dask array or nested lists), not a batch."""
+    if is_ragged(X):
+        return False
+    if isinstance(X, (list, tuple)):
+        return len(X) > 0 and np.ndim(X) == 2
+    return getattr(X, "ndim", None) == 2
+
+
+def as_3d(X: Any) -> Any:
+    return (np.asarray(X) if isinstance(X, (list, tuple)) else X)[None]
