@@ -48,15 +48,24 @@ print(
     f"max |dE| = {np.abs(energies - np.asarray(reference)).max():.2e} Ha"
 )
 fock, ovlp = fock_overlap(kmf, kpts)  # built once, then only the diagonalization is timed
-t0 = time.perf_counter()
-spectra.eigh(fock, ovlp, lindep=1e-6, lindep_fill=1e30)
-t1 = time.perf_counter()
-for f, s in zip(fock, ovlp, strict=True):
-    scipy.linalg.eigh(f, s)
-t2 = time.perf_counter()
+
+
+def best_ms(fn, repeats=5):
+    fn()  # the first call also plans (and may compile a kernel): not timed
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * min(times)
+
+
+ours = best_ms(lambda: spectra.eigh(fock, ovlp, lindep=1e-6, lindep_fill=1e30))
+loop = best_ms(lambda: [scipy.linalg.eigh(f, s) for f, s in zip(fock, ovlp, strict=True)])
 print(
-    f"diagonalization alone ({len(kpts)} k-points, {fock.shape[-1]} orbitals): "
-    f"spectra.eigh {1e3 * (t1 - t0):.1f} ms, SciPy loop {1e3 * (t2 - t1):.1f} ms"
+    f"diagonalization alone ({len(kpts)} k-points, {fock.shape[-1]} orbitals, best of 5): "
+    f"spectra.eigh {ours:.2f} ms, SciPy loop {loop:.2f} ms; at this size either is "
+    f"negligible next to the F(k) build"
 )
 
 nocc = cell.nelectron // 2
