@@ -258,6 +258,7 @@ def _geoopt_setup():
     return x, target
 
 
+@pytest.mark.slow  # geoopt's 10,000-step budget (~2-3 s per case on an idle 2-core machine)
 @pytest.mark.parametrize(
     "params",
     [
@@ -280,6 +281,7 @@ def test_rsgd_stiefel(params):
     _converge(opt, x, target, closure)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("params", [{"lr": 1e-2}, {"lr": 1, "amsgrad": True}])
 def test_adam_stiefel(params):
     x, target = _geoopt_setup()
