@@ -58,8 +58,6 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _load(args: argparse.Namespace) -> Any:
-    import numpy as np
-
     from ._models import graphene
     from ._wannier90 import read_wannier90
 
@@ -70,18 +68,11 @@ def _load(args: argparse.Namespace) -> Any:
         raise FileNotFoundError(f"no such file: {path}")
     if path.is_dir():
         raise ValueError(f"{path} is a folder; give a Wannier90 seedname_hr.dat file")
-    try:
-        model = read_wannier90(path)
+    try:  # the periodic dimensions are detected from the R vectors unless --dim is given
+        model = read_wannier90(path, dim=args.dim)
     except (ValueError, UnicodeDecodeError) as exc:
         hint = "" if path.name.endswith("_hr.dat") else " (expected a seedname_hr.dat file)"
         raise ValueError(f"{path} is not a Wannier90 _hr.dat file{hint}: {exc}") from None
-    dim = args.dim
-    if dim is None:  # drop trailing directions that carry no hopping (2D layers, 1D chains)
-        rv, _, _ = model.blocks()
-        used = np.flatnonzero(np.abs(rv).sum(0) > 0)
-        dim = max(int(used.max()) + 1 if used.size else 1, 1)
-    if dim < 3:
-        model = read_wannier90(path, dim=dim)
     return model, path.name
 
 
