@@ -8,7 +8,9 @@ Given ``f``, the Frechet derivative is Daleckii-Krein's divided-difference formu
 
 with ``F_ij = f'(w_i)`` on ties; the map is self-adjoint, so the gradient of a loss with
 upstream gradient ``G`` is ``V (conj(F) o (V^H G V)) V^H``. Close ties use the mean of the
-two derivatives (error ``O(gap^2 f''')``) instead of the cancelling quotient.
+two derivatives (error ``O(gap^2 f''')``) instead of the cancelling quotient. The gradient
+map is differentiable in turn through the second divided differences
+``f[w_i, w_k, w_j]`` (Hessian-vector products, gradgradcheck), for real-valued ``f``.
 """
 
 from __future__ import annotations
@@ -66,6 +68,91 @@ def divided_differences(
     return torch.where(tied, mean, quotient)
 
 
+def second_divided_differences(
+    w: torch.Tensor, loewner: torch.Tensor, dfw: torch.Tensor, d2fw: torch.Tensor
+) -> torch.Tensor:
+    """``T[..., i, k, j] = f[w_i, w_k, w_j]`` with the confluent limits on ties:
+    ``(f'(w_i) - f[w_i, w_k]) / (w_i - w_k)`` when ``w_i = w_j``, ``f''/2`` when all tie."""
+    real = w.dtype
+    tol = torch.finfo(real).eps ** (1 / 3)
+    scale = w.abs().amax(-1, keepdim=True).clamp_min(torch.finfo(real).tiny)
+    wi = w[..., :, None, None]
+    wk = w[..., None, :, None]
+    wj = w[..., None, None, :]
+    sc = scale[..., None, None]
+    f_ik = loewner.unsqueeze(-1)  # [i, k, 1]
+    f_kj = loewner.unsqueeze(-3)  # [1, k, j]
+    tie_ij = (wi - wj).abs() <= tol * sc
+    tie_ik = (wi - wk).abs() <= tol * sc
+    general = (f_ik - f_kj) / torch.where(tie_ij, torch.ones_like(wi - wj), wi - wj)
+    confluent = (dfw[..., :, None, None] - f_ik) / torch.where(
+        tie_ik, torch.ones_like(wi - wk), wi - wk
+    )
+    d2 = d2fw
+    triple = (d2[..., :, None, None] + d2[..., None, :, None] + d2[..., None, None, :]) / 6
+    return torch.where(tie_ij, torch.where(tie_ik, triple, confluent), general)
+
+
+def _second_derivative(f: ElementwiseFn, w: torch.Tensor) -> torch.Tensor:
+    with torch.enable_grad():
+        x = w.detach().clone().requires_grad_(True)
+        y = _apply(f, x)
+        if not y.requires_grad:
+            return torch.zeros_like(w)
+        (d1,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+        if not d1.requires_grad:
+            return torch.zeros_like(w)
+        (d2,) = torch.autograd.grad(d1.sum(), x)
+    return d2
+
+
+def _loewner_apply(v: torch.Tensor, loewner: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """``V (loewner o (V^H g V)) V^H``."""
+    dtype = torch.promote_types(v.dtype, loewner.dtype)
+    vo = v.to(dtype)
+    return vo @ (loewner.to(dtype) * (vo.mH @ g.to(dtype) @ vo)) @ vo.mH
+
+
+class _DaleckiiKrein(torch.autograd.Function):
+    """The gradient map ``G -> V (conj(F) o (V^H G V)) V^H`` as a function of ``(A, G)``,
+    itself differentiable (second divided differences; real-valued ``f``)."""
+
+    @staticmethod
+    def forward(ctx, a, grad, w, v, fw, dfw, f):  # type: ignore[override]
+        loewner = divided_differences(w, fw, dfw)
+        ga = _loewner_apply(v, loewner.conj(), grad)
+        if not a.is_complex() and ga.is_complex():
+            ga = ga.real
+        ctx.save_for_backward(grad, w, v, fw, dfw)
+        ctx.f, ctx.input_complex = f, a.is_complex()
+        return ga
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, h):  # type: ignore[override]
+        grad, w, v, fw, dfw = ctx.saved_tensors
+        if fw.is_complex():
+            raise RuntimeError(
+                "spectra.matrix_function: second derivatives are implemented for real-valued f only"
+            )
+        loewner = divided_differences(w, fw, dfw)
+        g_grad = _loewner_apply(v, loewner, h)  # the map is self-adjoint for real f
+        # d/dA: M_ij = sum_k T_ikj (G_ik E_kj + E_ik G_kj) in the eigenbasis
+        t = second_divided_differences(w, loewner, dfw, _second_derivative(ctx.f, w))
+        dtype = torch.promote_types(v.dtype, h.dtype)
+        vo = v.to(dtype)
+        hh = vo.mH @ h.to(dtype) @ vo
+        gh = (vo.mH @ grad.to(dtype) @ vo).conj()
+        t = t.to(dtype)
+        x = torch.einsum("...ij,...ikj,...ik->...kj", hh, t, gh)
+        x = x + torch.einsum("...ij,...ikj,...kj->...ik", hh, t, gh)
+        a_grad = vo @ x @ vo.mH
+        if not ctx.input_complex:
+            a_grad = a_grad.real if a_grad.is_complex() else a_grad
+            g_grad = g_grad.real if g_grad.is_complex() else g_grad
+        return a_grad, g_grad, None, None, None, None, None
+
+
 class _MatrixFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, f, solve):  # type: ignore[override]
@@ -74,22 +161,14 @@ class _MatrixFunction(torch.autograd.Function):
         out_dtype = torch.promote_types(v.dtype, fw.dtype)
         vo = v.to(out_dtype)
         out = (vo * fw.to(out_dtype).unsqueeze(-2)) @ vo.mH
-        ctx.save_for_backward(w, v, fw, dfw)
-        ctx.input_complex = a.is_complex()
+        ctx.save_for_backward(a, w, v, fw, dfw)
+        ctx.f = f
         return out
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, grad):  # type: ignore[override]
-        w, v, fw, dfw = ctx.saved_tensors
-        loewner = divided_differences(w, fw, dfw)
-        dtype = torch.promote_types(v.dtype, loewner.dtype)
-        vo = v.to(dtype)
-        inner = loewner.conj().to(dtype) * (vo.mH @ grad.to(dtype) @ vo)
-        ga = vo @ inner @ vo.mH
-        if not ctx.input_complex and ga.is_complex():
-            ga = ga.real
-        return ga, None, None
+        a, w, v, fw, dfw = ctx.saved_tensors
+        return _DaleckiiKrein.apply(a, grad, w, v, fw, dfw, ctx.f), None, None
 
 
 def _solver(options: dict[str, Any]) -> Callable[[torch.Tensor], tuple[torch.Tensor, Any]]:
@@ -119,8 +198,9 @@ def matrix_function(a: Any, f: ElementwiseFn, **options: Any) -> Any:
     array ``(..., n, n)``
         ``f(A)``, in ``a``'s form (NumPy in, NumPy out); complex if ``f`` is. Its gradient
         is the Daleckii-Krein formula, exact at (near-)degenerate eigenvalues (``A = I``
-        included), where the gradient through :func:`spectra.eigh` is not. It is
-        once differentiable (a second derivative raises).
+        included), where the gradient through :func:`spectra.eigh` is not. For real-valued
+        ``f`` it is twice differentiable (second divided differences, also exact at
+        degeneracies); a second derivative of a complex-valued ``f`` raises.
 
     Examples
     --------
