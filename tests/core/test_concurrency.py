@@ -104,6 +104,29 @@ loader = DataLoader(Spectra(), batch_size=2, num_workers=2,
 out = torch.cat([b.reshape(-1, 32) for b in loader])
 assert torch.allclose(out, ref, atol=1e-10), (out - ref).abs().max()
 print("dataloader ok")
+
+# 4. the issue's case: DataLoader workers applying LaplacianPE to PyG Batches
+from torch_geometric.data import Batch, Data
+from spectra.graph import LaplacianPE
+
+ring = torch.tensor([[i for i in range(40)] + [(i + 1) % 40 for i in range(40)],
+                     [(i + 1) % 40 for i in range(40)] + [i for i in range(40)]])
+assert spectra.plan(40, 64, torch.float32, "cpu", workers=2).workers > 1  # uses the pool
+pe = LaplacianPE(3, eigh_options={"workers": 2})
+parent = pe(Batch.from_data_list([Data(edge_index=ring, num_nodes=40)] * 64))
+
+class Graphs(Dataset):
+    def __len__(self):
+        return 4
+    def __getitem__(self, i):
+        out = pe(Batch.from_data_list([Data(edge_index=ring, num_nodes=40)] * 64))
+        return out.laplacian_eigenvector_pe
+
+loader = DataLoader(Graphs(), batch_size=1, num_workers=2,
+                    multiprocessing_context="fork", timeout=60)
+for got in loader:
+    assert torch.equal(got[0], parent.laplacian_eigenvector_pe)
+print("laplacian-pe ok")
 """
 )
 
@@ -114,10 +137,11 @@ def fork_output():
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("check", ["os.fork", "mp fork", "dataloader"])
+@pytest.mark.parametrize("check", ["os.fork", "mp fork", "dataloader", "laplacian-pe"])
 def test_forked_children_use_a_fresh_pool(fork_output, check):
-    """A raw ``os.fork``, a ``multiprocessing`` fork pool and a fork ``DataLoader``,
-    each created after the parent's pool exists, compute without hanging."""
+    """A raw ``os.fork``, a ``multiprocessing`` fork pool, a fork ``DataLoader`` and one
+    whose workers apply ``LaplacianPE`` to PyG Batches (the issue's case), each created
+    after the parent's pool exists, compute without hanging."""
     assert f"{check} ok" in fork_output
 
 
