@@ -35,9 +35,9 @@ def _row(
 ) -> dict[str, Any]:
     import torch
 
-    from spectra.core.domain import cpu_count
     from spectra.core._jacobi import jacobi_eigh, solve
     from spectra.core._threads import single_threaded_kernels
+    from spectra.core.domain import cpu_count
 
     dtype = getattr(torch, dtype_name)
     gen = torch.Generator().manual_seed(0)

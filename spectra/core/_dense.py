@@ -28,14 +28,14 @@ def solve_dense(
     blocks with ``pre`` inside the workers; ``lindep`` drops ``b``'s near-null space."""
     active = None
     if b is None:
-        w, v = solve_standard(a, vectors, opts, pre=pre, gauge=True)  # type: ignore[arg-type]
+        w, v = solve_standard(a, vectors, opts, pre=pre, gauge=True)
     else:
         shape = torch.broadcast_shapes(a.shape, b.shape)
         a, b = a.expand(shape), b.expand(shape)
         if lindep is None:
-            w, v = solve_cholesky(a, b, vectors, opts)  # type: ignore[arg-type]
+            w, v = solve_cholesky(a, b, vectors, opts)
         else:
-            w, v = solve_canonical(a, b, vectors, opts, lindep, fill)  # type: ignore[arg-type]
+            w, v = solve_canonical(a, b, vectors, opts, lindep, fill)
             active = kept_count(w, fill) if largest and k is not None else None
         if v is not None:
             v = fix_gauge(v)

@@ -154,15 +154,28 @@ def _solver_errors(fn: Any, *args: Any, **kwargs: Any) -> Any:
         ) from exc
 
 
-def _dask(a, b, vectors, k, largest, lindep, fill, check, symmetry_tol, device, plan, opts):  # type: ignore[no-untyped-def]
+def _dask(
+    a: Any,
+    b: Any,
+    vectors: bool,
+    k: Any,
+    largest: bool,
+    lindep: float | None,
+    fill: float,
+    check: bool,
+    symmetry_tol: float | None,
+    device: Any,
+    plan: Plan | None,
+    opts: Options,
+) -> tuple[Any, Any]:
     """The same call mapped over the blocks of a Dask array (``spectra.distributed``)."""
     if plan is not None:
         raise InputError("plan", "describes one dense batch, not the blocks of a Dask array")
     from ..distributed import eigh as dask_eigh
     from ..distributed import eigvalsh as dask_eigvalsh
 
-    core = {"lindep": lindep, "lindep_fill": fill, "check": check, "symmetry_tol": symmetry_tol}
-    core.update(device=device, options=opts)
+    core: dict[str, Any] = {"lindep": lindep, "lindep_fill": fill, "check": check}
+    core.update(symmetry_tol=symmetry_tol, device=device, options=opts)
     if vectors:
         return tuple(dask_eigh(a, b, k=k, largest=largest, **core))
     return dask_eigvalsh(a, b, k=k, largest=largest, **core), None

@@ -99,7 +99,7 @@ def _solve_bucket(
     """One batched call for a bucket: padded standard problems, or same-size generalized."""
     if bmats is None:
         stack, inactive = pad_stack(mats, ceiling)
-        w, v = solve_standard(stack, vectors, opts, inactive=inactive, gauge=True)  # type: ignore[arg-type]
+        w, v = solve_standard(stack, vectors, opts, inactive=inactive, gauge=True)
         if bool(inactive.any()) and not bool(torch.isfinite(w).all()):
             # the padding shift overflowed (entries near the float range): not a result
             raise torch.linalg.LinAlgError("padded bucket overflowed")

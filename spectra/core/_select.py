@@ -45,11 +45,11 @@ def select_k(
         return _own(w[..., lo:hi], w), (_own(v[..., lo:hi], v) if v is not None else None)
     short = active < k
     if bool(short.any()):
-        idx = [tuple(i) for i in torch.nonzero(short).tolist()] if short.ndim else [()]
+        where = [tuple(i) for i in torch.nonzero(short).tolist()] if short.ndim else [()]
         raise InputError(
             "k",
             f"= {k} exceeds the number of directions of b kept by lindep",
-            idx,
+            where,
             hint="lower k or lindep",
         )
     idx = (active.unsqueeze(-1) - k + torch.arange(k, device=w.device)).long()

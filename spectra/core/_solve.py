@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
@@ -13,26 +12,14 @@ from ._checks import cholesky_checked, hermitian_from_lower_grad
 from ._errors import InputError, LinAlgError
 from ._execute import Pre, execute
 from ._gauge import fix_gauge_
+from ._options import Options
 from ._plan import Plan, plan
 
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 
 
-@dataclass(frozen=True)
-class SolverOptions:
-    """Execution options forwarded from ``spectra.eigh`` to the planner and backward."""
-
-    strategy: str | None = None
-    chunk_size: int | None = None
-    max_memory: int | None = None
-    workers: int | None = None
-    verify: bool | None = None
-    autotune: bool | None = None
-    degenerate_tol: float | None = None
-    broadening: float = 0.0
-    #: policy when the eigh backward meets a gradient it cannot resolve at an exact
-    #: degeneracy: "warn" (default), "nan" (as torch) or "ignore" (see ``_autograd``)
-    degenerate: str = "warn"
+#: the options object of ``spectra.eigh`` (one class: ``_options.Options``)
+SolverOptions = Options
 
 
 def spectral_bounds(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

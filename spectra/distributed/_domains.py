@@ -220,7 +220,7 @@ def _moments_list(xs: Sequence[Any]) -> tuple[Any, Any, Any]:
             f"every dataset must be (samples, features) with the same number of "
             f"features, got shapes {shapes}"
         )
-    f = features.pop()
+    f = int(features.pop())  # type: ignore[arg-type]
     acc = np.result_type(*[_accumulator(a.dtype) for a in arrays])
     stat = dask.delayed(block_moments, pure=True)
     rows = []

@@ -147,6 +147,7 @@ def test_bands_of_a_stand_in_model_over_k_blocks(client):
 
 def test_bands_of_a_tightbinding_model(client):
     import spectra.tightbinding as tb
+
     g = tb.Model([[1.0, 0.0], [0.5, 3**0.5 / 2]], [[1 / 3, 1 / 3], [2 / 3, 2 / 3]])
     for r in ([0, 0], [-1, 0], [0, -1]):
         g.add_hopping(-1.0, 0, 1, r)
@@ -163,6 +164,7 @@ def test_moments_and_batch_pca_fit_on_the_cluster(client):
     from sklearn import decomposition
 
     import spectra.pca as pca_mod
+
     rng = np.random.default_rng(13)
     x = rng.standard_normal((5, 60, 4)) @ rng.standard_normal((4, 4)) + 3.0
     xd = da.from_array(x, chunks=((2, 3), (25, 25, 10), 4))

@@ -179,6 +179,7 @@ def test_fit_pca_hands_moments_in_the_data_dtype_and_needs_the_hook():
 
 def test_fit_pca_matches_batch_pca_fit():
     import spectra.pca as pca
+
     x = np.random.default_rng(6).standard_normal((4, 50, 5))
     fitted = sd.fit_pca(pca.BatchPCA(3), da.from_array(x, chunks=(2, 20, 5)))
     ref = pca.BatchPCA(3).fit(x)
