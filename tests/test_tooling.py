@@ -1,0 +1,97 @@
+"""The house rules that keep the package layout clean, checked on the source itself:
+one import style for the core, no private core imports outside spectra/core, no
+eigensolver outside the core, and the CI command running the linters and doctests."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "spectra"
+OUTSIDE_CORE = [p for p in PACKAGE.rglob("*.py") if "core" not in p.relative_to(PACKAGE).parts]
+EIGENSOLVERS = {"eigh", "eigvalsh", "eig", "eigvals", "svd", "lobpcg", "eigsh", "svdvals"}
+
+
+def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """``(line, absolute module, names)`` of every import in ``path``."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[: len(base) - node.level + 1]
+                module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            else:
+                module = node.module or ""
+            out.append((node.lineno, module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name, []) for a in node.names]
+    return out
+
+
+def test_files_were_found():
+    assert len(OUTSIDE_CORE) > 40 and PACKAGE / "cli.py" in OUTSIDE_CORE
+
+
+@pytest.mark.parametrize("path", OUTSIDE_CORE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_private_core_import_and_one_style(path):
+    for line, module, names in _imports(path):
+        where = f"{path.relative_to(ROOT)}:{line}"
+        assert not re.search(r"(^|\.)core\._", module), f"{where} imports {module}"
+        assert not any(n.startswith("_") for n in names if module.endswith("core")), where
+        # the core is reached as spectra.core / spectra.core.domain, never via `spectra`
+        if module == "spectra" and names:
+            assert path.parent == PACKAGE, f"{where}: use `from ..core import ...`"
+
+
+#: the benchmark times the peers users would call instead: it calls them on purpose
+SOLVER_EXEMPT = PACKAGE / "_bench"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in OUTSIDE_CORE if SOLVER_EXEMPT not in p.parents],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_no_eigensolver_outside_the_core(path):
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in EIGENSOLVERS:
+            owner = ast.unparse(node.value)
+            assert not re.search(r"(^|\.)(linalg|np|numpy|scipy|sla)$", owner), (
+                f"{path.relative_to(ROOT)}:{node.lineno} calls {owner}.{node.attr}"
+            )
+
+
+def test_core_all_lists_no_internal():
+    import spectra.core
+
+    internals = {"fan_out", "restore", "execute", "as_tensor", "cpu_count", "Origin"}
+    assert not internals & set(spectra.core.__all__)
+
+
+def test_ci_runs_the_linters_types_and_doctests():
+    script = (ROOT / "scripts" / "test").read_text()
+    for step in ("ruff check", "ruff format --check", "mypy"):
+        assert step in script
+    assert "./scripts/test" in (ROOT / ".ci" / "run").read_text()
+    tomllib = pytest.importorskip("tomllib")  # the standard library from Python 3.11
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    pytest_ini = config["tool"]["pytest"]["ini_options"]
+    assert "--doctest-modules" in pytest_ini["addopts"] and "spectra" in pytest_ini["testpaths"]
+    assert config["tool"]["mypy"]["files"] == ["spectra"]
+    extras = config["project"]["optional-dependencies"]
+    composed = next(r for r in extras["test"] if r.startswith("torch-spectra["))
+    for extra in ("graph", "chem", "plot", "distributed", "progress"):
+        assert extra in composed
+    assert any(r.startswith("ruff") for r in extras["test"])
+    assert any(r.startswith("mypy") for r in extras["test"])
+    build = config["build-system"]["requires"]
+    assert any(re.fullmatch(r"setuptools>=(\d+)", r.split()[0]) for r in build)
+    assert int(re.search(r"setuptools>=(\d+)", " ".join(build)).group(1)) >= 77
