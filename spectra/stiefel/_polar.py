@@ -122,28 +122,43 @@ def inv_sqrtm(g: torch.Tensor, *, where: str = "inv_sqrtm") -> torch.Tensor:
     return out
 
 
-def _inv_sqrtm(g: torch.Tensor, where: str) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``(G^(-1/2), eigenvalues of G or None for an empty batch)``."""
+def _lenient_rsqrt(seen: list[torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``l^(-1/2)`` of the clamped eigenvalues (finite), keeping the eigenvalues in ``seen``:
+    the caller sends singular members elsewhere."""
+
+    def f(w: torch.Tensor) -> torch.Tensor:
+        seen.append(w.detach())
+        return w.clamp_min(torch.finfo(w.dtype).tiny).rsqrt()
+
+    return f
+
+
+def _inv_sqrtm(
+    g: torch.Tensor, where: str, lenient: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(G^(-1/2), eigenvalues of G or None for an empty batch)``; ``lenient`` leaves
+    singular members to the caller instead of raising."""
     if g.ndim < 2 or g.shape[-1] != g.shape[-2]:
         raise ValueError(f"{where}: expected square matrices (..., p, p), got {tuple(g.shape)}")
     if g.shape[-1] == 0 or g.numel() == 0:
         return g.clone(), None
     seen: list[torch.Tensor] = []
-    out = matrix_function(herm(g), _checked_rsqrt(where, seen), check=False)
+    f = _lenient_rsqrt(seen) if lenient else _checked_rsqrt(where, seen)
+    out = matrix_function(herm(g), f, check=False)
     if torch.is_grad_enabled() and out.requires_grad:
         out = _FirstOrderOnly.apply(out)
     return out, seen[-1]
 
 
-def _dilation_polar(y: torch.Tensor) -> torch.Tensor:
-    """``U V^H`` of full-column-rank ``y`` ``(b, n, p)`` from the ``p`` largest eigenpairs
-    of ``[[0, Y], [Y^H, 0]]`` (one core call, no gradient)."""
+def _dilation_polar(y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(U V^H, singular values ascending)`` of ``y`` ``(b, n, p)`` from the ``p`` largest
+    eigenpairs of ``[[0, Y], [Y^H, 0]]`` (one core call, no gradient)."""
     n, p = y.shape[-2:]
     z = torch.zeros(*y.shape[:-2], n + p, n + p, dtype=y.dtype, device=y.device)
     z[..., :n, n:] = y
     z[..., n:, :n] = y.mH
-    _, v = eigh(z, k=p, largest=True, check=False)
-    return 2 * (v[..., :n, :] @ v[..., n:, :].mH)
+    s, v = eigh(z, k=p, largest=True, check=False)
+    return 2 * (v[..., :n, :] @ v[..., n:, :].mH), s
 
 
 def _newton_schulz(q: torch.Tensor) -> torch.Tensor:
@@ -163,8 +178,10 @@ def polar(y: torch.Tensor, *, where: str = "polar", precise: bool = False) -> to
     ill-conditioned members through the Hermitian dilation (SVD accuracy), and refines once,
     so the result is as orthonormal as the SVD polar factor (~1e-15 in float64, ~5e-7 in
     float32); its distance to the exact polar factor stays below ``~eps cond(Y)^2`` (and
-    ``1e-8``). Numerically rank-deficient ``Y`` (smallest Gram eigenvalue below ``10 p eps``
-    times the largest) raises :class:`spectra.LinAlgError`.
+    ``1e-8``). Numerically rank-deficient ``Y`` raises :class:`spectra.LinAlgError`: smallest
+    Gram eigenvalue below ``10 p eps`` times the largest on the Gram route; with
+    ``precise=True`` (without gradients) smallest singular value below ``10 max(n, p) eps``
+    times the largest, so frames with ``cond(Y)`` up to ~1e13 (float64) are handled.
 
     Examples
     --------
@@ -183,12 +200,24 @@ def polar(y: torch.Tensor, *, where: str = "polar", precise: bool = False) -> to
         return y @ inv_sqrtm(y.mH @ y, where=where)
     work = {torch.float32: torch.float64, torch.complex64: torch.complex128}.get(y.dtype, y.dtype)
     yw = y.to(work)
-    g, w = _inv_sqrtm(yw.mH @ yw, where)
+    grad = torch.is_grad_enabled() and y.requires_grad
+    g, w = _inv_sqrtm(yw.mH @ yw, where, lenient=not grad)
     q = yw @ g
     if w is not None:
-        hard = torch.finfo(w.dtype).eps * w[..., -1] / w[..., 0] > GRAM_LIMIT
-        if bool(hard.any()) and not (torch.is_grad_enabled() and y.requires_grad):
+        lo, hi = w[..., 0], w[..., -1]
+        hard = ~(torch.finfo(w.dtype).eps * hi <= GRAM_LIMIT * lo) | ~torch.isfinite(hi)
+        if bool(hard.any()) and not grad:
             q = q.clone()
-            q[hard] = _dilation_polar(yw.detach()[hard])
+            q[hard], sv = _dilation_polar(yw.detach()[hard])
+            eps = torch.finfo(sv.dtype).eps
+            top = sv[..., -1]
+            bad = ~(sv[..., 0] > 10 * max(yw.shape[-2:]) * eps * top) | ~torch.isfinite(top)
+            if bool(bad.any()):
+                idx = hard.nonzero()[bad]
+                where_bad = [i[0] if len(i) == 1 else tuple(i) for i in idx.tolist()]
+                raise LinAlgError(
+                    f"{where}: Y is not of full column rank (or not finite) at batch "
+                    f"indices {where_bad[:20]}"
+                )
         q = _newton_schulz(q)
     return q.to(y.dtype)
