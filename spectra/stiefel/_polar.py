@@ -2,8 +2,8 @@
 
 ``polar(Y) = Y (Y^H Y)^(-1/2)``: the ``p x p`` Gram matrices of the whole batch go to the core
 in ONE :func:`spectra.matrix_function` call (``f(l) = l^(-1/2)``), whose Daleckii-Krein
-backward stays finite and exact where eigenvalues coincide (``Y^H Y ~ I`` for tiny retraction
-steps, where an eigenvector backward would divide by ``~0``).
+backward (and its second derivative) stays finite and exact where eigenvalues coincide
+(``Y^H Y ~ I`` for tiny retraction steps, where an eigenvector backward would divide by ``~0``).
 
 The Gram route squares the condition number: its error is about ``eps cond(Y)^2``. For the
 nearest-point map (:meth:`Stiefel.projx`, :meth:`Stiefel.random`), ``polar(y, precise=True)``
@@ -66,34 +66,12 @@ def _checked_rsqrt(where: str, seen: list[torch.Tensor]) -> Callable[[torch.Tens
     return f
 
 
-class _FirstOrderOnly(torch.autograd.Function):
-    """Identity whose backward refuses ``create_graph=True``.
-
-    :func:`spectra.matrix_function` is once differentiable, and torch's
-    ``once_differentiable`` guard is skipped by ``torch.autograd.grad(..., inputs)``: a second
-    derivative would silently miss the matrix function's terms. Refuse it instead.
-    """
-
-    @staticmethod
-    def forward(ctx, t):  # type: ignore[override]
-        return t.clone()
-
-    @staticmethod
-    def backward(ctx, grad):  # type: ignore[override]
-        if torch.is_grad_enabled():
-            raise RuntimeError(
-                "the polar factor / inv_sqrtm is once differentiable: second derivatives "
-                "(create_graph=True) are not supported"
-            )
-        return grad
-
-
 def inv_sqrtm(g: torch.Tensor, *, where: str = "inv_sqrtm") -> torch.Tensor:
     """Inverse square root ``G^(-1/2)`` of a batch of Hermitian positive definite matrices.
 
     One :func:`spectra.matrix_function` call for the whole batch ``(..., p, p)``; its
-    Daleckii-Krein backward is exact at repeated eigenvalues (e.g. ``G = I``). Once
-    differentiable: a second derivative (``create_graph=True``) raises ``RuntimeError``.
+    Daleckii-Krein backward is exact at repeated eigenvalues (e.g. ``G = I``), and so are
+    its second derivatives (``gradgradcheck`` passes there).
 
     Parameters
     ----------
@@ -145,8 +123,6 @@ def _inv_sqrtm(
     seen: list[torch.Tensor] = []
     f = _lenient_rsqrt(seen) if lenient else _checked_rsqrt(where, seen)
     out = matrix_function(herm(g), f, check=False)
-    if torch.is_grad_enabled() and out.requires_grad:
-        out = _FirstOrderOnly.apply(out)
     return out, seen[-1]
 
 
