@@ -158,7 +158,9 @@ def calibrate(quick: bool = False) -> dict[str, Any]:
     return {"loadavg": os.getloadavg(), "table": table}
 
 
-def run(quick: bool = False) -> dict[str, Any]:
+def run(
+    quick: bool = False, sizes: list[int] | None = None, stiefel: bool = True
+) -> dict[str, Any]:
     from spectra._bench.peers import ThreadFanOut
     from spectra._bench.timing import Timer
     from spectra.core.domain import cpu_count
@@ -169,10 +171,13 @@ def run(quick: bool = False) -> dict[str, Any]:
     before = os.getloadavg()
     rows = []
     for n, batch in ROWS:
+        if sizes is not None and n not in sizes:
+            continue
         rows.append(_eigh_row(n, batch // 8 if quick else batch, timer, fan))
         print(_line(rows[-1]), flush=True)
-    rows.append(_stiefel_row(1024, timer))
-    print(_line(rows[-1]), flush=True)
+    if stiefel:
+        rows.append(_stiefel_row(1024, timer))
+        print(_line(rows[-1]), flush=True)
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "cores": cores,
@@ -203,6 +208,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--calibrate", action="store_true", help="per-matrix single-thread kernel times only"
     )
+    parser.add_argument("--sizes", help="only these n, comma-separated (e.g. 3,8)")
+    parser.add_argument("--no-stiefel", action="store_true", help="skip the Stiefel row")
     args = parser.parse_args(argv)
     if args.calibrate:
         result = calibrate(quick=args.quick)
@@ -211,7 +218,8 @@ def main(argv: list[str] | None = None) -> None:
         path.write_text(json.dumps(result, indent=2))
         print(f"wrote {path}")
         return
-    result = run(quick=args.quick)
+    sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else None
+    result = run(quick=args.quick, sizes=sizes, stiefel=not args.no_stiefel)
     print(f"load average before {result['loadavg_before']}, after {result['loadavg_after']}")
     day = datetime.date.today().isoformat()
     default = (
