@@ -15,7 +15,16 @@ from spectra._bench.table import extrapolations, fmt_cell
 def core_rows(report: dict[str, Any]) -> list[str]:
     rows = report["rows"]
     peers = list(dict.fromkeys(k for r in rows for k in r["cells"] if k != "spectra"))
-    head = ["dtype", "n", "batch", *peers, "**spectra**", "speed-up vs best peer", "max error"]
+    head = [
+        "dtype",
+        "n",
+        "batch",
+        *peers,
+        "**spectra**",
+        "speed-up vs best peer",
+        "max error",
+        "spectra path",
+    ]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [fmt_cell(r["cells"][k]) if k in r["cells"] else "-" for k in peers]
@@ -30,6 +39,7 @@ def core_rows(report: dict[str, Any]) -> list[str]:
                     f"**{fmt_cell(r['cells']['spectra'])}**",
                     f"**{r['speedup_vs_best_peer']:.2f}x** ({r['best_peer']})",
                     f"{r['max_eigenvalue_error_vs_scipy']:.0e}",
+                    r.get("strategy") or "-",
                 ]
             )
             + " |"
@@ -38,8 +48,10 @@ def core_rows(report: dict[str, Any]) -> list[str]:
 
 
 def domain_rows(report: dict[str, Any]) -> list[str]:
-    out = ["| domain | case | spectra | peer (ms) | peer / spectra |", "|---|---|---|---|---|"]
-    for name, table in report.get("domains", {}).items():
+    out = []
+    for table in report.get("domains", {}).values():
+        out += ["", f"**{table['title']}**", ""]
+        out += ["| case | spectra | peer | peer / spectra |", "|---|---|---|---|"]
         for r in table["rows"]:
             base = next(k for k in r["cells"] if k.startswith("spectra"))
             ex = set(extrapolations([r]))
@@ -47,11 +59,11 @@ def domain_rows(report: dict[str, Any]) -> list[str]:
                 c = r["cells"][peer]
                 note = f" (extrapolated from {c['timed_on']} of {c['total']})" if peer in ex else ""
                 out.append(
-                    f"| {name} | {r['case']} | {base} {fmt_cell(r['cells'][base])} | "
+                    f"| {r['case']} | {base} {fmt_cell(r['cells'][base])} | "
                     f"{peer} {fmt_cell(c)}{note} | {ratio:.2f}x |"
                 )
         for s in table.get("skipped", []):
-            out.append(f"| {name} | skipped {s['peer']} | | {s['reason']} | |")
+            out.append(f"| skipped {s['peer']} | | {s['reason']} | |")
     return out
 
 
@@ -76,7 +88,6 @@ def main(argv: list[str] | None = None) -> None:
         for v in report["verdict"].values():
             print(f"\n`{v['line']}`")
         if report.get("domains"):
-            print()
             print("\n".join(domain_rows(report)))
 
 

@@ -89,6 +89,7 @@ def core_table(rows: list[dict[str, Any]]) -> list[str]:
     names = list(dict.fromkeys(k for r in rows for k in r["cells"]))
     peers = [k for k in names if k != "spectra"]
     header = ["dtype", "n", "batch", *peers, "spectra", "best peer", "speed-up", "max error"]
+    header.append("spectra path")
     lines = []
     for r in rows:
         cells = [fmt_cell(r["cells"][k]) if k in r["cells"] else "-" for k in peers]
@@ -103,6 +104,7 @@ def core_table(rows: list[dict[str, Any]]) -> list[str]:
                 r["best_peer"],
                 f"{r['speedup_vs_best_peer']:.2f}x",
                 "-" if err is None else f"{err:.0e}",
+                r.get("strategy") or "-",
             ]
         )
     return grid(header, lines)
@@ -122,7 +124,8 @@ def legend(rows: list[dict[str, Any]], cores: int, device: str) -> list[str]:
         "! = still above.",
         "speed-up = best peer's time / spectra's time (above 1x: spectra is faster); best "
         "peer = the fastest peer column of the row. max error = max |w - w_scipy| / ||A||_2 "
-        "over the first 64 matrices.",
+        "over the first 64 matrices. spectra path = the core's strategy for that row "
+        "(spectra.core.plan).",
         "Columns:",
     ]
     for k in names:
