@@ -20,7 +20,10 @@ class Bands(NamedTuple):
     mo_energy: np.ndarray
     mo_coeff: np.ndarray
 
-    units = "Hartree"
+    @property
+    def units(self) -> str:
+        """PySCF's energy unit, ``"Hartree"``."""
+        return "Hartree"
 
 
 def _require_pyscf() -> Any:

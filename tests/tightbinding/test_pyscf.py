@@ -92,5 +92,5 @@ def test_bands_carry_hartree_units_and_still_unpack():
 
     b = Bands(np.zeros((2, 3)), np.zeros((2, 3, 3)))
     energy, coeff = b
-    assert b.units == Bands.units == "Hartree" and energy.shape == (2, 3)
+    assert b.units == "Hartree" and energy.shape == (2, 3)
     assert coeff.shape == (2, 3, 3) and len(b) == 2
