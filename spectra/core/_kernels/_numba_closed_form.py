@@ -223,14 +223,35 @@ def lanes3(x, out, m):
 
 
 @jit
+def gauge_lanes(ob, m, tol, near):
+    """:func:`gauge_row`'s decisions for the 3 eigenvectors of ``m`` lanes at once, branch
+    free: ``ob`` (9 L,) holds entry ``i`` of vector ``j`` at row ``3 j + i``, in the output
+    dtype (so every comparison is made at the output's precision, as torch's)."""
+    for j in range(3):
+        for k in range(m):
+            x0, x1, x2 = ob[(3 * j) * L + k], ob[(3 * j + 1) * L + k], ob[(3 * j + 2) * L + k]
+            hi = max(x0, max(x1, x2))
+            lo = min(x0, min(x1, x2))
+            peak = max(hi, -lo)
+            tie = abs(hi + lo) <= tol * peak and peak > 0
+            bound = peak * near
+            first = (x0 < 0) if abs(x0) >= bound else ((x1 < 0) if abs(x1) >= bound else x2 < 0)
+            neg = first if tie else not (hi >= -lo)
+            ob[(3 * j) * L + k] = -x0 if neg else x0
+            ob[(3 * j + 1) * L + k] = -x1 if neg else x1
+            ob[(3 * j + 2) * L + k] = -x2 if neg else x2
+
+
+@jit
 def sym3(a, w, vt, gauge=None):
     """``a`` (B, 3, 3) -> ``w`` (B, 3), ``vt`` (B, 3, 3) (rows: eigenvectors) or empty.
 
     ``gauge``: ``None``, or ``(tol, 1 - tol)`` as a length-2 array of the output dtype to
-    put each eigenvector in the core's gauge (see :func:`gauge_row`)."""
+    put each eigenvector in the core's gauge (see :func:`gauge_lanes`)."""
     vectors = vt.shape[0] > 0
     x = np.empty(6 * L)
     out = np.empty(12 * L)
+    ob = np.empty(9 * L, dtype=vt.dtype)
     for start in range(0, a.shape[0], L):
         m = min(L, a.shape[0] - start)
         for k in range(m):
@@ -241,9 +262,13 @@ def sym3(a, w, vt, gauge=None):
         for k in range(m):
             for i in range(3):
                 w[start + k, i] = out[i * L + k]
-            if vectors:
+        if vectors:
+            for r in range(9):
+                for k in range(m):
+                    ob[r * L + k] = out[(3 + r) * L + k]  # rounded to the output dtype
+            if gauge is not None:
+                gauge_lanes(ob, m, gauge[0], gauge[1])
+            for k in range(m):
                 for j in range(3):
                     for i in range(3):
-                        vt[start + k, j, i] = out[(3 + 3 * j + i) * L + k]
-                    if gauge is not None:
-                        gauge_row(vt[start + k, j], gauge[0], gauge[1])
+                        vt[start + k, j, i] = ob[(3 * j + i) * L + k]
