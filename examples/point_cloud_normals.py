@@ -30,7 +30,7 @@ OUT = Path(__file__).resolve().parent / "out"
 R_MAJOR, R_MINOR = 1.0, 0.35
 
 
-def torus(n: int, noise: float = 1e-3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def torus(n: int, noise: float = 2e-4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``n`` points near a torus (area-uniform) and the exact unit normals there."""
     rng = np.random.default_rng(seed)
     u = rng.uniform(0, 2 * np.pi, 3 * n)
