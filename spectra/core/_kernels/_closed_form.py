@@ -278,19 +278,12 @@ def _assemble(cols: list[list[Z]], a: torch.Tensor) -> torch.Tensor:
     re = torch.stack([torch.stack([cols[j][i].re for j in range(n)], -1) for i in range(n)], -2)
     if not a.is_complex():
         return re
-    im = torch.stack(
-        [
-            torch.stack(
-                [
-                    cols[j][i].im if cols[j][i].im is not None else torch.zeros_like(re[:, 0, 0])
-                    for j in range(n)
-                ],
-                -1,
-            )
-            for i in range(n)
-        ],
-        -2,
-    )
+    zero = torch.zeros_like(re[:, 0, 0])
+
+    def imag(z: Z) -> torch.Tensor:
+        return z.im if z.im is not None else zero
+
+    im = torch.stack([torch.stack([imag(cols[j][i]) for j in range(n)], -1) for i in range(n)], -2)
     return torch.complex(re, im)
 
 
