@@ -147,6 +147,22 @@ def quick_check(a: torch.Tensor, tol: float | None = None, finite: bool = False)
         raise InputRejected
 
 
+class BlockCheck:
+    """The executor's per-block input check (``pre``): :func:`quick_check` with ``tol``.
+
+    A strategy with a fused ``check_block`` runs that instead, with :meth:`tolerance`.
+    """
+
+    def __init__(self, tol: float | None = None) -> None:
+        self.tol = tol
+
+    def tolerance(self, dtype: torch.dtype) -> float:
+        return symmetry_tolerance(dtype) if self.tol is None else self.tol
+
+    def __call__(self, a: torch.Tensor, offset: int = 0) -> None:
+        quick_check(a, self.tol)
+
+
 def check_values(a: torch.Tensor, tol: float | None = None, name: str = "a") -> None:
     """Finite and Hermitian: the fused quick test, and the detailed, index-naming checks
     only when it fails."""

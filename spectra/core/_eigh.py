@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ._arrays import is_dask_collection, restore
-from ._checks import InputRejected, check_finite, check_hermitian, quick_check
+from ._checks import BlockCheck, InputRejected, check_finite, check_hermitian
 from ._dense import solve_dense
 from ._errors import InputError, LinAlgError
 from ._options import Options, check_tolerance
@@ -105,7 +105,7 @@ def _run(
         batch = math.prod(shape[:-2])
         opts = Options.from_plan(check_plan(plan, n, batch, at.dtype, at.device), opts)
     # the standard problem checks its input block by block inside the workers
-    pre = (lambda x, _offset: quick_check(x, symmetry_tol)) if check and bt is None else None
+    pre = BlockCheck(symmetry_tol) if check and bt is None else None
     try:
         w, v = _solver_errors(
             solve_dense, at, bt, vectors, kk, largest, lindep, lindep_fill, opts, pre=pre

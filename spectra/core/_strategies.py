@@ -40,6 +40,10 @@ class Strategy:
     #: eigenvectors come out already in the core's gauge (``fix_gauge_``): the executor
     #: skips its gauge pass (``post``) unless ``verify`` may have recomputed some matrices
     gauged: bool = False
+    #: optional ``check_block(a, symmetry_tol)``: the executor's input check in one fused
+    #: pass (``True``: every matrix finite and Hermitian within ``symmetry_tol``; ``False``:
+    #: maybe not, the torch check decides; ``None``: not applicable to this block)
+    check_block: Callable[[torch.Tensor, float], bool | None] | None = None
 
     def supports(self, device: torch.device) -> bool:
         return device.type in self.devices and self.available()

@@ -211,3 +211,90 @@ def test_in_kernel_gauge_is_bitwise_the_core_gauge(n, dtype):
     expected = fix_gauge_(torch.from_numpy(vt0).mT.contiguous())
     assert torch.equal(torch.from_numpy(vt1).mT, expected)
     assert np.array_equal(w0, w1)
+
+
+# ---- the fused input check (spectra.core._kernels._numba_check) ------------------------
+
+CHECKED = [  # (strategy, n, dtype): every kernel path the executor's fused check runs on
+    ("closed-form", 2, torch.float64),
+    ("closed-form", 3, torch.float64),
+    ("closed-form", 3, torch.float32),
+    ("numba-jacobi", 4, torch.float64),
+    ("numba-ql", 8, torch.float32),
+    ("numba-ql", 5, torch.complex128),
+]
+
+
+def _spy_fused_check(monkeypatch) -> list[bool | None]:
+    """Record the verdicts of the kernels' fused check (proves the path is taken)."""
+    from spectra.core._kernels import _numba_check
+
+    verdicts: list[bool | None] = []
+    real = _numba_check.block_ok
+
+    def spy(a, tol):
+        verdicts.append(real(a, tol))
+        return verdicts[-1]
+
+    monkeypatch.setattr(_numba_check, "block_ok", spy)
+    return verdicts
+
+
+@pytest.mark.parametrize(("strategy", "n", "dtype"), CHECKED)
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_fused_check_refuses_non_finite_upper_triangle(monkeypatch, strategy, n, dtype, value):
+    verdicts = _spy_fused_check(monkeypatch)
+    a = random_hermitian((2, 3), n, dtype, seed=5)
+    a[1, 2, 0, n - 1] = value  # upper triangle only: the kernels read the lower one
+    a[0, 1, 0, 1] = value
+    with pytest.raises(spectra.InputError, match="NaN or Inf") as info:
+        spectra.eigh(a, strategy=strategy)
+    assert info.value.indices == [(0, 1), (1, 2)]
+    assert False in verdicts
+
+
+@pytest.mark.parametrize(("strategy", "n", "dtype"), CHECKED)
+def test_fused_check_refuses_asymmetry_beyond_tolerance(monkeypatch, strategy, n, dtype):
+    verdicts = _spy_fused_check(monkeypatch)
+    a = random_hermitian((5,), n, dtype, seed=6)
+    tol = 1e-3 if REAL.get(dtype, dtype) == torch.float32 else 1e-8
+    scale = a.abs().flatten(-2).amax(-1)
+    a[3, 0, n - 1] += 30 * tol * scale[3]  # beyond the tolerance, upper triangle
+    a[1, n - 1, 0] += 0.3 * tol * scale[1]  # within it: accepted
+    with pytest.raises(spectra.InputError, match=r"not (symmetric|Hermitian)") as info:
+        spectra.eigh(a, strategy=strategy)
+    assert info.value.indices == [(3,)]
+    assert False in verdicts
+    verdicts.clear()
+    a[3] = random_hermitian((1,), n, dtype, seed=7)[0]
+    w, _ = spectra.eigh(a, strategy=strategy)  # matrix 1 is solved from its lower triangle
+    ref = scipy.linalg.eigh(a[1].numpy(), lower=True, eigvals_only=True)
+    np.testing.assert_allclose(w[1].numpy(), ref, rtol=0, atol=30 * n * eps(dtype) * 10)
+    assert verdicts == [True]
+
+
+def test_fused_check_complex_diagonal_must_be_real(monkeypatch):
+    verdicts = _spy_fused_check(monkeypatch)
+    a = random_hermitian((3,), 4, torch.complex128, seed=8)
+    a[2, 1, 1] += 1e-3j
+    with pytest.raises(spectra.InputError) as info:
+        spectra.eigh(a, strategy="numba-ql")
+    assert info.value.indices == [(2,)] and verdicts == [False]
+
+
+def test_fused_check_doubt_defers_to_the_torch_check(monkeypatch):
+    """A ``False`` from the fused check is not a refusal: torch's check decides."""
+    from spectra.core._kernels import _numba_check
+
+    monkeypatch.setattr(_numba_check, "block_ok", lambda a, tol: False)
+    a = random_hermitian((4,), 3, torch.float64, seed=9)
+    w, _ = spectra.eigh(a, strategy="closed-form")
+    np.testing.assert_allclose(w.numpy(), np.linalg.eigvalsh(a.numpy()), atol=1e-12)
+
+
+def test_fused_check_not_used_without_the_check(monkeypatch):
+    verdicts = _spy_fused_check(monkeypatch)
+    a = random_hermitian((4,), 3, torch.float64, seed=10)
+    a[2, 0, 2] = float("nan")  # check=False reads the lower triangle only
+    w, _ = spectra.eigh(a, strategy="closed-form", check=False)
+    assert bool(torch.isfinite(w).all()) and verdicts == []

@@ -73,6 +73,15 @@ def _numba_into(kernel, a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None
     return out
 
 
+def _check_block(a: torch.Tensor, tol: float) -> bool | None:
+    """The executor's input check in one numba pass (:mod:`._numba_check`)."""
+    if a.device.type != "cpu" or not numba_available():
+        return None
+    from ._numba_check import block_ok
+
+    return block_ok(a, tol)
+
+
 def _torch_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
     wt, vt = _torch_eigh(a, v is not None)
     w.copy_(wt)
@@ -134,6 +143,7 @@ register(
         threadable=True,
         memory_factor=12.0,
         solve_into=_closed_form_into,
+        check_block=_check_block,
         gauged=True,
     )
 )
@@ -164,6 +174,7 @@ register(
         threadable=True,
         memory_factor=3.0,
         solve_into=_jacobi_into,
+        check_block=_check_block,
     )
 )
 
@@ -205,5 +216,6 @@ register(
         threadable=True,
         memory_factor=3.0,
         solve_into=_ql_into,
+        check_block=_check_block,
     )
 )
