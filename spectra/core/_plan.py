@@ -242,7 +242,9 @@ def _plan_cached(
         reasons.append("CUDA results are checked (cuSOLVER has shipped silent eigenvector bugs)")
     used_workers = 1
     if device.type == "cpu" and STRATEGIES[name].threadable:
-        serial = min(size, batch) * matrix_seconds(n, dtype, device)
+        cost = STRATEGIES[name].matrix_seconds
+        each = cost(n, dtype) if cost is not None else matrix_seconds(n, dtype, device)
+        serial = min(size, batch) * each
         if (
             workers > 1
             and min(size, batch) >= _MIN_PARALLEL_BATCH

@@ -44,6 +44,9 @@ class Strategy:
     #: pass (``True``: every matrix finite and Hermitian within ``symmetry_tol``; ``False``:
     #: maybe not, the torch check decides; ``None``: not applicable to this block)
     check_block: Callable[[torch.Tensor, float], bool | None] | None = None
+    #: optional ``matrix_seconds(n, dtype)``: one thread's time per matrix on CPU, for the
+    #: planner's fan-out decision (default: LAPACK's cost model, ``_cost.matrix_seconds``)
+    matrix_seconds: Callable[[int, torch.dtype], float] | None = None
 
     def supports(self, device: torch.device) -> bool:
         return device.type in self.devices and self.available()

@@ -246,7 +246,9 @@ def test_a_failing_part_cancels_the_others(monkeypatch):
     """Part 1 fails on its first sub-block; part 0 (100 sub-blocks) must stop early."""
     monkeypatch.setattr(_execute, "SUB_BLOCK_BYTES", 1)  # one matrix per sub-block
     batch, n = 200, 4
-    p = spectra.plan(n, batch, torch.float64, "cpu", workers=2, chunk_size=batch)
+    p = spectra.plan(  # LAPACK's cost: 200 matrices are enough to fan out (not a kernel's)
+        n, batch, torch.float64, "cpu", workers=2, chunk_size=batch, strategy="torch"
+    )
     assert p.workers == 2, str(p)
     a = random_hermitian((batch,), n, torch.float64, seed=2)
     failed = threading.Event()

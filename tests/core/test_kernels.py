@@ -298,3 +298,16 @@ def test_fused_check_not_used_without_the_check(monkeypatch):
     a[2, 0, 2] = float("nan")  # check=False reads the lower triangle only
     w, _ = spectra.eigh(a, strategy="closed-form", check=False)
     assert bool(torch.isfinite(w).all()) and verdicts == []
+
+
+@pytest.mark.parametrize(("n", "small", "large"), [(3, 2_000, 100_000), (8, 32, 4_096)])
+def test_kernel_batches_fan_out_by_the_kernels_cost(n, small, large):
+    """LAPACK's ~5 us per matrix made 200 3x3s fan out (2x slower, measured); the kernels'
+    own cost keeps small batches in the caller's thread and still splits large ones."""
+    p = spectra.plan(n, small, torch.float64, "cpu", workers=2)
+    assert p.strategy in STRATEGIES and STRATEGIES[p.strategy].matrix_seconds is not None
+    assert p.workers == 1, str(p)
+    assert spectra.plan(n, large, torch.float64, "cpu", workers=2).workers == 2
+    if n == 3:  # where the two cost models differ most (0.2 vs 5 us per matrix)
+        torch_plan = spectra.plan(n, small, torch.float64, "cpu", workers=2, strategy="torch")
+        assert torch_plan.workers == 2

@@ -82,6 +82,26 @@ def _check_block(a: torch.Tensor, tol: float) -> bool | None:
     return block_ok(a, tol)
 
 
+def _lapack_seconds(n: int, dtype: torch.dtype) -> float:
+    from .._cost import matrix_seconds
+
+    return matrix_seconds(n, dtype, torch.device("cpu"))
+
+
+def _closed_form_seconds(n: int, dtype: torch.dtype) -> float:
+    """One thread's time per matrix (the fan-out decision): 0.1-0.2 us for real n <= 3 in
+    numba (``_choice``'s table), where LAPACK's 5 us made batches of 200 fan out."""
+    if n > 3 or dtype.is_complex:
+        return _lapack_seconds(n, dtype) if n > 3 else 1e-6  # torch lanes: ~0.3-16 us
+    return 2e-7
+
+
+def _lane_seconds(n: int, dtype: torch.dtype) -> float:
+    """numba-jacobi / numba-ql per matrix, one thread, checks and gauge included: ~1e-8 n^3
+    s (5.4 us at n = 8 measured through ``eigh``, 2026-11-30; complex about 4x)."""
+    return (4.0 if dtype.is_complex else 1.0) * (2e-7 + 1e-8 * n**3)
+
+
 def _torch_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
     wt, vt = _torch_eigh(a, v is not None)
     w.copy_(wt)
@@ -143,6 +163,7 @@ register(
         threadable=True,
         memory_factor=12.0,
         solve_into=_closed_form_into,
+        matrix_seconds=_closed_form_seconds,
         check_block=_check_block,
         gauged=True,
     )
@@ -174,6 +195,7 @@ register(
         threadable=True,
         memory_factor=3.0,
         solve_into=_jacobi_into,
+        matrix_seconds=_lane_seconds,
         check_block=_check_block,
     )
 )
@@ -216,6 +238,7 @@ register(
         threadable=True,
         memory_factor=3.0,
         solve_into=_ql_into,
+        matrix_seconds=_lane_seconds,
         check_block=_check_block,
     )
 )
