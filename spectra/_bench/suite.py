@@ -28,8 +28,9 @@ QUICK_SIZES: tuple[tuple[int, int], ...] = (
     (64, 256),
     (128, 64),
 )
-#: Python loops are timed on at most this many matrices and scaled linearly to the batch.
-LOOP_SAMPLE = {"cpu": 2048, "cpu-quick": 256, "cuda": 256}
+#: Python loops are timed on at most this many matrices and scaled linearly to the batch
+#: (--quick: 32, so one threaded-LAPACK loop cannot take minutes on a busy machine).
+LOOP_SAMPLE = {"cpu": 2048, "cpu-quick": 32, "cuda": 256}
 
 
 def row_from_cells(

@@ -38,9 +38,9 @@ def test_json_schema_has_fan_out_spread_extrapolations_load_and_verdict(tmp_path
     for cell in row["cells"].values():
         assert {"median_s", "min_s", "max_s", "spread", "times_s", "extrapolated"} <= set(cell)
         assert cell["min_s"] <= cell["median_s"] <= cell["max_s"]
-    # the SciPy loop ran on the --quick loop sample (256) of the 300 matrices
-    assert row["cells"]["scipy loop"]["timed_on"] == 256
-    assert report["extrapolated"] == {"scipy loop": {"rows": 1, "timed_on": [256], "of": [300]}}
+    # the SciPy loop ran on the --quick loop sample (32) of the 300 matrices
+    assert row["cells"]["scipy loop"]["timed_on"] == 32
+    assert report["extrapolated"] == {"scipy loop": {"rows": 1, "timed_on": [32], "of": [300]}}
     assert "thread fan-out" in report["peers"]
     assert row["max_eigenvalue_error_vs_scipy"] < 1e-12
     text = capsys.readouterr().out.strip().splitlines()
