@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import warnings
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -57,7 +58,7 @@ def pca(quick: bool, timer: Timer, step: Callable[[str], None]) -> dict[str, Any
         step(f"PCA {b}x{n}x{d} {dtype}")
         rng = np.random.default_rng(0)
         x = (rng.normal(size=(b, n, d)) * np.geomspace(10.0, 1.0, d) ** 0.5).astype(dtype)
-        impls = {"spectra BatchPCA": Impl(lambda x=x: BatchPCA(k).fit(x))}
+        impls = {"spectra BatchPCA": Impl(partial(BatchPCA(k).fit, x))}
         if not skip:
             from sklearn.decomposition import PCA
 
@@ -136,10 +137,10 @@ def tightbinding(quick: bool, timer: Timer, step: Callable[[str], None]) -> dict
             with threadpool_limits(1):
                 p.solve_all(kp)
 
-        impls = {"spectra Model.bands": Impl(lambda m=model, k=k: m.bands(k))}
+        impls = {"spectra Model.bands": Impl(partial(model.bands, k))}
         if not skip:
             p = _pythtb(model)
-            impls["PythTB solve_all"] = Impl(lambda p=p: pythtb_loop(p), sample, nk)
+            impls["PythTB solve_all"] = Impl(partial(pythtb_loop, p), sample, nk)
         impls["SciPy per-k loop"] = Impl(scipy_loop, sample, nk)
         cells, attempts = timer.measure(impls)
         table["rows"].append(case_row(f"{name}, {model.nstates} bands, {nk} k", cells, attempts))
