@@ -64,6 +64,11 @@ class Z:
         """Multiply by the real lane array ``t``."""
         return Z(self.re * t, None if self.im is None else self.im * t)
 
+    def unscale(self, t: torch.Tensor) -> Z:
+        """Divide by the real lane array ``t`` (a power of two: exact, even where ``1 / t``
+        would overflow)."""
+        return Z(self.re / t, None if self.im is None else self.im / t)
+
     def conj(self) -> Z:
         return Z(self.re, _neg(self.im))
 
@@ -91,9 +96,10 @@ def _where(c: torch.Tensor, x: Z, y: Z) -> Z:
 
 
 def _pow2_scale(m: torch.Tensor) -> torch.Tensor:
-    """The power of two ``2^e`` with ``m / 2^e`` in ``[0.5, 1)`` (1 where ``m == 0``)."""
+    """The power of two ``2^e`` with ``m / 2^e`` in ``[1, 2)`` (1 where ``m == 0``): finite
+    for every finite ``m`` (``[0.5, 1)`` would need ``2^1024`` above ``2^1023``)."""
     _, e = torch.frexp(m)
-    return torch.ldexp(torch.ones_like(m), e)
+    return torch.where(m == 0, torch.ones_like(m), torch.ldexp(torch.ones_like(m), e - 1))
 
 
 def _entries(a: torch.Tensor) -> tuple[list[torch.Tensor], dict[tuple[int, int], Z]]:
@@ -140,8 +146,7 @@ def eig2(
     if b.im is not None:
         peak = torch.maximum(peak, b.im.abs())
     sc = _pow2_scale(peak)
-    inv_sc = 1.0 / sc
-    h, b = h * inv_sc, b.scale(inv_sc)
+    h, b = h / sc, b.unscale(sc)  # divided: 1 / sc overflows for subnormal sc
     r = torch.sqrt(h * h + b.abs2())
     pos = h >= 0
     x = _where(pos, Z(h + r), b)
@@ -189,15 +194,13 @@ def eig3(a: torch.Tensor, vectors: bool) -> tuple[torch.Tensor, torch.Tensor | N
     diag, off = _entries(a)
     real = diag[0].dtype
     s = _pow2_scale(_peak(diag, off))
-    inv_s = 1.0 / s  # exact: a power of two
-    diag = [d * inv_s for d in diag]
-    off = {k: z.scale(inv_s) for k, z in off.items()}
+    diag = [d / s for d in diag]  # exact: a power of two (1 / s overflows if subnormal)
+    off = {k: z.unscale(s) for k, z in off.items()}
     q = (diag[0] + diag[1] + diag[2]) / 3.0
     bd = [d - q for d in diag]
     t = _pow2_scale(_peak(bd, off))
-    inv_t = 1.0 / t
-    bd = [d * inv_t for d in bd]
-    off = {k: z.scale(inv_t) for k, z in off.items()}
+    bd = [d / t for d in bd]
+    off = {k: z.unscale(t) for k, z in off.items()}
     b01, b02, b12 = off[0, 1], off[0, 2], off[1, 2]
     flat = (bd[0] == 0) & (bd[1] == 0) & (bd[2] == 0)
     flat &= (b01.abs2() == 0) & (b02.abs2() == 0) & (b12.abs2() == 0)
@@ -302,8 +305,7 @@ def eig_small(a: torch.Tensor, vectors: bool) -> tuple[torch.Tensor, torch.Tenso
         raise ValueError(f"closed forms exist here for n <= 3, got n = {n}")
     diag, off = _entries(a)
     s = _pow2_scale(_peak(diag, off))
-    inv_s = 1.0 / s
-    w1, w2, v1, v2 = eig2(diag[0] * inv_s, off[0, 1].scale(inv_s), diag[1] * inv_s)
+    w1, w2, v1, v2 = eig2(diag[0] / s, off[0, 1].unscale(s), diag[1] / s)
     wvals = torch.stack([w1 * s, w2 * s], -1)
     if not vectors:
         return wvals, None

@@ -28,15 +28,20 @@ L = LANES  # a compile-time constant: the rows of a lane block sit at constant o
 # LLVM can prove their loads and stores independent and vectorizes across lanes
 jit = functools.partial(numba.njit, nogil=True, cache=True, error_model="numpy")
 inline = functools.partial(jit, inline="always")
+#: a 3x3 whose largest entry is below TINY is scaled by UP (exactly) before 1 / max|a|
+TINY = 2.0**-900
+UP = 2.0**600
 
 
 @inline
 def pow2(m):
-    """``2^e`` with ``m / 2^e`` in ``[0.5, 1)``; 1 for 0, and ``m`` for Inf/NaN."""
+    """``2^e`` with ``m / 2^e`` in ``[1, 2)``; 1 for 0, and ``m`` for Inf/NaN. Finite for
+    every finite ``m`` (``[0.5, 1)`` would need ``2^1024`` above ``2^1023``), and exact
+    down to subnormal ``m``: dividing by it scales without rounding."""
     if m == 0.0 or not math.isfinite(m):
         return 1.0 if m == 0.0 else m
     _, e = math.frexp(m)
-    return math.ldexp(1.0, e)
+    return math.ldexp(1.0, e - 1)
 
 
 @inline
@@ -100,8 +105,8 @@ def sym2(a, w, vt, gauge=None):
     for k in range(a.shape[0]):
         a00, a01, a11 = a[k, 0, 0], a[k, 1, 0], a[k, 1, 1]
         s = pow2(max(abs(a00), abs(a01), abs(a11)))
-        inv = 1.0 / s
-        w1, w2, x, y = eig2(a00 * inv, a01 * inv, a11 * inv)
+        # divided, not multiplied by 1 / s: 1 / s overflows for subnormal s
+        w1, w2, x, y = eig2(a00 / s, a01 / s, a11 / s)
         w[k, 0], w[k, 1] = w1 * s, w2 * s
         if vt.shape[0] > 0:
             vt[k, 0, 0], vt[k, 0, 1] = -y, x
@@ -121,9 +126,10 @@ def lanes3(x, out, m):
         o01, o02, o12 = x[3 * L + k], x[4 * L + k], x[5 * L + k]
         s = max(abs(d0), abs(d1), abs(d2), abs(o01), abs(o02), abs(o12))
         s = s if s > 0.0 else 1.0
-        inv = 1.0 / s
-        d0, d1, d2 = d0 * inv, d1 * inv, d2 * inv
-        o01, o02, o12 = o01 * inv, o02 * inv, o12 * inv
+        f = UP if s < TINY else 1.0  # 1 / s overflows near the subnormals: scale up first
+        inv = 1.0 / (s * f)  # (exact powers of two; f = 1 leaves every bit as it was)
+        d0, d1, d2 = (d0 * f) * inv, (d1 * f) * inv, (d2 * f) * inv
+        o01, o02, o12 = (o01 * f) * inv, (o02 * f) * inv, (o12 * f) * inv
         q = (d0 + d1 + d2) / 3.0
         d0, d1, d2 = d0 - q, d1 - q, d2 - q
         t = max(abs(d0), abs(d1), abs(d2), abs(o01), abs(o02), abs(o12))
