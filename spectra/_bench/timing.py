@@ -149,13 +149,18 @@ def worst_spread(cells: dict[str, Cell]) -> float:
 def cpu_share(threads: int, seconds: float = 0.25) -> float:
     """The fraction of ``threads`` cores this process gets for a short burst of work.
 
-    Each of ``threads`` Python threads runs one-thread torch matrix products (which release
-    the GIL) for ``seconds``; the thread CPU times over ``threads x wall`` is near 1 on a
-    quiet machine and drops when other processes compete for the cores.
-    """
-    import torch
+    Each of ``threads`` Python threads hashes a 1 MiB buffer (``hashlib`` releases the GIL
+    and runs on the calling thread only: no BLAS/OpenMP helper threads whose CPU time
+    ``time.thread_time`` would miss) for ``seconds``; the thread CPU times over
+    ``threads x wall`` is near 1 on a quiet machine and drops when other processes compete
+    for the cores. Nothing process-wide (torch/BLAS thread counts) is touched.
 
-    a = torch.rand(96, 96, dtype=torch.float64)
+    >>> 0.0 < cpu_share(1, seconds=0.02) <= 1.0
+    True
+    """
+    import hashlib
+
+    buf = bytes(1 << 20)
     spent = [0.0] * threads
     start = threading.Barrier(threads + 1)
 
@@ -163,23 +168,17 @@ def cpu_share(threads: int, seconds: float = 0.25) -> float:
         start.wait()
         c0, t0 = time.thread_time(), time.perf_counter()
         while time.perf_counter() - t0 < seconds:
-            for _ in range(20):
-                a @ a
+            hashlib.sha256(buf).digest()
         spent[i] = time.thread_time() - c0
 
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
-        for t in pool:
-            t.start()
-        t0 = time.perf_counter()
-        start.wait()
-        for t in pool:
-            t.join()
-        wall = time.perf_counter() - t0
-    finally:
-        torch.set_num_threads(old)
+    pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for t in pool:
+        t.start()
+    t0 = time.perf_counter()
+    start.wait()
+    for t in pool:
+        t.join()
+    wall = time.perf_counter() - t0
     return min(1.0, sum(spent) / (threads * wall)) if wall > 0 else 1.0
 
 
