@@ -293,7 +293,7 @@ def solve(
     def part(start: int, stop: int) -> None:
         wi, vi = _solve_checked(a[start:stop], vectors, sweeps)
         w[start:stop] = wi
-        if v is not None:
+        if v is not None and vi is not None:
             v[start:stop] = vi
 
     if workers > 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -142,17 +143,19 @@ def _chunked(fn: Callable[..., Result], a: torch.Tensor, b: torch.Tensor, opts, 
         try:
             w, v = fn(a[where], b[where], opts, *args)
         except (LinAlgError, InputError) as err:
-            raise err.reindexed(
-                lambda i, start=start: tuple(
-                    int(j) for j in torch.unravel_index(torch.tensor(start + i[0]), batch_shape)
-                )
-            ) from err
+            raise err.reindexed(functools.partial(_whole_index, start, batch_shape)) from err
         ws.append(w)
         vs.append(v)
     w = torch.cat(ws).reshape(*batch_shape, n)
-    if vs[0] is None:
+    vectors = [v for v in vs if v is not None]
+    if len(vectors) != len(vs):
         return w, None
-    return w, torch.cat(vs).reshape(*batch_shape, n, n)
+    return w, torch.cat(vectors).reshape(*batch_shape, n, n)
+
+
+def _whole_index(start: int, batch_shape: torch.Size, i: tuple[int, ...]) -> tuple[int, ...]:
+    """Index ``i`` of a chunk starting at flat ``start`` as an index of the whole batch."""
+    return tuple(int(j) for j in torch.unravel_index(torch.tensor(start + i[0]), batch_shape))
 
 
 def solve_cholesky(
