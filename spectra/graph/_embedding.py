@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from ._kmeans import batched_kmeans
-from ._layout import Layout, require_undirected
+from ._layout import Layout, check_count, require_undirected
 from ._spectrum import LaplacianSpectrum, padded_laplacian_eigh
 
 
@@ -157,8 +157,7 @@ def spectral_embedding(
            [-0.493],
            [-0.493]])
     """
-    if isinstance(n_components, bool) or not isinstance(n_components, int) or n_components < 0:
-        raise ValueError(f"n_components must be a non-negative integer, got {n_components!r}")
+    check_count("n_components", n_components)
     aff = _Affinities(adjacency, num_nodes, "adjacency")
     spec = aff.spectrum(norm_laplacian)
     emb = _columns(spec, 1 if drop_first else 0, n_components)

@@ -11,6 +11,12 @@ import torch
 NORMALIZATIONS = (None, "sym", "rw")
 
 
+def check_count(name: str, value: Any) -> None:
+    """``value`` must be a non-negative ``int`` (not a ``bool``), else ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+
+
 @dataclass(frozen=True)
 class Layout:
     """Where each node of a (batched) graph lives in the padded ``(G, n_max)`` grid."""

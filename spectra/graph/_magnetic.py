@@ -24,7 +24,15 @@ import numpy as np
 import torch
 
 from ._laplacian import _check_degree
-from ._layout import Edges, as_torch, edges_of, graph_input, make_layout, to_numpy_fields
+from ._layout import (
+    Edges,
+    as_torch,
+    check_count,
+    edges_of,
+    graph_input,
+    make_layout,
+    to_numpy_fields,
+)
 from ._pe import multiplicity_groups, select_pe
 from ._spectrum import _solve, count_edge_components
 
@@ -193,8 +201,7 @@ def magnetic_laplacian_pe(
     >>> out.features().shape
     torch.Size([3, 6])
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    check_count("k", k)
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
     _check(q, normalization, symmetrize)

@@ -7,11 +7,11 @@ from typing import Any
 
 import torch
 
-from ._layout import Layout
+from ._layout import Layout, check_count
 from ._magnetic import _check, magnetic_pe_from_edges
-from ._random_walk import check_walk_length, node_rows, random_walk_from_spectrum
+from ._random_walk import node_rows, random_walk_from_spectrum
 from ._spectrum import edges_laplacian_eigh
-from ._transform import PETransform
+from ._transform_base import PETransform
 
 
 class MagneticLaplacianPE(PETransform):
@@ -67,25 +67,17 @@ class MagneticLaplacianPE(PETransform):
         device: Any = "cpu",
         eigh_options: Mapping[str, Any] | None = None,
     ) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-            raise ValueError(f"k must be a non-negative integer, got {k!r}")
+        check_count("k", k)
         _check(q, normalization, symmetrize)
+        self._store(attr_name, weight_attr, dtype, device, dict(eigh_options or {}))
+        self._store_columns(mask_attr, eigenvalues_attr)
         self.k = k
         self.q = q
-        self.attr_name = attr_name
         self.normalization = normalization
         self.symmetrize = symmetrize
         self.drop_trivial = drop_trivial
         self.trivial_tol = trivial_tol
         self.multiplicity_tol = multiplicity_tol
-        if mask_attr == "default":
-            mask_attr = f"{attr_name or self.default_attr}_mask"
-        self.mask_attr = mask_attr
-        self.eigenvalues_attr = eigenvalues_attr
-        self.weight_attr = weight_attr
-        self.dtype = dtype
-        self.device = device
-        self.eigh_options = dict(eigh_options or {})
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}(k={self.k}, q={self.q})"
@@ -104,10 +96,7 @@ class MagneticLaplacianPE(PETransform):
             self.eigh_options,
         )
         feats = {"pe": torch.cat([pe.real, pe.imag], dim=-1).to(out_device, self.dtype)}
-        if self.mask_attr is not None:
-            feats[self.mask_attr] = mask[layout.batch].to(out_device)
-        if self.eigenvalues_attr is not None:
-            feats[self.eigenvalues_attr] = vals[layout.batch].to(out_device, self.dtype)
+        self._column_features(feats, layout, out_device, mask, vals)
         return feats, layout
 
 
@@ -138,13 +127,9 @@ class RandomWalkPE(PETransform):
         device: Any = "cpu",
         eigh_options: Mapping[str, Any] | None = None,
     ) -> None:
-        check_walk_length(walk_length)
+        check_count("walk_length", walk_length)
+        self._store(attr_name, weight_attr, dtype, device, dict(eigh_options or {}))
         self.walk_length = walk_length
-        self.attr_name = attr_name
-        self.weight_attr = weight_attr
-        self.dtype = dtype
-        self.device = device
-        self.eigh_options = dict(eigh_options or {})
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}(walk_length={self.walk_length})"

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from ._layout import Edges, Layout, graph_input, to_numpy_fields
+from ._layout import Edges, Layout, check_count, graph_input, to_numpy_fields
 from ._spectrum import LaplacianSpectrum, edges_laplacian_eigh
 
 
@@ -113,8 +113,7 @@ def pe_pipeline(
     """The one PE pipeline (``laplacian_pe`` and ``LaplacianPE``): one core call for all
     graphs, column selection, optional random signs. Returns the spectrum (for heat
     features) and ``(pe (N, k), mask (G, k), eigenvalues (G, k), groups (G, k))``."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    check_count("k", k)
     if convention not in CONVENTIONS:
         raise ValueError(f"convention must be 'spectra' or 'pyg', got {convention!r}")
     pyg = convention == "pyg"

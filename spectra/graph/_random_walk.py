@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from ._layout import Layout, graph_input
+from ._layout import Layout, check_count, graph_input
 from ._spectrum import LaplacianSpectrum, edges_laplacian_eigh
 
 
@@ -32,11 +32,6 @@ def random_walk_from_spectrum(spec: LaplacianSpectrum, walk_length: int) -> torc
     floor = 16 * max(v.shape[-1], 1) * torch.finfo(w.dtype).eps
     out = torch.where(out > floor, out, torch.zeros_like(out))
     return out * (spec.degree > 0).unsqueeze(-1)
-
-
-def check_walk_length(walk_length: Any) -> None:
-    if isinstance(walk_length, bool) or not isinstance(walk_length, int) or walk_length < 0:
-        raise ValueError(f"walk_length must be a non-negative integer, got {walk_length!r}")
 
 
 def random_walk_pe(
@@ -80,7 +75,7 @@ def random_walk_pe(
             [0.0000, 1.0000, 0.0000],
             [0.0000, 0.5000, 0.0000]])
     """
-    check_walk_length(walk_length)
+    check_count("walk_length", walk_length)
     edges, layout, from_numpy, out_device = graph_input(
         edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64
     )
