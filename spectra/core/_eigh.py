@@ -114,7 +114,12 @@ def _caller_kernels(a: Any, device: Any) -> AbstractContextManager[None]:
     OpenMP team per operation, which on a loaded machine made a generalized 2000 x 8x8
     call 1.5-2.4x slower (measured). The limit is per thread (``omp_set_num_threads`` ICV):
     nothing another thread can observe changes. Matrices from ``n = 256`` keep the caller's
-    threads (threaded LAPACK pays there).
+    threads (threaded LAPACK pays there). Domains use it (``spectra.core.domain``) around
+    their own small batched products, e.g. the Stiefel polar factor ``Y (Y^H Y)^-1/2``.
+
+    >>> import torch
+    >>> with _caller_kernels(torch.zeros(10, 8, 8), None):
+    ...     pass
     """
     if device is not None and torch.device(device).type != "cpu":
         return nullcontext()
@@ -126,7 +131,7 @@ def _caller_kernels(a: Any, device: Any) -> AbstractContextManager[None]:
             return nullcontext()
         if shape is None or len(shape) < 2:
             return nullcontext()
-        sizes.append(int(shape[-1]))
+        sizes.append(max(int(shape[-1]), int(shape[-2])))
     if not sizes or max(sizes) >= THREADED_LAPACK_MIN_N:
         return nullcontext()
     return single_threaded_kernels()

@@ -225,10 +225,13 @@ def matrix_function(a: Any, f: ElementwiseFn, **options: Any) -> Any:
         if at.requires_grad and torch.is_grad_enabled():
             out = out + 0 * at.sum()  # stays attached: its gradient is zeros of a's shape
         return restore(out, origin)
-    if torch.is_grad_enabled() and at.requires_grad:
-        out = _MatrixFunction.apply(at, f, solve)
-    else:
-        out = _no_grad(at, f, solve)
+    from ._eigh import _caller_kernels
+
+    with _caller_kernels(at, options.get("device")):  # small CPU products: one OpenMP thread
+        if torch.is_grad_enabled() and at.requires_grad:
+            out = _MatrixFunction.apply(at, f, solve)
+        else:
+            out = _no_grad(at, f, solve)
     return restore(out, origin)
 
 

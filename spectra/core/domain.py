@@ -28,6 +28,7 @@ from ._arrays import (
 )
 from ._autograd import eigh_backward
 from ._checks import check_square
+from ._eigh import _caller_kernels as caller_kernel_threads
 from ._errors import InputError, LinAlgError, format_indices
 from ._execute import execute, orthonormality_error
 from ._options import Options
@@ -42,6 +43,7 @@ __all__ = [
     "Options",
     "Origin",
     "as_tensor",
+    "caller_kernel_threads",
     "check_k",
     "check_square",
     "cpu_count",

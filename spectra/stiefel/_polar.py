@@ -25,7 +25,7 @@ from collections.abc import Callable
 import torch
 
 from ..core import eigh, matrix_function
-from ..core.domain import LinAlgError
+from ..core.domain import LinAlgError, caller_kernel_threads
 
 #: A Gram matrix is handed to the dilation when ``eps * cond(G)`` exceeds this.
 GRAM_LIMIT = 1e-8
@@ -172,6 +172,12 @@ def polar(y: torch.Tensor, *, where: str = "polar", precise: bool = False) -> to
     """
     if y.ndim < 2:
         raise ValueError(f"{where}: expected frames (..., n, p), got shape {tuple(y.shape)}")
+    # small frames: one OpenMP thread for the batched products in this thread only
+    with caller_kernel_threads(y, None):
+        return _polar(y, where, precise)
+
+
+def _polar(y: torch.Tensor, where: str, precise: bool) -> torch.Tensor:
     if not precise:
         return y @ inv_sqrtm(y.mH @ y, where=where)
     work = {torch.float32: torch.float64, torch.complex64: torch.complex128}.get(y.dtype, y.dtype)
