@@ -99,3 +99,14 @@ def align_signs(x: np.ndarray, ref: np.ndarray) -> np.ndarray:
 def same_subspace(a: np.ndarray, b: np.ndarray) -> float:
     """Distance between the column spaces of orthonormal-column a and b (projector norm)."""
     return float(np.linalg.norm(a @ a.T - b @ b.T))
+
+
+def assert_batch_equals_singles(batch, singles, names, atol: float) -> None:
+    """Each node attribute of a transformed ``Batch`` equals the per-graph results stacked
+    (floats to ``atol``, masks/groups exactly)."""
+    for name in names:
+        whole = torch.cat([s[name] for s in singles])
+        if whole.is_floating_point():
+            torch.testing.assert_close(batch[name], whole, atol=atol, rtol=0)
+        else:
+            assert torch.equal(batch[name], whole)

@@ -16,7 +16,7 @@ from spectra.graph import (
     magnetic_laplacian_pe,
 )
 
-from .graphs import batch_of, random_graph
+from .graphs import assert_batch_equals_singles, batch_of, random_graph
 
 TOL = {torch.float32: 2e-5, torch.float64: 1e-10}
 
@@ -194,12 +194,8 @@ def test_transform_batch_one_call_equals_per_graph(monkeypatch):
     batch = t(Batch.from_data_list(datas))
     assert calls == [((5, 12, 12), torch.complex128)]  # one complex call for the Batch
     assert batch.magnetic_laplacian_pe.shape == (28, 8)
-    for name in ("magnetic_laplacian_pe", "magnetic_laplacian_pe_mask", "mag_eigval"):
-        whole = torch.cat([s[name] for s in singles])
-        if whole.is_floating_point():
-            torch.testing.assert_close(batch[name], whole, atol=1e-10, rtol=0)
-        else:
-            assert torch.equal(batch[name], whole)
+    names = ("magnetic_laplacian_pe", "magnetic_laplacian_pe_mask", "mag_eigval")
+    assert_batch_equals_singles(batch, singles, names, atol=1e-10)
     for back, single in zip(batch.to_data_list(), singles, strict=True):
         torch.testing.assert_close(back.magnetic_laplacian_pe, single.magnetic_laplacian_pe)
     ref = magnetic_laplacian_pe(datas[2].edge_index, 12, k=4, edge_weight=datas[2].edge_weight)

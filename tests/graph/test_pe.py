@@ -13,6 +13,7 @@ from spectra.graph import LaplacianPE, laplacian_pe, multiplicity_groups
 
 from .graphs import (
     align_signs,
+    assert_batch_equals_singles,
     batch_of,
     dense_adj,
     random_graph,
@@ -109,12 +110,7 @@ def test_batch_equals_per_data_and_separates_back():
         "lap_groups",
         "heat_kernel_diag",
     ]
-    for name in names:
-        whole = torch.cat([s[name] for s in singles])
-        if whole.is_floating_point():
-            torch.testing.assert_close(batch[name], whole, atol=1e-5, rtol=0)
-        else:
-            assert torch.equal(batch[name], whole)
+    assert_batch_equals_singles(batch, singles, names, atol=1e-5)
     for back, single in zip(batch.to_data_list(), singles, strict=True):
         for name in names:
             assert back[name].shape == single[name].shape
