@@ -70,14 +70,12 @@ class MagneticLaplacianPE(PETransform):
         check_count("k", k)
         _check(q, normalization, symmetrize)
         self._store(attr_name, weight_attr, dtype, device, dict(eigh_options or {}))
-        self._store_columns(mask_attr, eigenvalues_attr)
-        self.k = k
+        self._store_columns(
+            k, normalization, drop_trivial, multiplicity_tol, mask_attr, eigenvalues_attr
+        )
         self.q = q
-        self.normalization = normalization
         self.symmetrize = symmetrize
-        self.drop_trivial = drop_trivial
         self.trivial_tol = trivial_tol
-        self.multiplicity_tol = multiplicity_tol
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}(k={self.k}, q={self.q})"

@@ -112,19 +112,17 @@ class LaplacianPE(PETransform):
         if convention not in ("spectra", "pyg"):
             raise ValueError(f"convention must be 'spectra' or 'pyg', got {convention!r}")
         self._store(attr_name, weight_attr, dtype, device, split_pyg_kwargs(kwargs, eigh_options))
-        self._store_columns(mask_attr, eigenvalues_attr)
-        self.k = k
+        self._store_columns(
+            k, normalization, drop_trivial, multiplicity_tol, mask_attr, eigenvalues_attr
+        )
         self.is_undirected = is_undirected
         self.kwargs = kwargs
-        self.normalization = normalization
         self.convention = convention
         self.groups_attr = groups_attr
         self.heat_times = None if heat_times is None else tuple(float(t) for t in heat_times)
         self.heat_attr = heat_attr
         self.random_sign = random_sign
         self.generator = generator
-        self.drop_trivial = drop_trivial
-        self.multiplicity_tol = multiplicity_tol
 
     def __repr__(self) -> str:
         return (

@@ -62,6 +62,10 @@ class PETransform(BaseTransform):
     dtype: torch.dtype
     device: Any
     eigh_options: dict[str, Any]
+    k: int
+    normalization: str | None
+    drop_trivial: bool
+    multiplicity_tol: float
     mask_attr: str | None
     eigenvalues_attr: str | None
 
@@ -80,8 +84,21 @@ class PETransform(BaseTransform):
         self.device = device
         self.eigh_options = eigh_options
 
-    def _store_columns(self, mask_attr: str | None, eigenvalues_attr: str | None) -> None:
-        """Where the per-column mask and eigenvalues go (``"default"``: after the PE)."""
+    def _store_columns(
+        self,
+        k: int,
+        normalization: str | None,
+        drop_trivial: bool,
+        multiplicity_tol: float,
+        mask_attr: str | None,
+        eigenvalues_attr: str | None,
+    ) -> None:
+        """The eigenvector-column settings, and where the per-column mask and eigenvalues
+        go (mask ``"default"``: named after the PE)."""
+        self.k = k
+        self.normalization = normalization
+        self.drop_trivial = drop_trivial
+        self.multiplicity_tol = multiplicity_tol
         if mask_attr == "default":
             mask_attr = f"{self.attr_name or self.default_attr}_mask"
         self.mask_attr = mask_attr
