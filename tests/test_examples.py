@@ -51,7 +51,7 @@ def test_every_example_is_listed():
     assert listed <= found, sorted(listed - found)
 
 
-def _run(name: str, outputs: list[str], tmp_path: Path) -> None:
+def _run(name: str, outputs: list[str], tmp_path: Path) -> str:
     start = time.time() - 1
     env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
@@ -68,6 +68,7 @@ def _run(name: str, outputs: list[str], tmp_path: Path) -> None:
     for file in outputs:
         path = OUT / file
         assert path.exists() and path.stat().st_mtime >= start, f"{path} not written"
+    return done.stdout
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
