@@ -36,6 +36,7 @@ from typing import Any
 import torch
 
 from benchmarks._timing import bench_main, median_time
+from spectra._bench.domains import Orthogonal
 
 BATCH, N, P = 4096, 64, 8
 
@@ -45,13 +46,6 @@ def _geoopt():
         warnings.simplefilter("ignore", DeprecationWarning)
         import geoopt
     return geoopt
-
-
-class _Ortho(torch.nn.Module):
-    def __init__(self, x: torch.Tensor) -> None:
-        super().__init__()
-        self.weight = torch.nn.Parameter(x.clone())
-        torch.nn.utils.parametrizations.orthogonal(self, "weight")
 
 
 def _impls(device: str) -> dict[str, dict[str, Callable[..., Any]]]:
@@ -80,12 +74,12 @@ def _impls(device: str) -> dict[str, dict[str, Callable[..., Any]]]:
             "frame": lambda p: p,
         }
 
-    def ortho_retract(m: _Ortho, xi: torch.Tensor) -> torch.Tensor:
+    def ortho_retract(m: Orthogonal, xi: torch.Tensor) -> torch.Tensor:
         return m.weight  # recomputes the frame from the free weight (no caching)
 
     out["torch orthogonal"] = {
         "retract": ortho_retract,
-        "param": lambda x: _Ortho(x).to(device),
+        "param": lambda x: Orthogonal(x).to(device),
         "opt": lambda ps: torch.optim.SGD(ps, lr=0.1),
         "frame": lambda m: m.weight,
     }

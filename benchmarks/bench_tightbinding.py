@@ -23,41 +23,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks._timing import bench_main, median_time
-
-
-def _pythtb(model: Any) -> Any:
-    import pythtb
-
-    p = pythtb.tb_model(model.dim_k, model.dim, model.lattice, model.orbitals)
-    rv, hr, _ = model.blocks()
-    zero = next(i for i, r in enumerate(rv) if not r.any())
-    p.set_onsite(np.real(np.diag(hr[zero])).tolist())
-    seen = set()
-    for r, b in zip(rv, hr, strict=True):
-        for i, j in zip(*np.nonzero(b), strict=True):
-            if i == j and not r.any():
-                continue
-            key = min((int(i), int(j), tuple(r)), (int(j), int(i), tuple(-r)))
-            if key not in seen:
-                seen.add(key)
-                p.set_hop(b[i, j], int(i), int(j), r.tolist())
-    return p
-
-
-def _big_model(norb: int, seed: int = 0) -> Any:
-    """A random 2D model: ``norb`` orbitals, nearest- and next-nearest-cell hoppings."""
-    from spectra.tightbinding import Model
-
-    rng = np.random.default_rng(seed)
-    m = Model(np.eye(2), rng.random((norb, 2)))
-    m.set_onsite(rng.standard_normal(norb))
-    for r in ([0, 0], [1, 0], [0, 1], [1, 1], [1, -1]):
-        for i in range(norb):
-            for j in rng.choice(norb, 4, replace=False):
-                if (i == j and not any(r)) or (not any(r) and j < i):
-                    continue
-                m.add_hopping(complex(*rng.standard_normal(2)) * 0.3, i, int(j), r, replace=True)
-    return m
+from spectra._bench.domains import random_model, to_pythtb
 
 
 def _scipy_loop(model: Any, k: np.ndarray) -> None:
@@ -82,7 +48,7 @@ def _tb_row(
     )
     from threadpoolctl import threadpool_limits
 
-    p = _pythtb(model)
+    p = to_pythtb(model)
     kp = k[:pythtb_nk]
     # the per-k loops get one BLAS thread: threaded LAPACK buys nothing for one small matrix
     # and oversubscribes a shared machine (spectra's core also runs 1 thread per worker)
@@ -175,7 +141,7 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
         ),
         _tb_row(
             "random 64-orbital 2D model",
-            _big_model(64),
+            random_model(64),
             2_000 if quick else 10_000,
             device,
             repeats,

@@ -61,15 +61,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    import contextlib
-    import io
-    from pathlib import Path
+    from _common import tee_to_out  # examples/_common.py: this script's folder is on sys.path
 
-    table = io.StringIO()
-    with contextlib.redirect_stdout(table):  # the table, also kept under examples/out/
-        main()
-    print(table.getvalue(), end="")
-    out = Path(__file__).resolve().parent / "out"
-    out.mkdir(exist_ok=True)
-    (out / "distributed_local.txt").write_text(table.getvalue())
-    print(f"wrote {out / 'distributed_local.txt'}")
+    tee_to_out(main, "distributed_local")  # the table, also kept under examples/out/

@@ -72,8 +72,11 @@ def pca(quick: bool, timer: Timer, step: Callable[[str], None]) -> dict[str, Any
     return table
 
 
-def _pythtb(model: Any) -> Any:
-    """The same model in PythTB (hoppings from the model's H(R) blocks)."""
+def to_pythtb(model: Any) -> Any:
+    """The same model in PythTB (hoppings from the model's H(R) blocks).
+
+    Also used by ``benchmarks/bench_tightbinding.py``.
+    """
     import pythtb
 
     p = pythtb.tb_model(model.dim_k, model.dim, model.lattice, model.orbitals)
@@ -92,7 +95,11 @@ def _pythtb(model: Any) -> Any:
     return p
 
 
-def _random_model(norb: int, seed: int = 0) -> Any:
+def random_model(norb: int, seed: int = 0) -> Any:
+    """A random 2D model: ``norb`` orbitals, nearest- and next-nearest-cell hoppings.
+
+    Also used by ``benchmarks/bench_tightbinding.py``.
+    """
     from spectra.tightbinding import Model
 
     rng = np.random.default_rng(seed)
@@ -121,7 +128,7 @@ def tightbinding(quick: bool, timer: Timer, step: Callable[[str], None]) -> dict
     skip = missing("pythtb")
     table["skipped"] = [skip] if skip else []
     cases = [("graphene", graphene(), 2_000 if quick else 10_000, 500 if quick else 2_000)]
-    cases.append(("random 32-orbital 2D", _random_model(32), 500 if quick else 4_000, 20))
+    cases.append(("random 32-orbital 2D", random_model(32), 500 if quick else 4_000, 20))
     for name, model, nk, sample in cases:
         step(f"bands {name} {nk} k")
         k = np.random.default_rng(1).random((nk, model.dim_k))
@@ -139,7 +146,7 @@ def tightbinding(quick: bool, timer: Timer, step: Callable[[str], None]) -> dict
 
         impls = {"spectra Model.bands": Impl(partial(model.bands, k))}
         if not skip:
-            p = _pythtb(model)
+            p = to_pythtb(model)
             impls["PythTB solve_all"] = Impl(partial(pythtb_loop, p), sample, nk)
         impls["SciPy per-k loop"] = Impl(scipy_loop, sample, nk)
         cells, attempts = timer.measure(impls)
@@ -194,7 +201,11 @@ def graph(quick: bool, timer: Timer, step: Callable[[str], None]) -> dict[str, A
     return table
 
 
-class _Orthogonal(torch.nn.Module):
+class Orthogonal(torch.nn.Module):
+    """A free weight behind ``torch.nn.utils.parametrizations.orthogonal``: ``.weight`` is
+    the frame, recomputed from the free weight on every access (also used by
+    ``benchmarks/bench_stiefel.py``)."""
+
     def __init__(self, x: torch.Tensor) -> None:
         super().__init__()
         self.weight = torch.nn.Parameter(x.clone())
@@ -224,7 +235,7 @@ def stiefel(quick: bool, timer: Timer, step: Callable[[str], None]) -> dict[str,
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             import geoopt
-    ortho = _Orthogonal(x0)
+    ortho = Orthogonal(x0)
 
     step("Stiefel retraction")
     impls = {"spectra polar": Impl(lambda: st.retract(x0, xi))}
