@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ._numba_tridiag_ql import LANES, _col, _tql2, _v, jit
+from ._numba_tridiag_ql import LANES, _col, _tql2, _v, ascending, jit
 
 
 @jit
@@ -214,16 +214,7 @@ def hermitian_ql(a, w, vt, tol):
             qi[:L] = 0.0
         for lane in range(m):
             failed[start + lane] = flags[lane]
-            for k in range(n):
-                order[k] = k
-            for k in range(1, n):
-                cur = order[k]
-                val = d[cur * L + lane]
-                j = k - 1
-                while j >= 0 and d[order[j] * L + lane] > val:
-                    order[j + 1] = order[j]
-                    j -= 1
-                order[j + 1] = cur
+            ascending(d, 1, lane, n, order)
             for k in range(n):
                 col = order[k]
                 w[start + lane, k] = d[col * L + lane] * scale[lane]

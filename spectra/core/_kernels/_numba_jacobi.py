@@ -28,8 +28,10 @@ import math
 import numba
 import numpy as np
 
-#: matrices per block; a compile-time constant so lane loops have a fixed trip count
-LANES = 32
+# LANES: matrices per block, a compile-time constant so lane loops have a fixed trip count
+# (shared with the QL kernel, as are the lane scaling and the per-lane ascending sort)
+from ._numba_tridiag_ql import LANES, ascending, lane_scales
+
 #: enough for any input: cyclic Jacobi converges quadratically (n <= 32 needs <= ~10)
 MAX_SWEEPS = 30
 
@@ -41,17 +43,7 @@ def _load(a, start, m, n, buf, scale):
     """Copy lanes ``start .. start+m`` of ``a`` (lower triangle, symmetrized) into ``buf``;
     scale each lane by its largest entry; pad the lanes past ``m`` with zero matrices."""
     L = LANES
-    for lane in range(L):
-        scale[lane] = 0.0
-    for lane in range(m):
-        g = a[start + lane]
-        peak = 0.0
-        for i in range(n):
-            for j in range(i + 1):
-                peak = max(peak, abs(g[i, j]))
-        scale[lane] = peak if peak > 0.0 else 1.0
-    for lane in range(m, L):
-        scale[lane] = 1.0
+    lane_scales(a, start, m, n, scale)
     for i in range(n):
         for j in range(i + 1):
             for lane in range(L):
@@ -173,16 +165,7 @@ def _store(A, V, n, start, m, scale, order, w, vt, vectors):
     """Sort each lane's diagonal ascending; write values (unscaled) and vectors."""
     L = LANES
     for lane in range(m):
-        for k in range(n):
-            order[k] = k
-        for k in range(1, n):  # insertion sort of the diagonal (n is small)
-            cur = order[k]
-            val = A[(cur * n + cur) * L + lane]
-            j = k - 1
-            while j >= 0 and A[(order[j] * n + order[j]) * L + lane] > val:
-                order[j + 1] = order[j]
-                j -= 1
-            order[j + 1] = cur
+        ascending(A, n + 1, lane, n, order)  # the diagonal: A[(k * n + k) * L + lane]
         for k in range(n):
             col = order[k]
             w[start + lane, k] = A[(col * n + col) * L + lane] * scale[lane]

@@ -50,11 +50,10 @@ def _col(V, j, n):
 
 
 @jit
-def _load(a, start, m, n, V, scale):
-    """Lower triangle of lanes ``start .. start+m`` into ``V`` (column-major), each lane
-    divided by its largest entry; lanes past ``m`` are zero matrices."""
-    L = LANES
-    for lane in range(L):
+def lane_scales(a, start, m, n, scale):
+    """``scale[lane]``: the largest ``|entry|`` of the lower triangle of lane ``start + lane``
+    of the real ``a`` (1 for a zero matrix and for the padding lanes past ``m``)."""
+    for lane in range(scale.shape[0]):
         scale[lane] = 1.0
     for lane in range(m):
         g = a[start + lane]
@@ -63,6 +62,31 @@ def _load(a, start, m, n, V, scale):
             for j in range(i + 1):
                 peak = max(peak, abs(g[i, j]))
         scale[lane] = peak if peak > 0.0 else 1.0
+
+
+@jit
+def ascending(keys, stride, lane, n, order):
+    """``order[:n]``: the indices ``k`` sorted by ``keys[k * stride * LANES + lane]``
+    ascending (a stable insertion sort: ``n`` is small)."""
+    L = LANES
+    for k in range(n):
+        order[k] = k
+    for k in range(1, n):
+        cur = order[k]
+        val = keys[cur * stride * L + lane]
+        j = k - 1
+        while j >= 0 and keys[order[j] * stride * L + lane] > val:
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = cur
+
+
+@jit
+def _load(a, start, m, n, V, scale):
+    """Lower triangle of lanes ``start .. start+m`` into ``V`` (column-major), each lane
+    divided by its largest entry; lanes past ``m`` are zero matrices."""
+    L = LANES
+    lane_scales(a, start, m, n, scale)
     V[:] = 0.0
     for j in range(n):
         col = _col(V, j, n)
@@ -340,16 +364,7 @@ def tridiag_ql_real(a, w, vt, tol):
             V[:L] = 1.0
         for lane in range(m):
             failed[start + lane] = flags[lane]
-            for k in range(n):
-                order[k] = k
-            for k in range(1, n):  # insertion sort (n is small)
-                cur = order[k]
-                val = d[cur * L + lane]
-                j = k - 1
-                while j >= 0 and d[order[j] * L + lane] > val:
-                    order[j + 1] = order[j]
-                    j -= 1
-                order[j + 1] = cur
+            ascending(d, 1, lane, n, order)
             for k in range(n):
                 col = order[k]
                 w[start + lane, k] = d[col * L + lane] * scale[lane]
