@@ -7,7 +7,7 @@ Rows (float64 unless named, CPU, eigenvalues and eigenvectors), each timed inter
 
 - n = 3 (1,000,000), 8 (65,536), 16 (16,384), 32 (4,096), 64 (1,024);
 - peers: ``torch batched``, ``torch 1-thread`` and ``thread fan-out`` (one Python thread per
-  core, torch at one intra-op thread: :class:`spectra._bench.peers.ThreadFanOut`);
+  core, torch at one intra-op thread: :class:`spectra.core.baselines.ThreadFanOut`);
 - ``spectra``: ``spectra.eigh(a)`` as planned (checks and gauge included), and
   ``spectra[<kernel>]`` with each applicable kernel strategy forced, same pipeline;
 - ``ratio``: best peer median / spectra median (> 1: spectra is faster).
@@ -42,14 +42,14 @@ def _eigh_row(n: int, batch: int, timer: Any, fan: Any) -> dict[str, Any]:
     import torch
 
     import spectra
-    from spectra._bench.peers import _one_thread, random_symmetric
+    from spectra._bench.peers import random_symmetric
     from spectra._bench.timing import Impl
-    from spectra.core import plan
+    from spectra.core import baselines, plan
 
     a = random_symmetric(batch, n, torch.float64, seed=n)
     impls = {
-        "torch batched": Impl(lambda: torch.linalg.eigh(a)),
-        "torch 1-thread": Impl(lambda: _one_thread(a)),
+        "torch batched": Impl(lambda: baselines.torch_batched(a)),
+        "torch 1-thread": Impl(lambda: baselines.torch_one_thread(a)),
         "thread fan-out": Impl(lambda: fan(a)),
         "spectra": Impl(lambda: spectra.eigh(a)),
     }
@@ -161,8 +161,8 @@ def calibrate(quick: bool = False) -> dict[str, Any]:
 def run(
     quick: bool = False, sizes: list[int] | None = None, stiefel: bool = True
 ) -> dict[str, Any]:
-    from spectra._bench.peers import ThreadFanOut
     from spectra._bench.timing import Timer
+    from spectra.core.baselines import ThreadFanOut
     from spectra.core.domain import cpu_count
 
     cores = cpu_count()

@@ -34,10 +34,13 @@ from ._execute import execute, orthonormality_error
 from ._options import Options
 from ._plan import format_bytes
 from ._prepare import check_k, is_ragged
+from ._solver_names import EIGENSOLVER_CALLS, TORCH_EIGH
 from ._threads import cpu_count, fan_out
 from ._versions import torch_version
 
 __all__ = [
+    "EIGENSOLVER_CALLS",
+    "TORCH_EIGH",
     "InputError",
     "LinAlgError",
     "Options",

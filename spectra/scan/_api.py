@@ -299,7 +299,7 @@ def scan_source(
     Examples
     --------
     >>> from spectra.scan import scan_source
-    >>> src = "import numpy as np\\nfor x in xs:\\n    np.linalg.eigh(x)\\n"
+    >>> src = "from numpy.linalg import eigh\\nfor x in xs:\\n    eigh(x)\\n"
     >>> [(f.line, f.code, f.replacement) for f in scan_source(src)]
     [(3, 'SPX001', 'spectra.eigh(list(xs))')]
     """

@@ -6,6 +6,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.domain import TORCH_EIGH
 from ._flow import bindings, carried, closure, index_names, loads, target_names
 from ._resolve import SOLVERS, Names, collect_names
 
@@ -234,7 +235,7 @@ class _Visitor:
                 node,
                 "SPX010",
                 f"`{_short(text)}`: torch.symeig was deprecated in PyTorch 1.9 and is removed; "
-                "use spectra.eigh(A) (or torch.linalg.eigh(A, UPLO='U'), eigenvalues ascending)",
+                f"use spectra.eigh(A) (or {TORCH_EIGH}(A, UPLO='U'), eigenvalues ascending)",
                 text,
                 "spectra.eigh(A)",
                 solver,

@@ -18,7 +18,7 @@ import ast
 from dataclasses import dataclass
 
 from ._detect import Finding, batched_list, matrix_args, solver_kind
-from ._resolve import Names
+from ._resolve import SOLVERS, Names
 from ._safety import impure_part, live_after, parents_of, reiterable, scope_of
 
 #: The header of every diff and the comment above every rewrite.
@@ -61,9 +61,9 @@ def plan_fix(finding: Finding, tree: ast.Module, lines: list[str], names: Names,
     if ctx.kind == "comp" and not isinstance(ctx.node, ast.ListComp):
         raise Unsafe("only list comprehensions are rewritten (this one is not a list)")
     call, solver = finding.node, finding.solver
-    lib = solver.split(".")[0]
-    if solver == "torch.symeig":
-        raise Unsafe("torch.symeig is not rewritten (its defaults differ)")
+    kind, lib = SOLVERS[solver]
+    if kind == "symeig":
+        raise Unsafe(f"{solver} is not rewritten (its defaults differ)")
     for kw in call.keywords:
         if kw.arg not in _SAFE_KWARGS[lib]:
             raise Unsafe(f"keyword `{kw.arg}=` has no batched equivalent here")

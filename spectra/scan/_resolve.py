@@ -5,16 +5,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-#: The solvers ``spectra scan`` looks for: qualified name -> (kind, library).
-SOLVERS: dict[str, tuple[str, str]] = {
-    "numpy.linalg.eigh": ("eigh", "numpy"),
-    "numpy.linalg.eigvalsh": ("eigvalsh", "numpy"),
-    "scipy.linalg.eigh": ("eigh", "scipy"),
-    "scipy.linalg.eigvalsh": ("eigvalsh", "scipy"),
-    "torch.linalg.eigh": ("eigh", "torch"),
-    "torch.linalg.eigvalsh": ("eigvalsh", "torch"),
-    "torch.symeig": ("symeig", "torch"),
-}
+from ..core.domain import EIGENSOLVER_CALLS
+
+#: The solvers ``spectra scan`` looks for: qualified name -> (kind, library) (the core's table).
+SOLVERS: dict[str, tuple[str, str]] = EIGENSOLVER_CALLS
 
 #: Modules whose star import brings solver names into scope.
 _STAR_MODULES = {"numpy.linalg", "scipy.linalg", "torch.linalg", "torch"}
@@ -28,7 +22,7 @@ class Names:
     star: list[str]
 
     def qualify(self, node: ast.AST) -> str | None:
-        """The dotted name an expression refers to (``np.linalg.eigh`` -> ``numpy.linalg.eigh``)."""
+        """The dotted name an expression refers to (``np.linalg.norm`` -> ``numpy.linalg.norm``)."""
         if isinstance(node, ast.Name):
             if node.id in self.bound:
                 return self.bound[node.id]
@@ -84,7 +78,7 @@ def collect_names(tree: ast.AST) -> Names:
             and isinstance(node.value, (ast.Name, ast.Attribute))
         ):
             assigns.append((node.targets[0].id, node.value))
-    # `eigh = np.linalg.eigh`, `LA = np.linalg`: resolve after every import is known
+    # `f = <solver>` and `LA = np.linalg` aliases: resolve after every import is known
     for local, value in assigns:
         qual = names.qualify(value)
         if qual is not None and local not in names.bound:

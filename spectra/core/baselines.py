@@ -1,0 +1,91 @@
+"""The plain eigensolver calls a user writes without spectra: the baselines benchmarks
+compare ``spectra.eigh`` against.
+
+The house rule keeps every eigensolver call in ``spectra/core``; these are the ones that
+deliberately do *not* go through the planner (no checks, no gauge, no fan-out of ours), so
+that ``spectra bench`` and the benchmark scripts time exactly what a user's own code costs.
+:class:`ThreadFanOut` is written the way a user would (ten lines, torch's process-wide
+thread setting): it is a peer to measure, not a pattern the core uses.
+
+>>> import torch
+>>> from spectra.core import baselines
+>>> a = torch.eye(3).expand(4, 3, 3)
+>>> [tuple(w.shape) for w, _ in (baselines.torch_batched(a), baselines.ThreadFanOut(2)(a))]
+[(4, 3), (4, 3)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+import torch
+
+#: What each baseline is, in the words ``spectra bench`` prints under its table.
+DESCRIPTIONS = {
+    "torch batched": "torch.linalg.eigh(a) on the whole batch, torch's default threads",
+    "torch 1-thread": "the same under torch.set_num_threads(1)",
+    "numpy batched": "numpy.linalg.eigh(a) on the whole batch (a C loop over LAPACK)",
+    "scipy loop": "a Python loop of scipy.linalg.eigh(m, check_finite=False)",
+    "thread fan-out": (
+        "the batch split over one Python thread per core, torch at 1 intra-op thread, "
+        "torch.linalg.eigh on each part (ten lines of user code, no spectra)"
+    ),
+    "torch loop": "a Python loop of torch.linalg.eigh(m) on the device",
+}
+
+
+def torch_batched(a: torch.Tensor) -> Any:
+    """``torch.linalg.eigh(a)``: one batched call, torch's default threads."""
+    return torch.linalg.eigh(a)
+
+
+def torch_one_thread(a: torch.Tensor) -> Any:
+    """``torch.linalg.eigh(a)`` under ``torch.set_num_threads(1)`` (restored after)."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return torch.linalg.eigh(a)
+    finally:
+        torch.set_num_threads(old)
+
+
+def torch_loop(mats: Iterable[torch.Tensor]) -> list[Any]:
+    """A Python loop of ``torch.linalg.eigh`` per matrix."""
+    return [torch.linalg.eigh(m) for m in mats]
+
+
+def numpy_batched(a: np.ndarray) -> Any:
+    """``numpy.linalg.eigh(a)``: NumPy's C loop over LAPACK."""
+    return np.linalg.eigh(a)
+
+
+def scipy_loop(mats: Iterable[np.ndarray], eigvals_only: bool = False) -> list[Any]:
+    """A Python loop of ``scipy.linalg.eigh(m, check_finite=False)`` per matrix."""
+    return [scipy.linalg.eigh(m, eigvals_only=eigvals_only, check_finite=False) for m in mats]
+
+
+class ThreadFanOut:
+    """The plain fan-out a user writes: one Python thread per core, torch at one thread.
+
+    >>> import torch
+    >>> w, v = ThreadFanOut(2)(torch.eye(3).expand(4, 3, 3))
+    >>> tuple(w.shape), tuple(v.shape)
+    ((4, 3), (4, 3, 3))
+    """
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.pool = ThreadPoolExecutor(threads)  # persistent: created once, like a user would
+
+    def __call__(self, a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        old = torch.get_num_threads()
+        torch.set_num_threads(1)  # process-wide in torch: the workers see it too
+        try:
+            parts = list(self.pool.map(torch.linalg.eigh, torch.tensor_split(a, self.threads)))
+        finally:
+            torch.set_num_threads(old)
+        return torch.cat([w for w, _ in parts]), torch.cat([v for _, v in parts])
