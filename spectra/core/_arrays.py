@@ -10,6 +10,10 @@ import torch
 
 SUPPORTED = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 
+#: CPU blocks of at least this many entries take numba's one-pass input check and gauge
+#: whatever the strategy; smaller ones never import numba for them (0.4 s the first time)
+NUMBA_PASS_MIN_ENTRIES = 1 << 16
+
 
 @dataclass(frozen=True)
 class Origin:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ._arrays import NUMBA_PASS_MIN_ENTRIES
+
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 #: ``solve(a, vectors)``: a ``(B, n, n)`` block in, ``(w, v or None)`` out
 SolveFn = Callable[[torch.Tensor, bool], Result]
@@ -145,6 +147,16 @@ def _cupy_syevj(a: torch.Tensor, vectors: bool) -> Result:
         return torch.from_dlpack(cupy.linalg.eigvalsh(arr)), None
 
 
+def _numba_check(a: torch.Tensor, tol: float) -> bool | None:
+    """The input check in numba's one pass (:mod:`._kernels._numba_check`) for CPU blocks
+    large enough to repay importing numba; ``None`` (torch's check runs) otherwise."""
+    if a.device.type != "cpu" or a.numel() < NUMBA_PASS_MIN_ENTRIES:
+        return None
+    from ._kernels import _check_block
+
+    return _check_block(a, tol)
+
+
 register(
     Strategy(
         "torch",
@@ -153,6 +165,7 @@ register(
         "batched torch.linalg.eigh (LAPACK syevd loop on CPU, cuSOLVER batched on CUDA)",
         threadable=True,
         solve_into=_torch_into,
+        check_block=_numba_check,
     )
 )
 register(
@@ -165,6 +178,7 @@ register(
         # concurrent callers would observe: run it in the caller's thread, unsplit
         threadable=False,
         blas_pool=True,
+        check_block=_numba_check,
     )
 )
 register(
@@ -174,6 +188,7 @@ register(
         _scipy_loop,
         "scipy.linalg.eigh per matrix (the reference; slow)",
         tunable_on=(),
+        check_block=_numba_check,
     )
 )
 register(

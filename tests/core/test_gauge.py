@@ -49,3 +49,61 @@ def test_degenerate_graph_like_spectrum_is_deterministic_across_strategies():
     # non-degenerate columns (eigenvalues 0 and 4) must agree exactly up to round-off
     for j in (0, n - 1):
         torch.testing.assert_close(v1[:, j], v2[:, j], atol=1e-12, rtol=0)
+
+
+def _adversarial_columns(batch: int, n: int, dtype: torch.dtype) -> torch.Tensor:
+    """Column-major eigenvector-like blocks with exact and near ties of opposite sign, zero
+    and signed-zero columns, infinities and NaN (every branch of the sign decision)."""
+    g = torch.Generator().manual_seed(n)
+    v = torch.randn(batch, n, n, generator=g, dtype=torch.float64).to(dtype)
+    v[:5, :, 0] = 0.0
+    v[5:10, :, 1] = -0.0
+    v[10:20, 0, 2] = 5.0
+    v[10:20, n - 1, 2] = -5.0  # exact opposite-sign tie: the first entry decides
+    v[20:30, 1, 2] = -5.0
+    v[20:30, n - 2, 2] = 5.0 * (1 - 1e-12)  # near tie within the tolerance
+    v[30:35, 0, 3] = float("inf")
+    v[35:40, 1, 3] = float("-inf")
+    v[40:45, 2, 3] = float("nan")
+    return v.mT.contiguous().mT  # columns contiguous, as LAPACK and the executor write them
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("n", [4, 33, 64])
+def test_numba_gauge_pass_is_bitwise_the_torch_gauge(monkeypatch, dtype, n):
+    """The executor's one-pass numba gauge (CPU blocks of at least
+    ``NUMBA_PASS_MIN_ENTRIES``) makes exactly the decisions of the torch path."""
+    from spectra.core import _gauge
+    from spectra.core._arrays import NUMBA_PASS_MIN_ENTRIES
+    from spectra.core._kernels import _numba_gauge
+
+    batch = max(64, NUMBA_PASS_MIN_ENTRIES // (n * n) + 1)
+    v = _adversarial_columns(batch, n, dtype)
+    expected = v * _gauge.gauge_phase(v)  # the torch path
+    calls = []
+    real = _numba_gauge.gauge_rows
+    monkeypatch.setattr(_numba_gauge, "gauge_rows", lambda *a: calls.append(1) or real(*a))
+    _gauge._numba_gauge_kernel.cache_clear()
+    try:
+        got = torch.empty_strided(v.shape, v.stride(), dtype=dtype).copy_(v)
+        _gauge.fix_gauge_(got)
+    finally:
+        _gauge._numba_gauge_kernel.cache_clear()
+    assert calls == [1]  # the numba pass ran
+    assert torch.equal(got.isnan(), expected.isnan())
+    same = (got == expected) | got.isnan()
+    assert bool(same.all())
+    # signed zeros included (a NaN's sign bit carries nothing: x86 keeps it under * -1)
+    assert torch.equal(got.signbit() | got.isnan(), expected.signbit() | got.isnan())
+
+
+def test_small_or_row_major_blocks_take_the_torch_gauge(monkeypatch):
+    from spectra.core import _gauge
+
+    monkeypatch.setattr(_gauge, "_numba_gauge_kernel", lambda dtype: pytest.fail("numba"))
+    small = _adversarial_columns(64, 4, torch.float64)  # 1,024 entries: below the minimum
+    rows = _adversarial_columns(64, 64, torch.float64).contiguous()  # rows contiguous
+    for v in (small, rows):
+        expected = v * _gauge.gauge_phase(v)
+        got = _gauge.fix_gauge_(v.clone())
+        assert bool(((got == expected) | got.isnan()).all())

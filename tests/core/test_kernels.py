@@ -300,6 +300,41 @@ def test_fused_check_not_used_without_the_check(monkeypatch):
     assert bool(torch.isfinite(w).all()) and verdicts == []
 
 
+@pytest.mark.parametrize("strategy", ["torch", "numpy", "scipy"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.complex128])
+def test_fused_check_on_large_lapack_blocks(monkeypatch, strategy, dtype):
+    """LAPACK strategies take the one-pass numba check on CPU blocks of at least
+    ``NUMBA_PASS_MIN_ENTRIES``: exact Hermitian input passes there, a ``-0``/``+0`` pair
+    (bitwise unequal) and a within-tolerance asymmetry pass its tolerance test, a
+    non-finite or asymmetric entry is refused with its index."""
+    from spectra.core._arrays import NUMBA_PASS_MIN_ENTRIES
+
+    n = 64
+    batch = NUMBA_PASS_MIN_ENTRIES // (n * n) + 1
+    verdicts = _spy_fused_check(monkeypatch)
+    a = random_hermitian((batch,), n, dtype, seed=11)
+    spectra.eigh(a, strategy=strategy, workers=1)
+    assert verdicts == [True]
+    verdicts.clear()
+    a[2, 5, 3], a[2, 3, 5] = 0.0, -0.0
+    a[4, 7, 1] += 1e-3 * torch.finfo(REAL.get(dtype, dtype)).eps * a[4].abs().amax()
+    w, _ = spectra.eigh(a, strategy=strategy, workers=1)
+    assert verdicts == [True] and bool(torch.isfinite(w).all())
+    verdicts.clear()
+    a[6, 1, 9] = float("inf")
+    a[9, 0, 2] += 1.0
+    with pytest.raises(spectra.InputError) as info:
+        spectra.eigh(a, strategy=strategy, workers=1)
+    assert info.value.indices == [(6,)]  # the first failing check (finiteness) names it
+    assert verdicts == [False]
+
+
+def test_small_lapack_blocks_do_not_import_numba_for_the_check(monkeypatch):
+    verdicts = _spy_fused_check(monkeypatch)
+    spectra.eigh(random_hermitian((3,), 64, torch.float64, seed=12), strategy="torch")
+    assert verdicts == []
+
+
 @pytest.mark.parametrize(("n", "small", "large"), [(3, 2_000, 100_000), (8, 32, 4_096)])
 def test_kernel_batches_fan_out_by_the_kernels_cost(n, small, large):
     """LAPACK's ~5 us per matrix made 200 3x3s fan out (2x slower, measured); the kernels'

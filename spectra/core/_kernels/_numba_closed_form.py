@@ -20,6 +20,8 @@ import math
 import numba
 import numpy as np
 
+from ._numba_gauge import gauge_row
+
 #: matrices per SoA block (entries of one block stay in L1)
 LANES = 64
 
@@ -70,32 +72,6 @@ def eig2(a, b, d):
     x = 1.0 if zero else x * inv
     y = 0.0 if zero else y * inv
     return mid - r * sc, mid + r * sc, x, y
-
-
-@inline
-def gauge_row(r, tol, near):
-    """Put the eigenvector ``r`` (a row of ``vt``, output dtype) in the core's gauge, with
-    exactly the decisions of ``spectra.core._gauge.fix_gauge_`` for real vectors: the sign of
-    the largest-magnitude entry (``max >= -min``), and on an opposite-sign near-tie
-    (``|max + min| <= tol * peak``) the sign of the first entry ``>= near * peak`` in
-    magnitude. ``tol`` and ``near = 1 - tol`` come in the output dtype, so every comparison
-    is made in the same precision as torch's."""
-    hi = r[0]
-    lo = r[0]
-    for i in range(1, r.shape[0]):
-        hi = max(hi, r[i])
-        lo = min(lo, r[i])
-    peak = max(hi, -lo)
-    neg = not (hi >= -lo)
-    if abs(hi + lo) <= tol * peak and peak > 0:
-        bound = peak * near
-        for i in range(r.shape[0]):
-            if abs(r[i]) >= bound:
-                neg = r[i] < 0
-                break
-    if neg:
-        for i in range(r.shape[0]):
-            r[i] = -r[i]
 
 
 @jit
