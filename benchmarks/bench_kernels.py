@@ -5,12 +5,17 @@
 Rows (float64 unless named, CPU, eigenvalues and eigenvectors), each timed interleaved
 (round-robin, :class:`spectra._bench.timing.Timer`: medians and spread per cell):
 
-- n = 3 (1,000,000), 8 (65,536), 16 (16,384), 32 (4,096), 64 (1,024);
+- n = 3 (1,000,000), 8 (65,536), 16 (16,384), 32 (4,096), 64 (1,024), 128 (256);
 - peers: ``torch batched``, ``torch 1-thread`` and ``thread fan-out`` (one Python thread per
   core, torch at one intra-op thread: :class:`spectra.core.baselines.ThreadFanOut`);
 - ``spectra``: ``spectra.eigh(a)`` as planned (checks and gauge included), and
   ``spectra[<kernel>]`` with each applicable kernel strategy forced, same pipeline;
-- ``ratio``: best peer median / spectra median (> 1: spectra is faster).
+- ``spectra@<ref>`` with ``--against REF``: ``spectra.eigh`` as it was at git commit ``REF``
+  (``benchmarks/_release.py``; ``--against release`` is the first release), same process;
+- ``ratio``: best peer median / spectra median (> 1: spectra is faster);
+- ``paired``: the median over rounds of (thread fan-out time / spectra time) in the same
+  round, which cancels the slow drifts of a shared machine that medians of separate cells
+  keep, with its interquartile range.
 
 A Stiefel row times the polar retraction of 1,024 frames 64 x 8 float32 (one core call on
 the 8 x 8 Gram matrices) against geoopt's ``EuclideanStiefel`` QR retraction, the same
@@ -30,7 +35,7 @@ import pathlib
 import warnings
 from typing import Any
 
-ROWS = [(3, 1_000_000), (8, 65_536), (16, 16_384), (32, 4_096), (64, 1_024)]
+ROWS = [(3, 1_000_000), (8, 65_536), (16, 16_384), (32, 4_096), (64, 1_024), (128, 256)]
 KERNELS_FOR = {3: ["closed-form"], 8: ["numba-jacobi", "numba-ql"]}  # default: numba-ql
 
 
@@ -38,7 +43,22 @@ def _kernels(n: int) -> list[str]:
     return KERNELS_FOR.get(n, ["numba-ql"])
 
 
-def _eigh_row(n: int, batch: int, timer: Any, fan: Any) -> dict[str, Any]:
+def paired(base: list[float], other: list[float]) -> dict[str, float]:
+    """Median and quartiles over rounds of ``base[i] / other[i]`` (same-round ratios).
+
+    >>> paired([2.0, 2.2, 1.8], [1.0, 1.0, 1.0])
+    {'median': 2.0, 'q1': 1.8, 'q3': 2.2}
+    """
+    import statistics
+
+    r = sorted(b / o for b, o in zip(base, other, strict=True))
+    q = statistics.quantiles(r, n=4, method="inclusive") if len(r) > 1 else [r[0]] * 3
+    return {"median": statistics.median(r), "q1": q[0], "q3": q[2]}
+
+
+def _eigh_row(
+    n: int, batch: int, timer: Any, fan: Any, old: Any = None, ref: str = ""
+) -> dict[str, Any]:
     import torch
 
     import spectra
@@ -53,7 +73,9 @@ def _eigh_row(n: int, batch: int, timer: Any, fan: Any) -> dict[str, Any]:
         "thread fan-out": Impl(lambda: fan(a)),
         "spectra": Impl(lambda: spectra.eigh(a)),
     }
-    for k in _kernels(n):
+    if old is not None:
+        impls[f"spectra@{ref}"] = Impl(lambda: old.eigh(a))
+    for k in _kernels(n) if n <= 32 else []:
         impls[f"spectra[{k}]"] = Impl(lambda k=k: spectra.eigh(a, strategy=k))
     for impl in impls.values():  # compile / load the kernels before timing
         impl.fn()
@@ -71,6 +93,11 @@ def _eigh_row(n: int, batch: int, timer: Any, fan: Any) -> dict[str, Any]:
         "ratios": {k: best_peer / c.median for k, c in cells.items() if k.startswith("spectra")},
         "vs_fan_out": {
             k: cells["thread fan-out"].median / c.median
+            for k, c in cells.items()
+            if k.startswith("spectra")
+        },
+        "paired_vs_fan_out": {
+            k: paired(cells["thread fan-out"].times, c.times)
             for k, c in cells.items()
             if k.startswith("spectra")
         },
@@ -159,7 +186,10 @@ def calibrate(quick: bool = False) -> dict[str, Any]:
 
 
 def run(
-    quick: bool = False, sizes: list[int] | None = None, stiefel: bool = True
+    quick: bool = False,
+    sizes: list[int] | None = None,
+    stiefel: bool = True,
+    against: str | None = None,
 ) -> dict[str, Any]:
     from spectra._bench.timing import Timer
     from spectra.core.baselines import ThreadFanOut
@@ -169,11 +199,17 @@ def run(
     fan = ThreadFanOut(cores)
     timer = Timer(repeats=3 if quick else 7, min_repeats=3, budget_s=20.0 if quick else 60.0)
     before = os.getloadavg()
+    old = None
+    if against is not None:
+        from benchmarks import _release
+
+        against = _release.FIRST_RELEASE if against == "release" else against
+        old = _release.load(against)
     rows = []
     for n, batch in ROWS:
         if sizes is not None and n not in sizes:
             continue
-        rows.append(_eigh_row(n, batch // 8 if quick else batch, timer, fan))
+        rows.append(_eigh_row(n, batch // 8 if quick else batch, timer, fan, old, against or ""))
         print(_line(rows[-1]), flush=True)
     if stiefel:
         rows.append(_stiefel_row(1024, timer))
@@ -182,6 +218,7 @@ def run(
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "cores": cores,
         "quick": quick,
+        "against": against,
         "loadavg_before": before,
         "loadavg_after": os.getloadavg(),
         "rows": rows,
@@ -196,7 +233,14 @@ def _line(row: dict[str, Any]) -> str:
     ratio = row.get("ratios") or {"spectra polar vs geoopt": row.get("ratio_vs_geoopt")}
     shown = ", ".join(f"{k} {v:.2f}x" for k, v in ratio.items())
     extra = f" [planned: {row['planned']}]" if "planned" in row else ""
-    return f"{row['row']}{extra}: " + "; ".join(parts) + f"\n    ratio vs best peer: {shown}"
+    line = f"{row['row']}{extra}: " + "; ".join(parts) + f"\n    ratio vs best peer: {shown}"
+    if "paired_vs_fan_out" in row:
+        pairs = ", ".join(
+            f"{k} {p['median']:.2f}x [{p['q1']:.2f}-{p['q3']:.2f}]"
+            for k, p in row["paired_vs_fan_out"].items()
+        )
+        line += f"\n    paired vs thread fan-out: {pairs}"
+    return line
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -210,6 +254,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--sizes", help="only these n, comma-separated (e.g. 3,8)")
     parser.add_argument("--no-stiefel", action="store_true", help="skip the Stiefel row")
+    parser.add_argument(
+        "--against",
+        metavar="REF",
+        help="also time spectra at this git commit ('release': the first release)",
+    )
     args = parser.parse_args(argv)
     if args.calibrate:
         result = calibrate(quick=args.quick)
@@ -219,7 +268,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"wrote {path}")
         return
     sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else None
-    result = run(quick=args.quick, sizes=sizes, stiefel=not args.no_stiefel)
+    result = run(quick=args.quick, sizes=sizes, stiefel=not args.no_stiefel, against=args.against)
     print(f"load average before {result['loadavg_before']}, after {result['loadavg_after']}")
     day = datetime.date.today().isoformat()
     default = (

@@ -19,11 +19,18 @@ n = 32          numba-ql: paired median 1.35x           paired median ~1.0-1.6x 
 n = 48, 64      torch faster (0.99x, 0.7x)              torch faster
 =============  ======================================  ===================================
 
+Re-measured on a quiet machine (load average about 1) after the kernels went from 32 to 64
+lanes per block (2026-11-30, ``spectra.eigh`` / ``eigvalsh`` with ``strategy=`` forced,
+interleaved, paired median of torch time / kernel time, 2 workers): eigenpairs n = 40 1.05x
+(noisy), n = 48 0.84x; eigenvalues only n = 24 1.19x, 28 1.11x, 32 1.03x, 40 0.85x. So
+eigenvalues-only batches take numba-ql up to n = 28 (was 20), eigenpairs up to 32.
+
 float32 behaves alike (the kernels compute in float64 and stop at float32 accuracy).
 Complex input: the torch-lane closed form wins at n = 2 (0.3 vs 3.2 us) and loses at n = 3
 (16 vs 11 us); the complex Hermitian QL kernel wins for 3 <= n <= 12 (see below) and is
-even at 16. Only where a kernel was clearly faster is it
-picked: near the crossover the fan-out of LAPACK stays (the goal is never to be slower).
+even at 16 (1.08x paired, quiet machine) and 20 (0.95x). Only where a kernel was clearly
+faster is it picked: near the crossover the fan-out of LAPACK stays (the goal is never to
+be slower).
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ import torch
 from . import numba_available
 
 #: (largest n with eigenvectors, largest n for eigenvalues only) where numba-ql is picked
-QL_MAX_N = (32, 20)
+QL_MAX_N = (32, 28)
 #: largest complex Hermitian n where numba-ql is picked (complex128, eigenpairs: 0.5 vs 2.7 us
 #: at n = 3, 18 vs 48 at 8, 65 vs 96 at 12, 157 vs 169 at 16, 500 vs 390 at 24)
 COMPLEX_QL_MAX_N = 12
