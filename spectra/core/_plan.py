@@ -32,9 +32,12 @@ from ._versions import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
 #: is split. Larger matrices in a single-worker plan use the caller's thread settings.
 THREADED_LAPACK_MIN_N = 256
 _MIN_PARALLEL_BATCH = 2
-#: Fanning out costs a thread hand-off (tens of microseconds, milliseconds under load):
-#: batches whose serial solve is estimated below this stay in the caller's thread.
-_MIN_PARALLEL_SECONDS = 1e-3
+#: Fanning out costs a thread hand-off (tens of microseconds, milliseconds under load) and
+#: on the 2-core CI VM a second core that only runs at full speed after a few milliseconds:
+#: there, 1,024 8 x 8 matrices (3 ms serial) took 1.3x longer split in two, 2,048 (5 ms)
+#: broke even and 16,384 (48 ms) ran 1.7x faster (2026-11-30, interleaved, quiet machine).
+#: Batches whose serial solve is estimated below this stay in the caller's thread.
+_MIN_PARALLEL_SECONDS = 4e-3
 
 
 def format_bytes(n: int) -> str:

@@ -238,25 +238,35 @@ def fan_out(
                 torch.set_grad_enabled(grad),
             ):
                 return fn(lo, hi)
+        except BaseException:
+            cancel.set()  # the other parts (the caller's included) stop at their next check
+            raise
         finally:
             _local.cancel = previous
 
-    futures: list[Future[T]] = [pool.submit(run, lo, hi) for lo, hi in ranges]
+    # the caller runs the first part itself: one thread hand-off fewer, and no core idles
+    # while the caller waits (on 2 cores a 1,024 x 8 x 8 batch took longer split in two
+    # than whole when both halves went to the pool)
+    futures: list[Future[T]] = [pool.submit(run, lo, hi) for lo, hi in ranges[1:]]
     try:
-        while True:  # short waits: a simulated Ctrl-C (interrupt_main) lands between them
+        with single_threaded_kernels():
+            first = run(*ranges[0])
+        while futures:  # short waits: a simulated Ctrl-C (interrupt_main) lands between them
             done, pending = wait(futures, timeout=0.1, return_when=FIRST_EXCEPTION)
             if not pending or any(f.exception() is not None for f in done):
                 break
-        failed = [f for f in futures if f in done and f.exception() is not None]
+        failed = [f for f in futures if f.done() and f.exception() is not None]
         if failed:
             raise _first_error(futures)
-    except BaseException:
+    except BaseException as exc:
         cancel.set()
         for f in futures:
             f.cancel()
         wait(futures)  # running parts stop at their next check_cancelled()
+        if isinstance(exc, Cancelled):  # the caller's part stopped for a worker's error
+            raise _first_error(futures) from None
         raise
-    return [f.result() for f in futures]
+    return [first] + [f.result() for f in futures]
 
 
 def _first_error(futures: list[Future[Any]]) -> BaseException:

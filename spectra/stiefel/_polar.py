@@ -112,17 +112,22 @@ def _lenient_rsqrt(seen: list[torch.Tensor]) -> Callable[[torch.Tensor], torch.T
 
 
 def _inv_sqrtm(
-    g: torch.Tensor, where: str, lenient: bool = False
+    g: torch.Tensor, where: str, lenient: bool = False, gram: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``(G^(-1/2), eigenvalues of G or None for an empty batch)``; ``lenient`` leaves
-    singular members to the caller instead of raising."""
+    singular members to the caller instead of raising; ``gram``: ``g`` is a Gram matrix
+    ``Y^H Y`` (Hermitian by construction)."""
     if g.ndim < 2 or g.shape[-1] != g.shape[-2]:
         raise ValueError(f"{where}: expected square matrices (..., p, p), got {tuple(g.shape)}")
     if g.shape[-1] == 0 or g.numel() == 0:
         return g.clone(), None
     seen: list[torch.Tensor] = []
     f = _lenient_rsqrt(seen) if lenient else _checked_rsqrt(where, seen)
-    out = matrix_function(herm(g), f, check=False)
+    # a Gram matrix is Hermitian up to round-off and the core (check=False) reads its lower
+    # triangle only: without gradients the Hermitian part (a pass over the batch) is skipped;
+    # with them it keeps the gradient Hermitian
+    grad = torch.is_grad_enabled() and g.requires_grad
+    out = matrix_function(g if gram and not grad else herm(g), f, check=False)
     return out, seen[-1]
 
 
@@ -179,11 +184,11 @@ def polar(y: torch.Tensor, *, where: str = "polar", precise: bool = False) -> to
 
 def _polar(y: torch.Tensor, where: str, precise: bool) -> torch.Tensor:
     if not precise:
-        return y @ inv_sqrtm(y.mH @ y, where=where)
+        return y @ _inv_sqrtm(y.mH @ y, where, gram=True)[0]
     work = {torch.float32: torch.float64, torch.complex64: torch.complex128}.get(y.dtype, y.dtype)
     yw = y.to(work)
     grad = torch.is_grad_enabled() and y.requires_grad
-    g, w = _inv_sqrtm(yw.mH @ yw, where, lenient=not grad)
+    g, w = _inv_sqrtm(yw.mH @ yw, where, lenient=not grad, gram=True)
     q = yw @ g
     if w is not None:
         lo, hi = w[..., 0], w[..., -1]

@@ -21,7 +21,7 @@ from spectra.core import _execute, _threads
 
 from .helpers import random_hermitian
 
-N, BATCH = 32, 64  # enough work that the planner splits it across 2 workers
+N, BATCH = 32, 256  # enough work that the planner splits it across 2 workers
 
 
 def _batch(dtype=torch.float64, seed=0):
@@ -49,9 +49,9 @@ def _run_script(body: str, timeout: float = 120) -> str:
 PRELUDE = """
 import os, sys, torch, spectra
 from spectra.core import _threads
-x = torch.randn(64, 32, 32, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+x = torch.randn(256, 32, 32, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
 a = x + x.mT
-assert spectra.plan(32, 64, torch.float64, "cpu", workers=2).workers > 1
+assert spectra.plan(32, 256, torch.float64, "cpu", workers=2).workers > 1
 ref = spectra.eigh(a, workers=2).eigenvalues
 assert _threads._pool is not None  # the parent's pool exists before the fork
 """
@@ -85,7 +85,9 @@ print("os.fork ok")
 
 # 2. a multiprocessing pool with the fork start method
 def work(i):
-    return float(spectra.eigh(a[i * 16:(i + 1) * 16 + 16], workers=2).eigenvalues.sum())
+    part = a[i * 64:(i + 1) * 64 + 64]  # 128 matrices: enough work to split
+    assert spectra.plan(32, len(part), torch.float64, "cpu", workers=2).workers > 1
+    return float(spectra.eigh(part, workers=2).eigenvalues.sum())
 
 with mp.get_context("fork").Pool(2) as pool:
     got = pool.map_async(work, range(3)).get(timeout=60)
@@ -93,13 +95,13 @@ assert len(got) == 3
 print("mp fork ok")
 
 # 3. a DataLoader whose forked workers apply spectra
-class Spectra(Dataset):
+class Spectra(Dataset):  # items of 128 matrices: each split across the pool
     def __len__(self):
-        return 8
+        return 2
     def __getitem__(self, i):
-        return spectra.eigh(a[i * 8:(i + 1) * 8], workers=2).eigenvalues
+        return spectra.eigh(a[i * 128:(i + 1) * 128], workers=2).eigenvalues
 
-loader = DataLoader(Spectra(), batch_size=2, num_workers=2,
+loader = DataLoader(Spectra(), batch_size=1, num_workers=2,
                     multiprocessing_context="fork", timeout=60)
 out = torch.cat([b.reshape(-1, 32) for b in loader])
 assert torch.allclose(out, ref, atol=1e-10), (out - ref).abs().max()
@@ -245,8 +247,8 @@ def test_pool_threads_run_one_kernel_thread_each():
 def test_a_failing_part_cancels_the_others(monkeypatch):
     """Part 1 fails on its first sub-block; part 0 (100 sub-blocks) must stop early."""
     monkeypatch.setattr(_execute, "SUB_BLOCK_BYTES", 1)  # one matrix per sub-block
-    batch, n = 200, 4
-    p = spectra.plan(  # LAPACK's cost: 200 matrices are enough to fan out (not a kernel's)
+    batch, n = 1000, 4
+    p = spectra.plan(  # LAPACK's cost: 1,000 matrices are enough to fan out (not a kernel's)
         n, batch, torch.float64, "cpu", workers=2, chunk_size=batch, strategy="torch"
     )
     assert p.workers == 2, str(p)

@@ -40,9 +40,9 @@ def test_chunked_equals_unchunked_exactly(dtype):
 
 
 def test_thread_settings_are_restored():
-    assert plan(32, 64, torch.float64, "cpu", workers=2).workers > 1  # really threaded
+    assert plan(32, 256, torch.float64, "cpu", workers=2).workers > 1  # really threaded
     before = torch.get_num_threads()
-    spectra.eigh(random_hermitian((64,), 32, torch.float64), workers=2)
+    spectra.eigh(random_hermitian((256,), 32, torch.float64), workers=2)
     assert torch.get_num_threads() == before
 
 
@@ -53,17 +53,17 @@ def test_worker_errors_reach_the_caller(monkeypatch):
         raise RuntimeError("worker failed")
 
     monkeypatch.setattr(_strategies.torch.linalg, "eigh", boom)
-    assert plan(32, 64, torch.float64, "cpu", strategy="torch", workers=2).workers > 1
+    assert plan(32, 256, torch.float64, "cpu", strategy="torch", workers=2).workers > 1
     with pytest.raises(RuntimeError, match="worker failed"):
-        spectra.eigh(random_hermitian((64,), 32, torch.float64), strategy="torch", workers=2)
+        spectra.eigh(random_hermitian((256,), 32, torch.float64), strategy="torch", workers=2)
 
 
 def test_gradients_flow_through_the_threaded_path():
-    assert plan(32, 64, torch.float64, "cpu", workers=2).workers > 1  # really threaded
-    a = random_hermitian((64,), 32, torch.float64, seed=2).requires_grad_()
+    assert plan(32, 256, torch.float64, "cpu", workers=2).workers > 1  # really threaded
+    a = random_hermitian((256,), 32, torch.float64, seed=2).requires_grad_()
     w, _ = spectra.eigh(0.5 * (a + a.mT), workers=2)
     (g,) = torch.autograd.grad(w.sum(), a)
-    torch.testing.assert_close(g, torch.eye(32, dtype=torch.float64).expand(64, 32, 32))
+    torch.testing.assert_close(g, torch.eye(32, dtype=torch.float64).expand(256, 32, 32))
 
 
 def test_verification_recomputes_broken_eigenvectors(monkeypatch):

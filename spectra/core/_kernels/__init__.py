@@ -97,9 +97,10 @@ def _closed_form_seconds(n: int, dtype: torch.dtype) -> float:
 
 
 def _lane_seconds(n: int, dtype: torch.dtype) -> float:
-    """numba-jacobi / numba-ql per matrix, one thread, checks and gauge included: ~1e-8 n^3
-    s (5.4 us at n = 8 measured through ``eigh``, 2026-11-30; complex about 4x)."""
-    return (4.0 if dtype.is_complex else 1.0) * (2e-7 + 1e-8 * n**3)
+    """numba-jacobi / numba-ql per matrix, one thread, checks and gauge included: 3.2e-8
+    n^2.18 s, the fit of numba-ql with 64 lanes at n = 8, 16, 32 (3.0, 13.5, 62 us,
+    float64, 2026-11-30; Jacobi at n = 4, 5 is within 1.5x of it; complex about 4x)."""
+    return (4.0 if dtype.is_complex else 1.0) * 3.2e-8 * n**2.18
 
 
 def _torch_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
