@@ -31,3 +31,15 @@ def test_release_copy_imports_beside_the_working_tree():
     assert old.core.eigh.__module__.startswith(old.__name__)  # its own core, not ours
     a = torch.tensor([[2.0, 1.0], [1.0, 2.0]], dtype=torch.float64)
     torch.testing.assert_close(old.eigh(a)[0], spectra.eigh(a)[0], rtol=0, atol=1e-15)
+
+
+def test_every_json_results_md_cites_is_committed():
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    text = (root / "benchmarks" / "RESULTS.md").read_text()
+    cited = set(re.findall(r"(?:results/)?([\w.-]+\.json)", text))
+    assert len(cited) >= 10
+    missing = sorted(c for c in cited if not (root / "benchmarks" / "results" / c).exists())
+    assert missing == []
