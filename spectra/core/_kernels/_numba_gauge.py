@@ -21,28 +21,18 @@ import numpy as np
 jit = functools.partial(numba.njit, nogil=True, cache=True, error_model="numpy")
 
 
-@functools.partial(jit, inline="always")
-def gauge_row(r, tol, near):
-    """Put the eigenvector ``r`` (a row of ``vt``, output dtype) in the core's gauge, with
-    exactly the decisions of ``spectra.core._gauge.fix_gauge_`` for real vectors: the sign of
-    the largest-magnitude entry (``max >= -min``), and on an opposite-sign near-tie
-    (``|max + min| <= tol * peak``) the sign of the first entry ``>= near * peak`` in
-    magnitude. ``tol`` and ``near = 1 - tol`` come in the output dtype, so every comparison
-    is made in the same precision as torch's."""
+inline = functools.partial(jit, inline="always")
+
+
+@inline
+def flip_to_gauge(r, hi, lo, tol, near):
+    """Negate the eigenvector ``r`` in place where the core's gauge asks, given its largest
+    and smallest entries ``hi``, ``lo``: the sign of the largest-magnitude entry
+    (``max >= -min``), and on an opposite-sign near-tie (``|max + min| <= tol * peak``) the
+    sign of the first entry ``>= near * peak`` in magnitude. ``tol`` and ``near = 1 - tol``
+    come in ``r``'s dtype, so every comparison is made in the same precision as torch's
+    (``spectra.core._gauge.gauge_phase``)."""
     n = r.shape[0]
-    # four independent max/min chains (the reduction cannot be vectorized without
-    # fastmath; independent chains keep the pipelines full): max and min are exact, so the
-    # order of the comparisons does not change the result
-    h0 = h1 = h2 = h3 = l0 = l1 = l2 = l3 = r[0]
-    for i in range(0, n - 3, 4):
-        h0, l0 = max(h0, r[i]), min(l0, r[i])
-        h1, l1 = max(h1, r[i + 1]), min(l1, r[i + 1])
-        h2, l2 = max(h2, r[i + 2]), min(l2, r[i + 2])
-        h3, l3 = max(h3, r[i + 3]), min(l3, r[i + 3])
-    for i in range(n - n % 4, n):
-        h0, l0 = max(h0, r[i]), min(l0, r[i])
-    hi = max(max(h0, h1), max(h2, h3))
-    lo = min(min(l0, l1), min(l2, l3))
     peak = max(hi, -lo)
     neg = not (hi >= -lo)
     if abs(hi + lo) <= tol * peak and peak > 0:
@@ -56,9 +46,21 @@ def gauge_row(r, tol, near):
             r[i] = -r[i]
 
 
+@inline
+def gauge_row(r, tol, near):
+    """Put the (short) eigenvector ``r``, a row of ``vt``, in the core's gauge
+    (:func:`flip_to_gauge`), exactly as ``spectra.core._gauge.fix_gauge_`` does."""
+    hi = r[0]
+    lo = r[0]
+    for i in range(1, r.shape[0]):
+        hi = max(hi, r[i])
+        lo = min(lo, r[i])
+    flip_to_gauge(r, hi, lo, tol, near)
+
+
 @jit
 def gauge_rows(vt, bits, gauge, mask):
-    """:func:`gauge_row`'s decisions for every ``vt[b, k]`` of the real ``vt`` (B, m, n)
+    """:func:`flip_to_gauge` on every ``vt[b, k]`` of the real ``vt`` (B, m, n)
     (row ``k`` of ``vt[b]`` is eigenvector ``k``); ``bits`` is ``vt`` viewed as integers of
     its width, ``gauge`` is ``(tol, 1 - tol)`` in ``vt``'s dtype and ``mask`` the integer
     with every bit but the sign set (``2^63 - 1`` or ``2^31 - 1``).
@@ -89,16 +91,4 @@ def gauge_rows(vt, bits, gauge, mask):
             wide[1] = lk ^ ((lk >> 63) & mask)
             narrow[0] = wide[0]
             narrow[1] = wide[1]
-            row = vt[b, k]
-            hi, lo = back[0], back[1]
-            peak = max(hi, -lo)
-            neg = not (hi >= -lo)
-            if abs(hi + lo) <= tol * peak and peak > 0:
-                bound = peak * near
-                for i in range(n):
-                    if abs(row[i]) >= bound:
-                        neg = row[i] < 0
-                        break
-            if neg:
-                for i in range(n):
-                    row[i] = -row[i]
+            flip_to_gauge(vt[b, k], back[0], back[1], tol, near)
