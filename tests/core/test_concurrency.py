@@ -277,6 +277,10 @@ CTRL_C_SCRIPT = """
 import _thread, os, signal, threading, time
 from spectra.core import _threads
 
+# a shell that starts the test run in the background makes SIGINT ignored, and children
+# inherit that (Python then installs no handler): restore what an interactive user has
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 for name, interrupt in [
     ("interrupt_main", _thread.interrupt_main),
     ("SIGINT", lambda: os.kill(os.getpid(), signal.SIGINT)),
