@@ -129,12 +129,11 @@ def _numba_gauge_kernel(dtype: torch.dtype) -> Callable[[Any], None] | None:
         return None
     import numpy as np
 
-    from ._kernels._numba_gauge import gauge_rows
+    from ._kernels._numba_gauge import gauge_constants, gauge_rows
 
-    tol = default_tolerance(dtype)
     single = dtype == torch.float32
-    real, bits = (np.float32, np.int32) if single else (np.float64, np.int64)
-    gauge = np.array([tol, 1 - tol], dtype=real)
+    bits = np.int32 if single else np.int64
+    gauge = gauge_constants(dtype)
     mask = np.int64(2**31 - 1 if single else 2**63 - 1)
     kernel: Any = gauge_rows  # numba's dispatcher (untyped for mypy)
 

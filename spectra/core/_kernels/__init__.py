@@ -29,7 +29,6 @@ import importlib.util
 import numpy as np
 import torch
 
-from .._arrays import default_tolerance
 from .._gauge import fix_gauge_
 from .._strategies import Strategy, register
 from ._closed_form import eig_small
@@ -139,10 +138,10 @@ def _closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) 
         wt, vt = _torch_eigh(a, v is not None)
     elif a.device.type == "cpu" and not a.is_complex() and n >= 2 and numba_available():
         from . import _numba_closed_form as ncf
+        from ._numba_gauge import gauge_constants
 
-        tol = default_tolerance(a.dtype)  # the kernel applies the gauge itself
-        gauge = np.array([tol, 1 - tol], dtype=torch.empty((), dtype=a.dtype).numpy().dtype)
-        _numba_into(ncf.sym3 if n == 3 else ncf.sym2, a, w, v, gauge)
+        # the kernel applies the gauge itself
+        _numba_into(ncf.sym3 if n == 3 else ncf.sym2, a, w, v, gauge_constants(a.dtype))
         return
     else:
         with torch.no_grad():

@@ -17,11 +17,21 @@ import functools
 
 import numba
 import numpy as np
+import torch
+
+from .._arrays import default_tolerance
 
 jit = functools.partial(numba.njit, nogil=True, cache=True, error_model="numpy")
 
 
 inline = functools.partial(jit, inline="always")
+
+
+def gauge_constants(dtype: torch.dtype) -> np.ndarray:
+    """``(tol, 1 - tol)`` for the real ``dtype``, in that precision (the kernels' ``gauge``
+    argument): the core gauge's tolerance, rounded as torch rounds it."""
+    tol = default_tolerance(dtype)
+    return np.array([tol, 1 - tol], dtype=np.float32 if dtype == torch.float32 else np.float64)
 
 
 @inline
