@@ -332,8 +332,11 @@ def _pythtb_path(
 
 def _lattice_of(lattice: Any) -> np.ndarray:
     if hasattr(lattice, "lattice") and hasattr(lattice, "periodic"):
-        per = list(lattice.periodic)
-        return np.asarray(lattice.lattice)[np.ix_(per, per)]
+        # the periodic lattice vectors (full Cartesian rows) as a square matrix with the same
+        # lengths and angles: its Cholesky factor (special points only read the metric), so
+        # that a layer's orientation in space does not matter
+        rows = np.asarray(lattice.lattice, float)[list(lattice.periodic)]
+        return np.linalg.cholesky(rows @ rows.T)
     lat = np.atleast_2d(np.asarray(lattice, dtype=float))
     if lat.ndim != 2 or lat.shape[0] != lat.shape[1]:
         raise ValueError(f"lattice must be (dim, dim), got shape {lat.shape}")

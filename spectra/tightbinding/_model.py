@@ -105,6 +105,18 @@ class Model(Terms):
         self._hop_keys: set[Key] = set()
         self._ovl_keys: set[Key] = set()
         self._data: BlochData | None = None
+        #: Spinor basis (Wannier90 ``spinors = .true.``): every state is a spinor and each
+        #: band holds one electron (see :attr:`electrons_per_band`).
+        self.spinors = False
+        #: The Fermi level the model's source states (Wannier90 ``fermi_energy``), or None.
+        self.fermi_energy: float | None = None
+        #: A default band path ``(path, {name: reduced k})`` (Wannier90 ``kpoint_path``).
+        self.path_spec: tuple[str, dict[str, np.ndarray]] | None = None
+        #: The position matrix ``(R (nR, dim_k), r(R) (nR, 3, n, n))`` (Cartesian, in the
+        #: source's frame) when the source gave one (Wannier90 ``_tb.dat``), or None.
+        self.position_matrix: tuple[np.ndarray, np.ndarray] | None = None
+        #: Where the model came from (file names), for messages.
+        self.source: str | None = None
 
     # ---------------------------------------------------------------- sizes
     @property
@@ -128,6 +140,23 @@ class Model(Terms):
         return self.norb * self.nspin
 
     @property
+    def electrons_per_band(self) -> float:
+        """Electrons each band holds per cell: 1 for spinful (``nspin=2``) and spinor models
+        (Wannier90 ``spinors = .true.``), 2 for a spinless model (spin-degenerate)."""
+        return 1.0 if (self.spinors or self.nspin == 2) else 2.0
+
+    @property
+    def counting(self) -> str:
+        """One line saying how electrons are counted, and why (for messages)."""
+        if self.spinors:
+            why = "spinor Wannier functions (spinors = .true.)"
+        elif self.nspin == 2:
+            why = "spinful model (nspin=2)"
+        else:
+            why = "spinless model, spin-degenerate bands"
+        return f"{self.electrons_per_band:g} electron(s) per band: {why}"
+
+    @property
     def is_orthogonal(self) -> bool:
         """False when an overlap ``S(R)`` was given (generalized problem)."""
         return self._overlap is None
@@ -143,6 +172,7 @@ class Model(Terms):
             f"nspin={self.nspin}, nR={len(self._blocks)}, "
             f"orthogonal={self.is_orthogonal}"
             + ("" if self.units is None else f", units={self.units!r}")
+            + (", spinors=True" if self.spinors else "")
             + ")"
         )
 
@@ -183,7 +213,9 @@ class Model(Terms):
         }
         kw.update(changes)
         lattice, orbitals = kw.pop("lattice"), kw.pop("orbitals")
-        return Model(lattice, orbitals, **kw)
+        new = Model(lattice, orbitals, **kw)
+        new.spinors, new.fermi_energy, new.source = self.spinors, self.fermi_energy, self.source
+        return new
 
     def copy(self) -> Model:
         """An independent copy."""
@@ -194,6 +226,7 @@ class Model(Terms):
         )
         new._hop_keys = set(self._hop_keys)
         new._ovl_keys = set(self._ovl_keys)
+        new.path_spec, new.position_matrix = self.path_spec, self.position_matrix
         return new
 
     def with_spin(self) -> Model:
@@ -306,6 +339,39 @@ class Model(Terms):
             **eigh_kw,
         )
 
+    def kpath(self, path: Any = None, npoints: int = 100, **kw: Any) -> KPath:
+        """A band path (see :func:`spectra.tightbinding.kpath`); without ``path``, the
+        model's own (:attr:`path_spec`, a Wannier90 ``kpoint_path``) when it has one, else
+        the standard path of its lattice.
+
+        >>> from spectra.tightbinding import graphene
+        >>> graphene().kpath(npoints=31).labels
+        ['Γ', 'K', 'M', 'Γ']
+        """
+        from ._kpoints import kpath
+
+        if path is None and self.path_spec is not None:
+            path, named = self.path_spec
+            kw["points"] = {**named, **(kw.get("points") or {})}
+        return kpath(self, path, npoints, **kw)
+
+    def fermi_level(self, nelectrons: float, kgrid: Any = None, **kw: Any) -> float:
+        """The Fermi level for ``nelectrons`` per cell on a Gamma-centred ``kgrid`` (default
+        ``[24] * dim_k``), counting :attr:`electrons_per_band` per band unless
+        ``degeneracy=`` is given (see :func:`spectra.tightbinding.fermi_level`).
+
+        >>> from spectra.tightbinding import graphene
+        >>> abs(graphene().fermi_level(2, [12, 12])) < 1e-12  # half filling: Dirac point
+        True
+        """
+        from ._dos import fermi_level
+        from ._kpoints import monkhorst_pack
+
+        grid = [24] * self.dim_k if kgrid is None else list(kgrid)
+        energies = self.bands(monkhorst_pack(grid, gamma_centered=True))
+        kw.setdefault("degeneracy", self.electrons_per_band)
+        return fermi_level(energies, nelectrons, **kw)
+
     # ---------------------------------------------------------------- builders / io
     def supercell(self, matrix: Any) -> Model:
         """The supercell with lattice ``matrix @ lattice`` (see :func:`supercell`)."""
@@ -321,14 +387,15 @@ class Model(Terms):
 
     @classmethod
     def from_wannier90(cls, path: Any, **kw: Any) -> Model:
-        """Read ``seedname_hr.dat`` (see :func:`spectra.tightbinding.read_wannier90`)."""
+        """Read a Wannier90 run: a folder, ``seedname_hr.dat`` or ``seedname_tb.dat``, with
+        the ``.win`` next to it (see :func:`spectra.tightbinding.read_wannier90`)."""
         from ._wannier90 import read_wannier90
 
         return read_wannier90(path, **kw)
 
     def to_wannier90(self, path: Any, **kw: Any) -> None:
         """Write ``seedname_hr.dat`` (see :func:`spectra.tightbinding.write_wannier90`)."""
-        from ._wannier90 import write_wannier90
+        from ._w90write import write_wannier90
 
         write_wannier90(self, path, **kw)
 

@@ -1,221 +1,121 @@
-"""Wannier90 ``seedname_hr.dat`` (with ``_wsvec.dat``, ``_centres.xyz``, ``.win``) I/O."""
+"""Read a Wannier90 run into a :class:`Model`: a folder, ``_hr.dat`` or ``_tb.dat``, with the
+``.win``, ``_centres.xyz`` and ``_wsvec.dat`` next to it."""
 
 from __future__ import annotations
 
-import datetime
 import os
-import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..core.domain import InputError
+from ._hrdat import _apply_wsvec, parse_centres, parse_hr, parse_wsvec
 from ._model import Model
+from ._tbdat import parse_tb
+from ._w90write import seed_name, write_wannier90
+from ._win import Win, read_win
 
 PathLike = str | os.PathLike
 
 
-def _seed(path: Path) -> str:
-    name = path.name
-    return name[: -len("_hr.dat")] if name.endswith("_hr.dat") else path.stem
-
-
-def _where(path: PathLike, line: int) -> str:
-    return f"{path}:{line}"
-
-
-def _is_integer(tokens: np.ndarray) -> np.ndarray:
-    """Elementwise: does each string token spell an integer (optional sign, digits only)?"""
-    body = np.char.lstrip(tokens.astype(str), "+-")
-    return np.char.isdigit(body)
-
-
-def _refuse_non_integers(
-    path: PathLike, tokens: np.ndarray, line_of: np.ndarray, names: list[str]
-) -> None:
-    """Raise :class:`InputError` at the first token (row-major) that is not an integer.
-
-    ``tokens`` is ``(rows, len(names))``; ``line_of[row]`` its 1-based line number.
-    """
-    ok = _is_integer(tokens)
-    if bool(ok.all()):
-        return
-    row, col = (int(i) for i in np.argwhere(~ok)[0])
-    raise InputError(
-        _where(path, int(line_of[row])),
-        f"{names[col]} {str(tokens[row, col])!r} is not an integer",
-        hint="Wannier90 writes R vectors, orbital indices and weights as integers; "
-        "refusing rather than truncating",
-    )
-
-
-def parse_hr(path: PathLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(R (nR, 3) int, ndegen (nR,), H(R) (nR, nw, nw) complex, undivided)`` from hr.dat.
-
-    Errors are :class:`~spectra.core.domain.InputError` (a ``ValueError``) naming
-    ``path:line``; non-integer R components, orbital indices or weights are refused.
-    """
-    text = Path(path).read_text().splitlines()
-    if len(text) < 3:
-        raise InputError(str(path), "is too short for a Wannier90 hr.dat file")
-    for line in (2, 3):
-        tok = text[line - 1].split()
-        if not tok or not _is_integer(np.array(tok[:1])).all():
-            raise InputError(
-                _where(path, line), "must hold num_wann (line 2) and nrpts (line 3) as integers"
-            )
-    nw, nr = int(text[1].split()[0]), int(text[2].split()[0])
-    if nw < 1 or nr < 1:
-        raise InputError(str(path), f"num_wann={nw} and nrpts={nr} must be positive")
-    # degeneracy weights: 15 per line, as many lines as it takes
-    weights: list[str] = []
-    wline: list[int] = []
-    lineno = 3
-    while len(weights) < nr and lineno < len(text):
-        tok = text[lineno].split()
-        lineno += 1
-        weights += tok
-        wline += [lineno] * len(tok)
-    if len(weights) < nr:
-        raise InputError(str(path), f"expected {nr} degeneracy weights, found {len(weights)}")
-    if len(weights) > nr:
-        raise InputError(
-            _where(path, wline[nr]), f"holds more than the {nr} degeneracy weights (nrpts)"
-        )
-    wtok = np.array(weights).reshape(nr, 1)
-    _refuse_non_integers(path, wtok, np.array(wline), ["degeneracy weight"])
-    ndegen = wtok[:, 0].astype(np.int64)
-    if np.any(ndegen < 1):
-        bad = int(np.argmax(ndegen < 1))
-        raise InputError(_where(path, wline[bad]), "degeneracy weights must be >= 1")
-    body = [(i + 1, ln.split()) for i, ln in enumerate(text[lineno:], start=lineno) if ln.split()]
-    need = nr * nw * nw
-    for line, tok in body:
-        if len(tok) != 7:
-            raise InputError(
-                _where(path, line), f"expected 7 numbers 'R1 R2 R3 m n Re Im', found {len(tok)}"
-            )
-    if len(body) != need:
-        raise InputError(
-            str(path),
-            f"expected {nr} x {nw}^2 = {need} lines of 'R1 R2 R3 m n Re Im', found {len(body)}",
-        )
-    line_of = np.array([line for line, _ in body])
-    tokens = np.array([tok for _, tok in body])
-    _refuse_non_integers(path, tokens[:, :5], line_of, ["R1", "R2", "R3", "m", "n"])
-    ints = tokens[:, :5].astype(np.int64).reshape(nr, nw * nw, 5)
-    try:
-        vals = tokens[:, 5:].astype(float)
-    except ValueError:
-        row = next(i for i, t in enumerate(tokens[:, 5:]) if not all(_is_float(x) for x in t))
-        raise InputError(_where(path, int(line_of[row])), "Re/Im is not a number") from None
-    rvecs = ints[:, 0, :3]
-    moved = np.any(ints[:, :, :3] != ints[:, :1, :3], axis=-1).ravel()
-    if moved.any():
-        raise InputError(
-            _where(path, int(line_of[np.argmax(moved)])),
-            "R changes inside a block of num_wann^2 lines",
-        )
-    mn = ints[:, :, 3:5].reshape(-1, 2) - 1
-    out = np.any((mn < 0) | (mn >= nw), axis=-1)
-    if out.any():
-        raise InputError(
-            _where(path, int(line_of[np.argmax(out)])), f"orbital index outside 1..{nw}"
-        )
-    seen = set()
-    for i, r in enumerate(map(tuple, rvecs)):
-        if r in seen:
-            raise InputError(
-                _where(path, int(line_of[i * nw * nw])), f"the R vector {r} appears twice"
-            )
-        seen.add(r)
-    cells = mn[:, 0] * nw + mn[:, 1] + np.repeat(np.arange(nr), nw * nw) * nw * nw
-    if len(np.unique(cells)) != cells.size:
-        _, first = np.unique(cells, return_index=True)
-        dup = sorted(set(range(cells.size)) - set(first.tolist()))[0]
-        raise InputError(
-            _where(path, int(line_of[dup])), "the pair (m, n) appears twice in this R block"
-        )
-    hr = np.zeros((nr, nw, nw), complex)
-    ir = np.repeat(np.arange(nr), nw * nw)
-    hr[ir, mn[:, 0], mn[:, 1]] = vals[:, 0] + 1j * vals[:, 1]
-    return rvecs, ndegen, hr
-
-
-def _is_float(token: str) -> bool:
-    try:
-        float(token)
-    except ValueError:
-        return False
-    return True
-
-
-def parse_wsvec(path: PathLike, nw: int) -> dict[tuple[int, int, int, int, int], np.ndarray]:
-    """``{(R1, R2, R3, m, n): T (nT, 3)}`` (0-based m, n) from ``seedname_wsvec.dat``.
-
-    Every entry must list at least one shift ``T`` (a count of 0 would delete a hopping);
-    all numbers must be integers. Errors name ``path:line``.
-    """
-    lines = [
-        (i + 1, ln.split()) for i, ln in enumerate(Path(path).read_text().splitlines()) if i > 0
-    ]
-    lines = [(n, t) for n, t in lines if t]
-    out: dict[tuple[int, int, int, int, int], np.ndarray] = {}
-    i = 0
-
-    def ints(k: int, count: int, what: str) -> list[int]:
-        if k >= len(lines):
-            raise InputError(str(path), f"ends early: expected {what} after the last line")
-        line, tok = lines[k]
-        if len(tok) < count or not _is_integer(np.array(tok[:count])).all():
-            raise InputError(_where(path, line), f"expected {what} ({count} integers)")
-        return [int(x) for x in tok[:count]]
-
-    while i < len(lines):
-        r1, r2, r3, m, n = ints(i, 5, "'R1 R2 R3 m n'")
-        (nt,) = ints(i + 1, 1, "the number of shifts")
-        if nt < 1:
-            raise InputError(
-                _where(path, lines[i + 1][0]),
-                f"lists {nt} shifts for R=({r1}, {r2}, {r3}), m={m}, n={n}",
-                hint="an entry needs at least one shift T; 0 would silently delete the hopping",
-            )
-        if not (1 <= m <= nw and 1 <= n <= nw):
-            raise InputError(_where(path, lines[i][0]), f"orbital index outside 1..{nw}")
-        shifts = np.array([ints(i + 2 + j, 3, "a shift 'T1 T2 T3'") for j in range(nt)])
-        out[(r1, r2, r3, m - 1, n - 1)] = shifts.reshape(nt, 3)
-        i += 2 + nt
-    return out
-
-
-def parse_centres(path: PathLike, nw: int) -> np.ndarray:
-    """Cartesian Wannier centres ``(nw, 3)``: the ``X`` lines of ``seedname_centres.xyz``."""
-    lines = Path(path).read_text().splitlines()[2:]
-    xs = [ln.split()[1:4] for ln in lines if ln.split() and ln.split()[0].upper() == "X"]
-    if len(xs) < nw:
-        raise ValueError(f"{path}: {len(xs)} Wannier centres ('X' lines), need {nw}")
-    return np.array(xs[:nw], dtype=float)
-
-
 def parse_win_cell(path: PathLike) -> np.ndarray | None:
     """``unit_cell_cart`` (Angstrom) from a ``.win`` file, or None when absent."""
-    text = Path(path).read_text()
-    block = re.search(
-        r"begin\s+unit_cell_cart(.*?)end\s+unit_cell_cart", text, re.IGNORECASE | re.DOTALL
-    )
-    if block is None:
-        return None
-    rows = [
-        ln.split()
-        for ln in block.group(1).splitlines()
-        if ln.split() and not ln.strip().startswith(("!", "#"))
-    ]
-    scale = 1.0
-    if rows and len(rows[0]) == 1:
-        unit = rows.pop(0)[0].lower()
-        scale = 0.52917721092 if unit.startswith("bohr") else 1.0
-    return np.array(rows[:3], dtype=float) * scale
+    return read_win(path).unit_cell
+
+
+def _resolve(path: Path) -> tuple[Path, str]:
+    """``(data file, "hr" | "tb")`` for a folder, a ``.win``, an ``_hr.dat`` or a ``_tb.dat``."""
+    if path.is_dir():
+        files = sorted(path.glob("*_tb.dat")) + sorted(path.glob("*_hr.dat"))
+        seeds = sorted({seed_name(f) for f in files})
+        if len(seeds) != 1:
+            found = ", ".join(seeds) or "none"
+            raise InputError(
+                str(path), f"must hold the files of one Wannier90 seedname (found: {found})"
+            )
+        return (files[0], "tb" if files[0].name.endswith("_tb.dat") else "hr")
+    if not path.exists():
+        raise FileNotFoundError(f"no such file: {path}")
+    if path.suffix == ".win":
+        for tail, kind in (("_tb.dat", "tb"), ("_hr.dat", "hr")):
+            cand = path.parent / f"{path.stem}{tail}"
+            if cand.exists():
+                return cand, kind
+        raise InputError(str(path), f"has no {path.stem}_tb.dat or {path.stem}_hr.dat next to it")
+    return path, "tb" if path.name.endswith("_tb.dat") else "hr"
+
+
+def detect_periodic(rvecs: np.ndarray, blocks: np.ndarray) -> list[int]:
+    """The lattice directions along which some non-zero ``H(R)`` reaches (at least one).
+
+    The others are not periodic (the vacuum of a layer, the cross-section of a chain),
+    whichever lattice vector and Cartesian axis they are.
+
+    >>> import numpy as np
+    >>> detect_periodic(np.array([[0, 0, 0], [0, 1, 0], [0, -1, 0]]), np.ones((3, 1, 1)))
+    [1]
+    """
+    live = np.abs(blocks).reshape(len(blocks), -1).max(1, initial=0) > 0
+    used = np.flatnonzero(np.abs(rvecs[live]).sum(0) > 0)
+    return [int(i) for i in used] or [0]
+
+
+def detect_dim(rvecs: np.ndarray, blocks: np.ndarray) -> int:
+    """The number of leading lattice directions that carry hoppings (at least 1).
+
+    >>> import numpy as np
+    >>> detect_dim(np.array([[0, 0, 0], [1, 0, 0], [-1, 0, 0]]), np.ones((3, 1, 1)))
+    1
+    """
+    return max(detect_periodic(rvecs, blocks)) + 1
+
+
+def periodic_frame(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(lattice (p, p), frame (3, p))`` for ``p`` periodic lattice vectors ``rows`` ``(p, 3)``:
+    their coordinates in an orthonormal basis ``frame`` of their span (``rows = lattice @
+    frame.T``), so lengths and angles, hence reciprocal vectors, k-path lengths and cell
+    areas, do not depend on how the Cartesian axes were oriented.
+
+    When the vectors lie in the span of ``p`` Cartesian axes (a layer in the x-y, y-z or x-z
+    plane), those axes are the frame and the coordinates are the file's own.
+
+    >>> import numpy as np
+    >>> lat, frame = periodic_frame(np.array([[2.0, 0, 0], [0, 0, 3.0]]))
+    >>> lat.tolist(), frame.T.tolist()
+    ([[2.0, 0.0], [0.0, 3.0]], [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    """
+    p, full = rows.shape
+    scale = max(float(np.abs(rows).max()), 1e-300)
+    axes = np.flatnonzero(np.abs(rows).max(0) > 1e-10 * scale)
+    if len(axes) == p:
+        return rows[:, axes].copy(), np.eye(full)[:, axes]
+    q, r = np.linalg.qr(rows.T)
+    sign = np.where(np.diag(r) < 0, -1.0, 1.0)
+    q, r = q * sign, r * sign[:, None]
+    return r.T.copy(), q
+
+
+def _lattice(lattice: Any, tb: Any, win: Win | None, where: str) -> np.ndarray:
+    if isinstance(lattice, (str, os.PathLike)):
+        lattice = read_win(lattice).unit_cell
+        if lattice is None:
+            raise InputError(str(where), "the given .win file has no unit_cell_cart block")
+    if lattice is None and tb is not None:
+        lattice = tb.lattice
+        if (
+            win is not None
+            and win.unit_cell is not None
+            and not np.allclose(win.unit_cell, tb.lattice, atol=1e-4, rtol=0)
+        ):
+            raise InputError(str(win.path), f"unit_cell_cart differs from the lattice in {where}")
+    if lattice is None and win is not None:
+        lattice = win.unit_cell
+    lat = np.eye(3) if lattice is None else np.asarray(lattice, float)
+    if lat.shape != (3, 3):
+        raise InputError("lattice", f"must be (3, 3), got {lat.shape}")
+    return lat
 
 
 def read_wannier90(
@@ -224,28 +124,46 @@ def read_wannier90(
     lattice: Any = None,
     centres: Any = None,
     wsvec: Any = None,
+    win: Any = None,
     dim: int | None = None,
+    periodic: Sequence[int] | None = None,
     auto: bool = True,
     tol: float = 1e-5,
 ) -> Model:
-    """A :class:`Model` from Wannier90's ``seedname_hr.dat``.
+    """A :class:`Model` from a Wannier90 run, read as the code leaves it in its folder.
 
     Parameters
     ----------
-    path : the ``_hr.dat`` file. ``H(R)`` is divided by its degeneracy weight.
-    lattice : ``(3, 3)`` lattice vectors (rows, Angstrom), or a ``.win`` path; default: the
-        ``unit_cell_cart`` of ``seedname.win`` next to the file when ``auto``, else identity.
-    centres : Cartesian centres ``(nw, 3)`` or a ``_centres.xyz`` path; default:
-        ``seedname_centres.xyz`` when ``auto`` and present, else all at the origin.
+    path : a folder holding one seedname's files, ``seedname.win``, ``seedname_hr.dat`` or
+        ``seedname_tb.dat`` (Wannier90 >= 3 ``write_tb``: lattice, H(R) and the position
+        matrix in one file; preferred when a folder has both). ``H(R)`` (and ``r(R)``) are
+        divided by their degeneracy weights.
+    lattice : ``(3, 3)`` lattice vectors (rows, Angstrom) or a ``.win`` path; default: the
+        ``_tb.dat`` lattice, else the ``.win`` ``unit_cell_cart`` (``bohr``/``ang``), else
+        identity.
+    centres : Cartesian centres ``(nw, 3)`` or a ``_centres.xyz`` path; default: the
+        diagonal ``<0n|r|0n>`` of a ``_tb.dat``, else ``seedname_centres.xyz`` when
+        present, else all at the origin.
     wsvec : a ``_wsvec.dat`` path (``use_ws_distance``): each ``H(R)_mn / ndegen`` is spread
-        evenly over ``R + T`` for the listed shifts ``T``; default: ``seedname_wsvec.dat``
-        when ``auto`` and present.
-    dim : keep the first ``dim`` directions (e.g. 2 for a layer written as 3D); the others
-        must carry no hopping. Default: detected from the R vectors that carry hoppings
-        (trailing directions without any are dropped, as ``spectra bands`` does), so a
-        graphene file gives a 2-D model.
-    tol : the file is rounded to ~1e-6, so ``H(-R) = H(R)^H`` is checked to this tolerance
-        and then enforced exactly.
+        evenly over ``R + T`` for the listed shifts ``T``; default: ``seedname_wsvec.dat``.
+    win : a ``.win`` path, or False to ignore it; default ``seedname.win`` when present. It
+        gives ``num_wann`` (checked), ``spinors`` (then :attr:`Model.electrons_per_band` is
+        1: each spinor band holds one electron), ``kpoint_path`` (the default of
+        :meth:`Model.kpath` and ``spectra bands``), ``fermi_energy``, the cell.
+    dim : keep the first ``dim`` lattice directions; ``periodic``: keep these (e.g.
+        ``[0, 2]``). Default: the directions along which hoppings reach (the vacuum of a
+        layer or a chain is dropped, whichever lattice vector it is). A model of fewer
+        than 3 periodic directions is expressed in an orthonormal frame of their span
+        (:func:`periodic_frame`), so rotating the file's Cartesian axes changes nothing.
+    tol : the file is rounded, so ``H(-R) = H(R)^H`` is checked to this tolerance and
+        then enforced exactly.
+
+    Notes
+    -----
+    Positions: the Berry-phase tools (and the ``"orbital"`` convention) use the Wannier
+    centres, the diagonal ``<0n|r|0n>`` (the tight-binding approximation of the position
+    operator, as PythTB and TBmodels); a ``_tb.dat``'s full ``r(R)`` is kept on
+    :attr:`Model.position_matrix` (Cartesian Angstrom, the file's axes) and not used.
 
     Examples
     --------
@@ -253,149 +171,100 @@ def read_wannier90(
     >>> from spectra.tightbinding import graphene, read_wannier90, write_wannier90
     >>> d = tempfile.mkdtemp(); f = os.path.join(d, "g_hr.dat")
     >>> write_wannier90(graphene(), f)
-    >>> m = read_wannier90(f)
-    >>> m.dim_k, m.units
-    (2, 'eV')
+    >>> m = read_wannier90(d)  # the folder
+    >>> m.dim_k, m.units, m.electrons_per_band
+    (2, 'eV', 2.0)
     >>> np.allclose(m.bands([[0.1, 0.2]]), graphene().bands([[0.1, 0.2]]))
     True
     """
-    path = Path(path)
-    seed = path.parent / _seed(path)
-    rvecs, ndegen, hr = parse_hr(path)
-    nw = hr.shape[-1]
-    if lattice is None and auto and Path(f"{seed}.win").exists():
-        lattice = parse_win_cell(f"{seed}.win")
-    elif isinstance(lattice, (str, os.PathLike)):
-        lattice = parse_win_cell(lattice)
-        if lattice is None:
-            raise ValueError("no unit_cell_cart block in the given .win file")
-    lat = np.eye(3) if lattice is None else np.asarray(lattice, float)
-    if lat.shape != (3, 3):
-        raise ValueError(f"lattice must be (3, 3), got {lat.shape}")
+    data, kind = _resolve(Path(path))
+    seed = data.parent / seed_name(data)
+    info: Win | None = None
+    if win is None and auto and Path(f"{seed}.win").exists():
+        win = f"{seed}.win"
+    if win is not None and win is not False:
+        info = read_win(win)
+    tb = parse_tb(data) if kind == "tb" else None
+    if tb is not None:
+        rvecs, ndegen, hr, rr = tb.rvecs, tb.ndegen, tb.hr, tb.rr
+        blocks = hr
+    else:
+        rvecs, ndegen, raw = parse_hr(data)
+        blocks, rr = raw / ndegen[:, None, None], None
+    nw = blocks.shape[-1]
+    if info is not None and info.num_wann is not None and info.num_wann != nw:
+        raise InputError(
+            str(info.path), f"says num_wann = {info.num_wann}, but {data.name} has {nw}"
+        )
+    lat = _lattice(lattice, tb, info, data.name)
+    if centres is None and rr is not None:
+        zero = np.flatnonzero(~rvecs.any(1))
+        if zero.size:
+            centres = np.diagonal(rr[zero[0]], axis1=-2, axis2=-1).real.T
     if centres is None and auto and Path(f"{seed}_centres.xyz").exists():
         centres = f"{seed}_centres.xyz"
     if isinstance(centres, (str, os.PathLike)):
         centres = parse_centres(centres, nw)
     cart = np.zeros((nw, 3)) if centres is None else np.asarray(centres, float)
     if cart.shape != (nw, 3):
-        raise ValueError(f"centres must be ({nw}, 3), got {cart.shape}")
+        raise InputError("centres", f"must be ({nw}, 3), got {cart.shape}")
     if wsvec is None and auto and Path(f"{seed}_wsvec.dat").exists():
         wsvec = f"{seed}_wsvec.dat"
-    blocks = hr / ndegen[:, None, None]
     if wsvec is not None:
-        rvecs, blocks = _apply_wsvec(rvecs, blocks, parse_wsvec(wsvec, nw))
+        shifts = parse_wsvec(wsvec, nw)
+        r0 = rvecs
+        rvecs, blocks = _apply_wsvec(r0, blocks, shifts)
+        if rr is not None:
+            rr = np.stack([_apply_wsvec(r0, rr[:, c], shifts)[1] for c in range(3)], 1)
+    per = _periodic(rvecs, blocks, dim, periodic)
+    extra = np.abs(np.delete(rvecs, per, axis=1)).sum(1) > 0
+    if np.any(extra & (np.abs(blocks).max((1, 2)) > 0)):
+        raise InputError(str(data), f"has hoppings along lattice directions outside periodic={per}")
+    rvecs, blocks = rvecs[~extra][:, per], blocks[~extra]
     reduced = cart @ np.linalg.inv(lat)
-    if dim is None:
-        dim = detect_dim(rvecs, blocks)
-    if isinstance(dim, bool) or dim not in (1, 2, 3):
-        raise ValueError(f"dim must be 1, 2 or 3, got {dim!r}")
-    if dim < 3:
-        extra = np.abs(rvecs[:, dim:]).sum(1) > 0
-        if np.any(extra & (np.abs(blocks).max((1, 2)) > 0)):
-            raise ValueError(f"dim={dim}: the file has hoppings along directions >= {dim}")
-        rvecs, blocks = rvecs[~extra, :dim], blocks[~extra]
-        lat, reduced = lat[:dim, :dim], reduced[:, :dim]
-    model = Model(lat, reduced, units="eV")
+    if len(per) == 3:
+        model = Model(lat, reduced, units="eV")
+    else:
+        small, _ = periodic_frame(lat[per])
+        model = Model(small, reduced[:, per], units="eV")
     model.set_blocks(rvecs, blocks, tol=tol)
+    model.source = str(data)
+    if rr is not None:
+        model.position_matrix = (rvecs, rr[~extra])
+    if info is not None:
+        model.spinors = info.spinors
+        model.fermi_energy = info.fermi_energy
+        if info.kpoint_path is not None:
+            named = {k: v[per] for k, v in info.kpoint_path.points.items()}
+            model.path_spec = (info.kpoint_path.path, named)
     return model
 
 
-def detect_dim(rvecs: np.ndarray, blocks: np.ndarray) -> int:
-    """The number of leading lattice directions that carry hoppings (at least 1).
-
-    Trailing directions along which no non-zero ``H(R)`` reaches are not periodic (the
-    vacuum of a layer, the cross-section of a chain).
-
-    >>> import numpy as np
-    >>> detect_dim(np.array([[0, 0, 0], [1, 0, 0], [-1, 0, 0]]), np.ones((3, 1, 1)))
-    1
-    """
-    live = np.abs(blocks).reshape(len(blocks), -1).max(1, initial=0) > 0
-    used = np.flatnonzero(np.abs(rvecs[live]).sum(0) > 0)
-    return max(int(used.max()) + 1 if used.size else 1, 1)
-
-
-def _apply_wsvec(
-    rvecs: np.ndarray, blocks: np.ndarray, shifts: dict[tuple[int, int, int, int, int], np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    nw = blocks.shape[-1]
-    out: dict[tuple[int, ...], np.ndarray] = {}
-    for r, blk in zip(rvecs, blocks, strict=True):
-        for m in range(nw):
-            for n in range(nw):
-                t = shifts.get((int(r[0]), int(r[1]), int(r[2]), m, n))
-                if t is None:
-                    t = np.zeros((1, 3), dtype=int)
-                for shift in t:
-                    key = tuple(int(x) for x in r + shift)
-                    out.setdefault(key, np.zeros((nw, nw), complex))[m, n] += blk[m, n] / len(t)
-    keys = sorted(out)
-    return np.array(keys, dtype=np.int64), np.stack([out[k] for k in keys])
-
-
-def write_wannier90(
-    model: Model, path: PathLike, *, centres: bool = True, header: str | None = None
-) -> None:
-    """Write ``model`` as ``seedname_hr.dat`` (all degeneracy weights 1, full precision),
-    plus ``seedname_centres.xyz`` and ``seedname.win`` (``unit_cell_cart``) when ``centres``.
-
-    Models of fewer than 3 periodic dimensions are padded to 3D. Non-orthogonal models
-    cannot be written (hr.dat has no overlap).
-    """
-    if not model.is_orthogonal:
-        raise ValueError("Wannier90 hr.dat has no overlap: cannot write a non-orthogonal model")
-    if model.nspin != 1:
-        model = _flatten_spin(model)
-    path = Path(path)
-    rv, hr, _ = model.blocks()
-    dim = model.dim
-    if dim > 3:
-        raise ValueError("Wannier90 files are 3D")
-    r3 = np.zeros((rv.shape[0], 3), dtype=np.int64)
-    r3[:, :dim] = rv
-    nw = model.nstates
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%d%b%Y at %H:%M:%S")
-    lines = [header or f"written by spectra on {stamp}", f"{nw:12d}", f"{len(r3):12d}"]
-    ones = ["    1"] * len(r3)
-    lines += ["".join(ones[i : i + 15]) for i in range(0, len(ones), 15)]
-    mm, nn = np.meshgrid(np.arange(nw), np.arange(nw), indexing="xy")  # m fastest
-    for r, blk in zip(r3, hr, strict=True):
-        vals = blk[mm.ravel(), nn.ravel()]
-        lines += [
-            f"{r[0]:5d}{r[1]:5d}{r[2]:5d}{m + 1:5d}{n + 1:5d}{v.real:24.16e}{v.imag:24.16e}"
-            for m, n, v in zip(mm.ravel(), nn.ravel(), vals, strict=True)
-        ]
-    path.write_text("\n".join(lines) + "\n")
-    if centres:
-        lat = np.eye(3)
-        lat[:dim, :dim] = model.lattice
-        orb = np.zeros((model.norb, 3))
-        orb[:, :dim] = model.orbitals
-        cart = orb @ lat
-        seed = path.parent / _seed(path)
-        xyz = [f"{len(cart)}", "Wannier centres, written by spectra"]
-        xyz += [f"X {c[0]:20.12f}{c[1]:20.12f}{c[2]:20.12f}" for c in cart]
-        Path(f"{seed}_centres.xyz").write_text("\n".join(xyz) + "\n")
-        cell = "\n".join(f"{a[0]:20.12f}{a[1]:20.12f}{a[2]:20.12f}" for a in lat)
-        Path(f"{seed}.win").write_text(
-            f"num_wann = {nw}\nbegin unit_cell_cart\nang\n{cell}\nend unit_cell_cart\n"
-        )
-
-
-def _flatten_spin(model: Model) -> Model:
-    orb = np.repeat(model.orbitals, model.nspin, axis=0)
-    flat = Model(model.lattice, orb, periodic=model.periodic, convention=model.convention)
-    rv, hr, _ = model.blocks()
-    flat.set_blocks(rv, hr)
-    return flat
+def _periodic(
+    rvecs: np.ndarray, blocks: np.ndarray, dim: int | None, periodic: Sequence[int] | None
+) -> list[int]:
+    if dim is not None and periodic is not None:
+        raise InputError("dim", "give dim or periodic, not both")
+    if dim is not None:
+        if isinstance(dim, bool) or dim not in (1, 2, 3):
+            raise InputError("dim", f"must be 1, 2 or 3, got {dim!r}")
+        return list(range(dim))
+    if periodic is not None:
+        per = sorted({int(p) for p in periodic})
+        if not per or any(p < 0 or p > 2 for p in per):
+            raise InputError("periodic", f"must list directions among 0, 1, 2, got {periodic!r}")
+        return per
+    return detect_periodic(rvecs, blocks)
 
 
 __all__ = [
     "detect_dim",
+    "detect_periodic",
     "parse_centres",
     "parse_hr",
     "parse_win_cell",
     "parse_wsvec",
+    "periodic_frame",
     "read_wannier90",
     "write_wannier90",
 ]
