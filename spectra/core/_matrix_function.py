@@ -7,8 +7,10 @@ Given ``f``, the Frechet derivative is Daleckii-Krein's divided-difference formu
     L_f(A, E) = V (F o (V^H E V)) V^H,   F_ij = (f(w_i) - f(w_j)) / (w_i - w_j),
 
 with ``F_ij = f'(w_i)`` on ties; the map is self-adjoint, so the gradient of a loss with
-upstream gradient ``G`` is ``V (conj(F) o (V^H G V)) V^H``. Close ties use the mean of the
-two derivatives (error ``O(gap^2 f''')``) instead of the cancelling quotient. The gradient
+upstream gradient ``G`` is ``V (conj(F) o (V^H G V)) V^H``. The divided differences
+(``_divided_differences.py``) are shift invariant and accurate at every gap: near ties a
+corrected trapezoid of ``f'`` and ``f''`` at the eigenvalues replaces the cancelling
+quotient, chosen by comparing error estimates, never a gap against ``max |w|``. The gradient
 map is differentiable in turn through the second divided differences
 ``f[w_i, w_k, w_j]`` (Hessian-vector products, gradgradcheck), for real-valued ``f``.
 """
@@ -21,6 +23,7 @@ from typing import Any
 import torch
 
 from ._arrays import as_tensor, restore
+from ._divided_differences import divided_differences, second_divided_differences
 
 ElementwiseFn = Callable[[torch.Tensor], torch.Tensor]
 
@@ -33,77 +36,46 @@ def _apply(f: ElementwiseFn, w: torch.Tensor) -> torch.Tensor:
     return y
 
 
-def _values_and_derivatives(f: ElementwiseFn, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``f(w)`` and ``f'(w)`` for an elementwise ``f`` (complex ``f`` allowed: real and
-    imaginary parts are differentiated separately)."""
+def _second(d: torch.Tensor, x: torch.Tensor) -> torch.Tensor | None:
+    """``d/dx`` of the first derivative ``d`` (built with ``create_graph``); ``None`` where
+    autograd cannot differentiate it (a custom function marked once_differentiable)."""
+    if not d.requires_grad:  # f' constant: f affine in w
+        return torch.zeros_like(d)
+    try:
+        (dd,) = torch.autograd.grad(d.sum(), x, retain_graph=True)
+    except RuntimeError:
+        return None
+    return dd
+
+
+def _derivatives(
+    f: ElementwiseFn, w: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """``f(w)``, ``f'(w)`` and ``f''(w)`` for an elementwise ``f`` from one call of ``f``
+    (complex ``f`` allowed: real and imaginary parts are differentiated separately);
+    ``f''`` is ``None`` where autograd cannot differentiate ``f'`` (the first derivative is
+    still exact; only the near-tie formula loses an order)."""
     with torch.enable_grad():
         x = w.detach().clone().requires_grad_(True)
         y = _apply(f, x)
         if not y.requires_grad:  # constant f
-            return y.detach(), torch.zeros_like(y.detach())
-        if y.is_complex():
-            (dr,) = torch.autograd.grad(y.real.sum(), x, retain_graph=True)
-            (di,) = torch.autograd.grad(y.imag.sum(), x)
-            return y.detach(), torch.complex(dr, di)
-        (d,) = torch.autograd.grad(y.sum(), x)
-    return y.detach(), d
+            zero = torch.zeros_like(y.detach())
+            return y.detach(), zero, zero
+        if not y.is_complex():
+            (d1,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+            return y.detach(), d1.detach(), _second(d1, x)
+        (dr,) = torch.autograd.grad(y.real.sum(), x, retain_graph=True, create_graph=True)
+        (di,) = torch.autograd.grad(y.imag.sum(), x, retain_graph=True, create_graph=True)
+        d2r, d2i = _second(dr, x), _second(di, x)
+    d1c = torch.complex(dr.detach(), di.detach())
+    d2c = None if d2r is None or d2i is None else torch.complex(d2r, d2i)
+    return y.detach(), d1c, d2c
 
 
-def divided_differences(
-    w: torch.Tensor, fw: torch.Tensor, dfw: torch.Tensor, rel_tol: float | None = None
-) -> torch.Tensor:
-    """The Loewner matrix ``F_ij = (f_i - f_j)/(w_i - w_j)``, ``(f'_i + f'_j)/2`` on ties.
-
-    Two eigenvalues are tied when ``|w_i - w_j| <= rel_tol * max|w|`` (default
-    ``eps^(1/3)``, where the quotient's cancellation error and the mean-derivative error,
-    both ``~eps^(2/3)``, balance).
-    """
-    real = w.dtype
-    tol = torch.finfo(real).eps ** (1 / 3) if rel_tol is None else rel_tol
-    scale = w.abs().amax(-1, keepdim=True).unsqueeze(-1).clamp_min(torch.finfo(real).tiny)
-    gap = w.unsqueeze(-1) - w.unsqueeze(-2)
-    tied = gap.abs() <= tol * scale
-    quotient = (fw.unsqueeze(-1) - fw.unsqueeze(-2)) / torch.where(tied, 1.0, gap)
-    mean = 0.5 * (dfw.unsqueeze(-1) + dfw.unsqueeze(-2))
-    return torch.where(tied, mean, quotient)
-
-
-def second_divided_differences(
-    w: torch.Tensor, loewner: torch.Tensor, dfw: torch.Tensor, d2fw: torch.Tensor
-) -> torch.Tensor:
-    """``T[..., i, k, j] = f[w_i, w_k, w_j]`` with the confluent limits on ties:
-    ``(f'(w_i) - f[w_i, w_k]) / (w_i - w_k)`` when ``w_i = w_j``, ``f''/2`` when all tie."""
-    real = w.dtype
-    tol = torch.finfo(real).eps ** (1 / 3)
-    scale = w.abs().amax(-1, keepdim=True).clamp_min(torch.finfo(real).tiny)
-    wi = w[..., :, None, None]
-    wk = w[..., None, :, None]
-    wj = w[..., None, None, :]
-    sc = scale[..., None, None]
-    f_ik = loewner.unsqueeze(-1)  # [i, k, 1]
-    f_kj = loewner.unsqueeze(-3)  # [1, k, j]
-    tie_ij = (wi - wj).abs() <= tol * sc
-    tie_ik = (wi - wk).abs() <= tol * sc
-    general = (f_ik - f_kj) / torch.where(tie_ij, torch.ones_like(wi - wj), wi - wj)
-    confluent = (dfw[..., :, None, None] - f_ik) / torch.where(
-        tie_ik, torch.ones_like(wi - wk), wi - wk
-    )
-    d2 = d2fw
-    triple = (d2[..., :, None, None] + d2[..., None, :, None] + d2[..., None, None, :]) / 6
-    return torch.where(tie_ij, torch.where(tie_ik, triple, confluent), general)
-
-
-def _second_derivative(f: ElementwiseFn, w: torch.Tensor) -> torch.Tensor:
-    with torch.enable_grad():
-        x = w.detach().clone().requires_grad_(True)
-        y = _apply(f, x)
-        if not y.requires_grad:
-            return torch.zeros_like(w)
-        (d1,) = torch.autograd.grad(y.sum(), x, create_graph=True)
-        if not d1.requires_grad:
-            return torch.zeros_like(w)
-        (d2,) = torch.autograd.grad(d1.sum(), x)
-    return d2
+def _values_and_derivatives(f: ElementwiseFn, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``f(w)`` and ``f'(w)``."""
+    fw, dfw, _ = _derivatives(f, w)
+    return fw, dfw
 
 
 def _loewner_apply(v: torch.Tensor, loewner: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
@@ -118,27 +90,32 @@ class _DaleckiiKrein(torch.autograd.Function):
     itself differentiable (second divided differences; real-valued ``f``)."""
 
     @staticmethod
-    def forward(ctx, a, grad, w, v, fw, dfw, f):  # type: ignore[override]
-        loewner = divided_differences(w, fw, dfw)
+    def forward(ctx, a, grad, w, v, fw, dfw, d2fw):  # type: ignore[override]
+        loewner = divided_differences(w, fw, dfw, d2fw)
         ga = _loewner_apply(v, loewner.conj(), grad)
         if not a.is_complex() and ga.is_complex():
             ga = ga.real
-        ctx.save_for_backward(grad, w, v, fw, dfw)
-        ctx.f, ctx.input_complex = f, a.is_complex()
+        ctx.save_for_backward(grad, w, v, fw, dfw, d2fw)
+        ctx.input_complex = a.is_complex()
         return ga
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, h):  # type: ignore[override]
-        grad, w, v, fw, dfw = ctx.saved_tensors
+        grad, w, v, fw, dfw, d2fw = ctx.saved_tensors
         if fw.is_complex():
             raise RuntimeError(
                 "spectra.matrix_function: second derivatives are implemented for real-valued f only"
             )
-        loewner = divided_differences(w, fw, dfw)
+        if d2fw is None:
+            raise RuntimeError(
+                "spectra.matrix_function: second derivatives need an f that autograd can "
+                "differentiate twice"
+            )
+        loewner = divided_differences(w, fw, dfw, d2fw)
         g_grad = _loewner_apply(v, loewner, h)  # the map is self-adjoint for real f
         # d/dA: M_ij = sum_k T_ikj (G_ik E_kj + E_ik G_kj) in the eigenbasis
-        t = second_divided_differences(w, loewner, dfw, _second_derivative(ctx.f, w))
+        t = second_divided_differences(w, fw, dfw, d2fw)
         dtype = torch.promote_types(v.dtype, h.dtype)
         vo = v.to(dtype)
         hh = vo.mH @ h.to(dtype) @ vo
@@ -157,18 +134,17 @@ class _MatrixFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, f, solve):  # type: ignore[override]
         w, v = solve(a.detach())
-        fw, dfw = _values_and_derivatives(f, w)
+        fw, dfw, d2fw = _derivatives(f, w)
         out_dtype = torch.promote_types(v.dtype, fw.dtype)
         vo = v.to(out_dtype)
         out = (vo * fw.to(out_dtype).unsqueeze(-2)) @ vo.mH
-        ctx.save_for_backward(a, w, v, fw, dfw)
-        ctx.f = f
+        ctx.save_for_backward(a, w, v, fw, dfw, d2fw)
         return out
 
     @staticmethod
     def backward(ctx, grad):  # type: ignore[override]
-        a, w, v, fw, dfw = ctx.saved_tensors
-        return _DaleckiiKrein.apply(a, grad, w, v, fw, dfw, ctx.f), None, None
+        a, w, v, fw, dfw, d2fw = ctx.saved_tensors
+        return _DaleckiiKrein.apply(a, grad, w, v, fw, dfw, d2fw), None, None
 
 
 def _solver(options: dict[str, Any]) -> Callable[[torch.Tensor], tuple[torch.Tensor, Any]]:
