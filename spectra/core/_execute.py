@@ -18,6 +18,7 @@ from ._checks import BlockCheck, InputRejected
 from ._plan import Plan
 from ._strategies import STRATEGIES
 from ._threads import check_cancelled, fan_out, single_threaded_kernels
+from ._torch_lapack import torch_eigh
 
 #: On CPU each worker walks its part in sub-blocks of about this many input bytes, so the
 #: check, the solve, the gauge and the copy-out of a sub-block all hit a warm cache.
@@ -46,7 +47,8 @@ def _recompute_failures(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor) -> No
     bad = ~(err <= verify_tolerance(a.shape[-1], a.dtype)) | ~torch.isfinite(w).all(-1)
     if bool(bad.any()):
         idx = torch.nonzero(bad).flatten()
-        wc, vc = torch.linalg.eigh(a[idx].cpu())
+        wc, vc = torch_eigh(a[idx].cpu(), True)
+        assert vc is not None
         w[idx] = wc.to(w.device)
         v[idx] = vc.to(v.device)
 

@@ -36,6 +36,7 @@ import torch
 from ._checks import hermitian_from_lower
 from ._strategies import Strategy, register
 from ._threads import fan_out, single_threaded_kernels
+from ._torch_lapack import torch_eigh
 
 DEFAULT_MAX_SWEEPS = 20
 
@@ -310,12 +311,9 @@ def _solve_checked(
     w, v, converged, _ = jacobi_eigh(a, vectors, max_sweeps=sweeps)
     if not bool(converged.all()):
         idx = torch.nonzero(~converged).flatten()
-        with torch.no_grad():
-            if v is not None:
-                wi, vi = torch.linalg.eigh(a[idx])
-                v[idx] = vi
-            else:
-                wi = torch.linalg.eigvalsh(a[idx])
+        wi, vi = torch_eigh(a[idx], v is not None)
+        if v is not None:
+            v[idx] = vi
         w[idx] = wi
     return w, v
 

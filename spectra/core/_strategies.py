@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ._arrays import NUMBA_PASS_MIN_ENTRIES
+from ._torch_lapack import torch_eigh, torch_eigh_into
 
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 #: ``solve(a, vectors)``: a ``(B, n, n)`` block in, ``(w, v or None)`` out
@@ -81,26 +82,6 @@ def register(strategy: Strategy, *, replace: bool = False) -> Strategy:
     return strategy
 
 
-def _torch_solve(a: torch.Tensor, vectors: bool) -> Result:
-    with torch.no_grad():
-        if vectors:
-            w, v = torch.linalg.eigh(a)
-            return w, v
-        return torch.linalg.eigvalsh(a), None
-
-
-def _torch_batched(a: torch.Tensor, vectors: bool) -> Result:
-    return _torch_solve(a, vectors)
-
-
-def _torch_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
-    with torch.no_grad():
-        if v is not None:
-            torch.linalg.eigh(a, out=(w, v))
-        else:
-            torch.linalg.eigvalsh(a, out=w)
-
-
 def _numpy_solve(a: torch.Tensor, vectors: bool) -> Result:
     arr = a.detach().cpu().numpy()
     if vectors:
@@ -161,10 +142,10 @@ register(
     Strategy(
         "torch",
         ("cpu", "cuda"),
-        _torch_batched,
+        torch_eigh,
         "batched torch.linalg.eigh (LAPACK syevd loop on CPU, cuSOLVER batched on CUDA)",
         threadable=True,
-        solve_into=_torch_into,
+        solve_into=torch_eigh_into,
         check_block=_numba_check,
     )
 )

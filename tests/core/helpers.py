@@ -41,3 +41,18 @@ def projector_distance(v1, v2, w, gap_tol):
         p2 = v2[:, s:e] @ v2[:, s:e].conj().T
         worst = max(worst, float(np.abs(p1 - p2).max()))
     return worst
+
+
+def patch_torch_strategy(monkeypatch, solve):
+    """Replace the registered ``torch`` strategy's solve by ``solve(a, vectors)`` for one
+    test (its in-place ``solve_into`` dropped, so every call reaches ``solve``); returns
+    the original solve for the replacement to call."""
+    import dataclasses
+
+    from spectra.core import STRATEGIES
+
+    original = STRATEGIES["torch"]
+    monkeypatch.setitem(
+        STRATEGIES, "torch", dataclasses.replace(original, solve=solve, solve_into=None)
+    )
+    return original.solve

@@ -9,6 +9,8 @@ import torch
 from spectra.cli import main
 from spectra.core._selfcheck import run_checks
 
+from .helpers import patch_torch_strategy
+
 
 def test_check_passes_on_cpu_and_writes_json(tmp_path, capsys):
     out = tmp_path / "check.json"
@@ -20,15 +22,15 @@ def test_check_passes_on_cpu_and_writes_json(tmp_path, capsys):
 
 
 def test_check_detects_a_broken_solver(monkeypatch):
-    from spectra.core import _plan, _strategies
+    from spectra.core import STRATEGIES, _plan
 
-    real = _strategies._torch_solve
+    real = STRATEGIES["torch"].solve
 
     def wrong(a, vectors):
         w, v = real(a, vectors)
         return w * 1.001, v
 
-    monkeypatch.setattr(_strategies, "_torch_solve", wrong)
+    patch_torch_strategy(monkeypatch, wrong)
     # the planner would send the small "random" case to a kernel: keep it on torch here
     monkeypatch.setattr(_plan, "choose_kernel", lambda *args: None)
     _plan._plan_cached.cache_clear()

@@ -170,7 +170,23 @@ def test_workers_run_under_the_callers_grad_and_inference_modes():
         assert set(_threads.fan_out(modes, 4, 2)) == {(False, True)}
 
 
-def test_a_larger_workers_never_shuts_the_pool_down_under_other_callers():
+def _join(threads: list[threading.Thread], timeout: float = 120) -> None:
+    """Join every thread; one still running after ``timeout`` (hung) fails the test."""
+    for t in threads:
+        t.join(timeout=timeout)
+    hung = [t.name for t in threads if t.is_alive()]
+    assert not hung, f"threads still running after {timeout} s: {hung}"
+
+
+@pytest.fixture
+def restore_pool(monkeypatch):
+    """Tests that enlarge the shared pool leave the later tests the pool they had."""
+    _threads._get_pool(2)
+    monkeypatch.setattr(_threads, "_pool", _threads._pool)
+    monkeypatch.setattr(_threads, "_pool_size", _threads._pool_size)
+
+
+def test_a_larger_workers_never_shuts_the_pool_down_under_other_callers(restore_pool):
     old = _threads._get_pool(2)
     bigger = _threads._get_pool(_threads._pool_size + 3)
     assert bigger is not old
@@ -189,8 +205,7 @@ def test_a_larger_workers_never_shuts_the_pool_down_under_other_callers():
     threads = [threading.Thread(target=caller, args=(w,)) for w in (2, 5, 9, 13)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join(timeout=120)
+    _join(threads)
     assert not errors, errors
 
 
@@ -225,8 +240,7 @@ def test_concurrent_calls_leave_no_thread_setting_behind():
     threads = [threading.Thread(target=caller) for _ in range(4)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join(timeout=120)
+    _join(threads)
     assert torch.get_num_threads() == original
     assert _new_thread_num_threads() == original
     assert limits() == blas_before
@@ -268,7 +282,9 @@ def test_a_failing_part_cancels_the_others(monkeypatch):
     with pytest.raises(RuntimeError, match="part 1 fails"):
         _execute.execute(p, a, pre)
     count = len(processed)
-    assert 1 <= count < batch // 2, count
+    # part 0 may not have started at all when part 1 failed (a loaded machine): what is
+    # tested is that it never runs through its half
+    assert count < batch // 2, count
     time.sleep(0.05)
     assert len(processed) == count  # nothing still running after the call returned
 

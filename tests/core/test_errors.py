@@ -8,6 +8,8 @@ import torch
 
 import spectra
 
+from .helpers import patch_torch_strategy
+
 
 def test_non_square_and_mismatched_shapes():
     with pytest.raises(ValueError, match=r"shape \(\.\.\., n, n\).*\(3, 4\)"):
@@ -116,12 +118,10 @@ def test_ragged_members_near_the_float_range_are_solved_or_named():
 
 
 def test_raw_torch_linalg_errors_become_spectra_errors(monkeypatch):
-    from spectra.core import _strategies
-
     def fails(a, vectors):
         raise torch.linalg.LinAlgError("linalg.eigh: The algorithm failed to converge")
 
-    monkeypatch.setattr(_strategies, "_torch_solve", fails)
+    patch_torch_strategy(monkeypatch, fails)
     with pytest.raises(spectra.LinAlgError, match="could not be decomposed"):
         spectra.eigh(torch.eye(3, dtype=torch.float64), strategy="torch", workers=1)
     with pytest.raises(spectra.LinAlgError, match=r"could not be decomposed.*indices \[0, 1\]"):

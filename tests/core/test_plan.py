@@ -9,7 +9,7 @@ import torch
 import spectra
 from spectra.core import plan
 
-from .helpers import random_hermitian
+from .helpers import patch_torch_strategy, random_hermitian
 
 
 def test_cpu_plan_fans_out_and_is_cached():
@@ -67,9 +67,9 @@ def test_gradients_flow_through_the_threaded_path():
 
 
 def test_verification_recomputes_broken_eigenvectors(monkeypatch):
-    from spectra.core import _strategies
+    from spectra.core import STRATEGIES
 
-    real = _strategies._torch_solve
+    real = STRATEGIES["torch"].solve
 
     def broken(a, vectors):
         w, v = real(a, vectors)
@@ -78,7 +78,7 @@ def test_verification_recomputes_broken_eigenvectors(monkeypatch):
             v[1] = 1.0  # simulate cuSOLVER returning garbage vectors for one matrix
         return w, v
 
-    monkeypatch.setattr(_strategies, "_torch_solve", broken)
+    patch_torch_strategy(monkeypatch, broken)
     a = random_hermitian((3,), 6, torch.complex64, seed=3)
     w, v = spectra.eigh(a, strategy="torch", verify=True, workers=1)
     assert spectra.validate(a, w, v).ok(1e-4)

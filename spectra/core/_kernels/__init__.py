@@ -31,6 +31,7 @@ import torch
 
 from .._gauge import fix_gauge_
 from .._strategies import Strategy, register
+from .._torch_lapack import torch_eigh, torch_eigh_into
 from ._closed_form import eig_small
 
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
@@ -44,14 +45,6 @@ def numba_available() -> bool:
 
 def _real(dtype: torch.dtype) -> torch.dtype:
     return {torch.complex64: torch.float32, torch.complex128: torch.float64}.get(dtype, dtype)
-
-
-def _torch_eigh(a: torch.Tensor, vectors: bool) -> Result:
-    with torch.no_grad():
-        if vectors:
-            w, v = torch.linalg.eigh(a)
-            return w, v
-        return torch.linalg.eigvalsh(a), None
 
 
 def _numba_into(kernel, a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None, *args):
@@ -102,13 +95,6 @@ def _lane_seconds(n: int, dtype: torch.dtype) -> float:
     return (4.0 if dtype.is_complex else 1.0) * 3.2e-8 * n**2.18
 
 
-def _torch_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
-    wt, vt = _torch_eigh(a, v is not None)
-    w.copy_(wt)
-    if v is not None and vt is not None:
-        v.copy_(vt)
-
-
 def _solve_with(into) -> object:
     """A ``solve(a, vectors)`` built on a ``solve_into(a, w, v)``."""
 
@@ -135,7 +121,7 @@ def _closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) 
     if a.shape[0] == 0:
         return
     if n > 3:
-        wt, vt = _torch_eigh(a, v is not None)
+        wt, vt = torch_eigh(a, v is not None)
     elif a.device.type == "cpu" and not a.is_complex() and n >= 2 and numba_available():
         from . import _numba_closed_form as ncf
         from ._numba_gauge import gauge_constants
@@ -177,7 +163,7 @@ def _jacobi_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> No
     if a.shape[0] == 0:
         return
     if a.is_complex() or a.device.type != "cpu":
-        _torch_into(a, w, v)
+        torch_eigh_into(a, w, v)
         return
     from . import _numba_jacobi as nj
 
@@ -208,7 +194,7 @@ def _ql_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
     if a.shape[0] == 0:
         return
     if a.device.type != "cpu":
-        _torch_into(a, w, v)
+        torch_eigh_into(a, w, v)
         return
     eps = float(torch.finfo(_real(a.dtype)).eps)
     if a.is_complex():
@@ -221,7 +207,7 @@ def _ql_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
         failed = _numba_into(tridiag_ql_real, a, w, v, eps)
     if failed.any():  # QL did not converge on some lane (never seen in tests): LAPACK
         idx = torch.from_numpy(np.flatnonzero(failed))
-        wi, vi = _torch_eigh(a[idx], v is not None)
+        wi, vi = torch_eigh(a[idx], v is not None)
         w[idx] = wi
         if v is not None and vi is not None:
             v[idx] = vi
