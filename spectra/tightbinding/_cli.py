@@ -19,12 +19,18 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "(seedname.win / _centres.xyz / _wsvec.dat next to it are used when "
         "present). Without FILE: graphene.",
     )
-    p.add_argument("file", nargs="?", default=None, help="seedname_hr.dat (default: graphene)")
+    p.add_argument(
+        "file",
+        nargs="?",
+        default=None,
+        help="a Wannier90 folder, seedname_hr.dat, seedname_tb.dat or seedname.win "
+        "(default: graphene)",
+    )
     p.add_argument(
         "--path",
         default=None,
-        help="named points, e.g. G,K,M,G ('|' breaks the path); default: the "
-        "standard path of the detected lattice",
+        help="named points, e.g. G,K,M,G ('|' breaks the path); default: the .win "
+        "kpoint_path, else the standard path of the detected lattice",
     )
     p.add_argument("--nk", type=int, default=200, help="k-points along the path (200)")
     p.add_argument("--out", default="bands.png", help="output figure, .png/.svg (bands.png)")
@@ -45,7 +51,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "--spin-degeneracy",
         type=float,
         default=None,
-        help="electrons per band: 2 for a spinless model (default), 1 for a spinful one",
+        help="electrons per band (default: 1 for a spinor/spinful model, 2 for a spinless one)",
     )
     p.add_argument(
         "--dim",
@@ -58,6 +64,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _load(args: argparse.Namespace) -> Any:
+    from ..core.domain import InputError
     from ._models import graphene
     from ._wannier90 import read_wannier90
 
@@ -66,14 +73,13 @@ def _load(args: argparse.Namespace) -> Any:
     path = Path(args.file) if args.file is not None else DEFAULT_MODEL
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
-    if path.is_dir():
-        raise ValueError(f"{path} is a folder; give a Wannier90 seedname_hr.dat file")
     try:  # the periodic dimensions are detected from the R vectors unless --dim is given
         model = read_wannier90(path, dim=args.dim)
-    except (ValueError, UnicodeDecodeError) as exc:
-        hint = "" if path.name.endswith("_hr.dat") else " (expected a seedname_hr.dat file)"
-        raise ValueError(f"{path} is not a Wannier90 _hr.dat file{hint}: {exc}") from None
-    return model, path.name
+    except ValueError as exc:
+        known = path.is_dir() or path.name.endswith(("_hr.dat", "_tb.dat", ".win"))
+        hint = "" if known else " (expected a seedname_hr.dat or _tb.dat file)"
+        raise InputError(str(path), f"is not a readable Wannier90 run{hint}: {exc}") from None
+    return model, Path(model.source or path).name
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ._dos import dos, fermi_level
-    from ._kpoints import kpath, monkhorst_pack
+    from ._kpoints import monkhorst_pack
     from ._plot import plot_bands
 
     if args.nk < 2:
@@ -93,7 +99,10 @@ def run(args: argparse.Namespace) -> int:
     model, name = _load(args)
     degeneracy = args.spin_degeneracy
     if degeneracy is None:
-        degeneracy = 2.0 / model.nspin
+        degeneracy = getattr(model, "electrons_per_band", 2.0 / model.nspin)
+        counting = getattr(model, "counting", f"{degeneracy:g} electron(s) per band")
+    else:
+        counting = f"{degeneracy:g} electron(s) per band (--spin-degeneracy)"
     if not degeneracy > 0:
         raise ValueError(f"--spin-degeneracy must be positive, got {degeneracy:g}")
     if args.electrons is not None:
@@ -104,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{model.nstates} bands hold {degeneracy:g} electrons each "
                 "(see --spin-degeneracy)"
             )
-    path = kpath(model, args.path, args.nk)
+    path = model.kpath(args.path, args.nk)
     energies = model.bands(path.k)
     dos_panel = None
     fermi = None
@@ -135,5 +144,6 @@ def run(args: argparse.Namespace) -> int:
     )
     if fermi is not None:
         line += f"; E_F = {fermi:.6g}"
+    line += f"; counting {counting}"
     print(f"{line} -> {args.out}")
     return 0

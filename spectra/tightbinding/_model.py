@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -353,6 +354,9 @@ class Model(Terms):
         if path is None and self.path_spec is not None:
             path, named = self.path_spec
             kw["points"] = {**named, **(kw.get("points") or {})}
+            p = kpath(self, path, npoints, **kw)
+            labels = [re.sub(r"@\d+", "", label) for label in p.labels]  # X@2 is an X too
+            return p._replace(labels=labels)
         return kpath(self, path, npoints, **kw)
 
     def fermi_level(self, nelectrons: float, kgrid: Any = None, **kw: Any) -> float:

@@ -31,7 +31,7 @@ _KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:[=:]\s*|\s+|$)(.*)$")
 class KPathSpec:
     """A ``kpoint_path`` block: ``path`` (``"L,G,X|K,G"``) through ``points`` (reduced
     coordinates of the 3-D reciprocal lattice), as :func:`~spectra.tightbinding.kpath`
-    takes them."""
+    takes them; a label used for several points names the later ones ``label@2``, ..."""
 
     path: str
     points: dict[str, np.ndarray]
@@ -126,12 +126,20 @@ def _kpath(path: PathLike, body: list[tuple[int, str]]) -> KPathSpec:
                 f"{path}:{n}",
                 f"kpoint_path: expected 'label k1 k2 k3 label k1 k2 k3', found {len(tok)} entries",
             )
+        ends = []
         for label, coords in ((tok[0], tok[1:4]), (tok[4], tok[5:8])):
+            if "," in label or "|" in label or "@" in label:
+                raise InputError(f"{path}:{n}", f"kpoint_path label {label!r} holds , | or @")
             k = np.array(_floats(path, n, coords, "kpoint_path"))
-            if label in points and not np.allclose(points[label], k, atol=1e-8):
-                raise InputError(f"{path}:{n}", f"kpoint_path gives point {label!r} twice")
-            points[label] = k
-        legs.append((tok[0], tok[4]))
+            # one label may name several equivalent points (X at -0.5 and at 0.5): those
+            # get keys label@2, label@3, ... (shown as the label)
+            same = [key for key in points if key.split("@")[0] == label]
+            key = next((q for q in same if np.allclose(points[q], k, atol=1e-8)), None)
+            if key is None:
+                key = label if not same else f"{label}@{len(same) + 1}"
+                points[key] = k
+            ends.append(key)
+        legs.append((ends[0], ends[1]))
     if not legs:
         raise InputError(str(path), "the kpoint_path block is empty")
     parts = [[legs[0][0], legs[0][1]]]
