@@ -39,13 +39,16 @@ def _apply(f: ElementwiseFn, w: torch.Tensor) -> torch.Tensor:
 def _second(d: torch.Tensor, x: torch.Tensor) -> torch.Tensor | None:
     """``d/dx`` of the first derivative ``d`` (built with ``create_graph``); ``None`` where
     autograd cannot differentiate it (a custom function marked once_differentiable)."""
-    if not d.requires_grad:  # f' constant: f affine in w
-        return torch.zeros_like(d)
+    if not d.requires_grad:
+        # no graph: f affine (f' constant), or an f autograd differentiates only once
+        # (a custom function marked once_differentiable), told apart where f' varies
+        constant = d.numel() == 0 or bool((d == d.reshape(-1)[0]).all())
+        return torch.zeros_like(d) if constant else None
     try:
-        (dd,) = torch.autograd.grad(d.sum(), x, retain_graph=True)
+        (dd,) = torch.autograd.grad(d.sum(), x, retain_graph=True, allow_unused=True)
     except RuntimeError:
         return None
-    return dd
+    return torch.zeros_like(d) if dd is None else dd  # unused: f' does not depend on w
 
 
 def _derivatives(
