@@ -55,8 +55,12 @@ def __getattr__(name: str) -> Any:
         from ._transform import LaplacianPE
 
         return LaplacianPE
-    if name in ("MagneticLaplacianPE", "RandomWalkPE"):
-        from . import _magnetic_transform
+    if name == "MagneticLaplacianPE":
+        from ._magnetic_transform import MagneticLaplacianPE
 
-        return getattr(_magnetic_transform, name)
+        return MagneticLaplacianPE
+    if name == "RandomWalkPE":
+        from ._random_walk_transform import RandomWalkPE
+
+        return RandomWalkPE
     raise AttributeError(f"module 'spectra.graph' has no attribute {name!r}")

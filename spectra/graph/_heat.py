@@ -7,8 +7,9 @@ from typing import Any
 
 import torch
 
-from ._layout import graph_input
-from ._spectrum import LaplacianSpectrum, edges_laplacian_eigh
+from ._layout import glue_threads, graph_input
+from ._parts import GraphSpectra
+from ._spectrum import LaplacianSpectrum, edge_spectra
 
 
 def _times(
@@ -46,6 +47,12 @@ def heat_kernel_from_spectrum(
     decay = torch.exp(-t.view(1, 1, -1) * w.unsqueeze(-1))  # (G, n, T)
     decay = decay * spec.column_mask().unsqueeze(-1)
     return (v * v) @ decay
+
+
+def heat_nodes(spec: GraphSpectra, times: Sequence[float] | torch.Tensor) -> torch.Tensor:
+    """``(N, T)``: ``diag(exp(-t L))`` per node, part by part (never padded)."""
+    t = _times(times, spec.degree.dtype, spec.degree.device)
+    return spec.node_sums(lambda w: torch.exp(-t.view(1, 1, -1) * w.unsqueeze(-1)), t.numel())
 
 
 def heat_kernel_diagonal(
@@ -88,15 +95,10 @@ def heat_kernel_diagonal(
     tensor([[1.0000, 0.5677],
             [1.0000, 0.5677]], dtype=torch.float64)
     """
-    edges, layout, from_numpy, out_device = graph_input(
+    edges, _, from_numpy, out_device = graph_input(
         edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64
     )
-    spec = edges_laplacian_eigh(edges, normalization)
-    heat = heat_kernel_from_spectrum(spec, times)
-    nodes = (
-        heat[layout.batch, layout.local]
-        if layout.num_nodes
-        else heat.new_zeros((0, heat.shape[-1]))
-    )
+    with glue_threads(edges.layout.n_max):
+        nodes = heat_nodes(edge_spectra(edges, normalization), times)
     nodes = nodes.to(device=out_device, dtype=dtype)
     return nodes.numpy() if from_numpy else nodes

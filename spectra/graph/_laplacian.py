@@ -6,83 +6,17 @@ from typing import Any
 
 import torch
 
+from ._assemble import laplacian_entries
 from ._layout import Edges, as_torch, check_normalization, edges_of, make_layout
-
-
-def laplacian_from_adjacency(
-    adj: torch.Tensor,
-    normalization: str | None,
-    node_mask: torch.Tensor | None = None,
-    *,
-    has_diagonal: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Laplacian of a dense ``(..., n, n)`` adjacency (diagonal ignored) and the degrees.
-
-    Isolated nodes (zero degree) get a zero row and column in every normalization; padded
-    nodes (``node_mask`` False) too. ``has_diagonal=False`` promises a zero diagonal
-    (skips clearing it).
-    """
-    check_normalization(normalization)
-    if has_diagonal:
-        eye = torch.eye(adj.shape[-1], dtype=torch.bool, device=adj.device)
-        adj = adj.masked_fill(eye, 0)
-    if node_mask is not None:
-        adj = adj * (node_mask.unsqueeze(-1) & node_mask.unsqueeze(-2))
-    deg = adj.sum(-1)
-    if normalization is None:
-        lap = torch.rsub(adj, 0.0)  # 0 - adj: no negative zeros
-        lap.diagonal(dim1=-2, dim2=-1).add_(deg)
-        return lap, deg
-    _check_degree(deg)
-    connected = deg > 0
-    inv_sqrt = torch.where(connected, deg, torch.ones_like(deg)).rsqrt() * connected
-    if normalization == "sym":
-        lap = torch.rsub(inv_sqrt.unsqueeze(-1) * adj * inv_sqrt.unsqueeze(-2), 0.0)
-    else:
-        lap = torch.rsub((inv_sqrt * inv_sqrt).unsqueeze(-1) * adj, 0.0)
-    lap.diagonal(dim1=-2, dim2=-1).add_(connected.to(adj.dtype))
-    return lap, deg
-
-
-def _check_degree(deg: torch.Tensor) -> None:
-    if bool((deg < 0).any()):
-        bad = (deg < 0).nonzero().squeeze(-1).tolist()[:10]
-        raise ValueError(
-            f"negative weighted degree at node(s) {bad}: normalized Laplacians "
-            "need non-negative degrees"
-        )
 
 
 def edge_laplacian(
     edges: Edges, normalization: str | None, *, isolated_one: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(G, n_max, n_max)`` Laplacian straight from the edge list, and the ``(N,)`` degrees.
-
-    One scatter of the normalized edge weights plus the diagonal; the same conventions as
-    :func:`laplacian_from_adjacency` (isolated nodes: zero row), or with ``isolated_one``
-    PyG's ``get_laplacian`` (``L_ii = 1`` at isolated nodes in the normalized Laplacians).
-    """
-    check_normalization(normalization)
-    deg = edges.degree()
-    src, dst, w = edges.src, edges.dst, edges.weight
-    if normalization is None:
-        values, diag = torch.rsub(w, 0.0), deg
-    else:
-        _check_degree(deg)
-        connected = deg > 0
-        inv_sqrt = torch.where(connected, deg, torch.ones_like(deg)).rsqrt() * connected
-        # the product of the two node factors first: exactly symmetric for symmetric weights
-        pair = (
-            inv_sqrt[src] * inv_sqrt[dst]
-            if normalization == "sym"
-            else (inv_sqrt[src] * inv_sqrt[src])
-        )
-        values = torch.rsub(w * pair, 0.0)
-        diag = torch.ones_like(deg) if isolated_one else connected.to(w.dtype)
-    lap = edges.padded(values)
-    lay = edges.layout
-    lap = lap.index_put((lay.batch, lay.local, lay.local), diag, accumulate=True)
-    return lap, deg
+    """``(G, n_max, n_max)`` Laplacian straight from the edge list, and the ``(N,)`` degrees
+    (see :func:`spectra.graph._assemble.laplacian_entries` for the conventions)."""
+    entries, deg = laplacian_entries(edges, normalization, isolated_one=isolated_one)
+    return entries.padded(), deg
 
 
 def laplacian(

@@ -2,19 +2,38 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
+from ..core.domain import InputError, caller_kernel_threads
+
 NORMALIZATIONS = (None, "sym", "rw")
 
 
-def check_count(name: str, value: Any) -> None:
-    """``value`` must be a non-negative ``int`` (not a ``bool``), else ``ValueError``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+def check_count(name: str, value: Any, minimum: int = 0) -> None:
+    """``value`` must be an ``int`` (not a ``bool``) ``>= minimum``, else ``InputError``.
+
+    The one count check of the graph domain (``k``, ``walk_length``, ``n_components``,
+    ``n_clusters``, ...).
+
+    >>> check_count("k", 0, minimum=1)
+    Traceback (most recent call last):
+    ...
+    spectra.core._errors.InputError: k must be an integer >= 1, got 0
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        word = "a non-negative integer" if minimum == 0 else f"an integer >= {minimum}"
+        raise InputError(name, f"must be {word}, got {value!r}")
+
+
+def glue_threads(n_max: int) -> AbstractContextManager[None]:
+    """One kernel thread in the calling thread for the many small tensor operations around
+    the solve when the graphs are small (the core's rule: from ``n = 256`` threads pay)."""
+    return caller_kernel_threads(torch.empty((0, n_max, n_max)), None)
 
 
 @dataclass(frozen=True)
@@ -61,7 +80,7 @@ def to_numpy_fields(result: Any) -> Any:
 
 def check_normalization(normalization: str | None) -> None:
     if normalization not in NORMALIZATIONS:
-        raise ValueError(f"normalization must be None, 'sym' or 'rw', got {normalization!r}")
+        raise InputError("normalization", f"must be None, 'sym' or 'rw', got {normalization!r}")
 
 
 def make_layout(
@@ -72,41 +91,45 @@ def make_layout(
 ) -> Layout:
     """Check ``edge_index``/``batch``/``num_nodes`` and place every node in the padded grid."""
     if edge_index.ndim != 2 or edge_index.shape[0] != 2:
-        raise ValueError(f"edge_index must have shape (2, E), got {tuple(edge_index.shape)}")
+        raise InputError("edge_index", f"must have shape (2, E), got {tuple(edge_index.shape)}")
     if edge_index.is_floating_point() or edge_index.is_complex():
         raise TypeError(f"edge_index must hold integers, got {edge_index.dtype}")
     device = edge_index.device
     if batch is not None:
         if batch.ndim != 1 or batch.is_floating_point():
-            raise ValueError("batch must be a 1-D integer tensor (the graph of each node)")
+            raise InputError("batch", "must be a 1-D integer tensor (the graph of each node)")
         batch = batch.to(device=device, dtype=torch.long)
         if num_nodes is not None and int(num_nodes) != batch.numel():
-            raise ValueError(f"num_nodes={num_nodes} but batch has {batch.numel()} entries")
+            raise InputError("num_nodes", f"is {num_nodes} but batch has {batch.numel()} entries")
         num_nodes = batch.numel()
     elif num_nodes is None:
         num_nodes = int(edge_index.max()) + 1 if edge_index.numel() else 0
     num_nodes = int(num_nodes)
     if num_nodes < 0:
-        raise ValueError(f"num_nodes must be >= 0, got {num_nodes}")
+        raise InputError("num_nodes", f"must be >= 0, got {num_nodes}")
     if edge_index.numel():
         low, high = int(edge_index.min()), int(edge_index.max())
         if low < 0 or high >= num_nodes:
-            raise ValueError(
-                f"edge_index refers to node {low if low < 0 else high}, "
-                f"outside [0, num_nodes={num_nodes})"
+            bad = ((edge_index < 0) | (edge_index >= num_nodes)).any(0).nonzero().flatten()
+            raise InputError(
+                "edge_index",
+                f"refers to node {low if low < 0 else high}, outside [0, num_nodes={num_nodes}), "
+                f"in edge(s) {bad.tolist()[:10]}",
             )
     if batch is None:
         batch = torch.zeros(num_nodes, dtype=torch.long, device=device)
         n_graphs = 1 if num_graphs is None else int(num_graphs)
     else:
         if batch.numel() and bool((batch[1:] < batch[:-1]).any()):
-            raise ValueError("batch must be sorted (nodes of each graph contiguous, as PyG's)")
+            raise InputError("batch", "must be sorted (nodes of each graph contiguous, as PyG's)")
         if batch.numel() and int(batch[0]) < 0:
-            raise ValueError("batch holds negative graph indices")
+            raise InputError("batch", "holds negative graph indices")
         n_graphs = int(batch[-1]) + 1 if batch.numel() else 0
         if num_graphs is not None:
             if int(num_graphs) < n_graphs:
-                raise ValueError(f"num_graphs={num_graphs} but batch names graph {n_graphs - 1}")
+                raise InputError(
+                    "num_graphs", f"is {num_graphs} but batch names graph {n_graphs - 1}"
+                )
             n_graphs = int(num_graphs)
     counts = torch.bincount(batch, minlength=n_graphs)
     ptr = torch.zeros(n_graphs + 1, dtype=torch.long, device=device)
@@ -118,9 +141,11 @@ def make_layout(
         bad = (src_g != dst_g).nonzero().flatten()
         if bad.numel():
             e = int(bad[0])
-            raise ValueError(
+            raise InputError(
+                "edge_index",
                 f"edge {e} joins graph {int(src_g[e])} and graph {int(dst_g[e])}: "
-                "edges must stay inside one graph"
+                "edges must stay inside one graph",
+                [(int(src_g[e]),), (int(dst_g[e]),)],
             )
     return Layout(batch, local, counts, ptr, n_max)
 
@@ -139,16 +164,6 @@ class Edges:
         deg = torch.zeros(self.layout.num_nodes, dtype=self.weight.dtype, device=self.weight.device)
         return deg.index_add(0, self.src, self.weight)
 
-    def padded(self, values: torch.Tensor) -> torch.Tensor:
-        """Edge values ``(E,)`` summed into a zero ``(G, n_max, n_max)`` batch."""
-        lay = self.layout
-        out = torch.zeros(
-            (lay.num_graphs, lay.n_max, lay.n_max), dtype=values.dtype, device=values.device
-        )
-        return out.index_put_(
-            (lay.batch[self.src], lay.local[self.src], lay.local[self.dst]), values, accumulate=True
-        )
-
 
 def edges_of(
     edge_index: torch.Tensor, edge_weight: torch.Tensor | None, layout: Layout, dtype: torch.dtype
@@ -157,15 +172,15 @@ def edges_of(
     device = edge_index.device
     if edge_weight is not None:
         if edge_weight.ndim != 1 or edge_weight.numel() != edge_index.shape[1]:
-            raise ValueError(
-                f"edge_weight must have shape (E,) = ({edge_index.shape[1]},), "
-                f"got {tuple(edge_weight.shape)}"
+            raise InputError(
+                "edge_weight",
+                f"must have shape (E,) = ({edge_index.shape[1]},), got {tuple(edge_weight.shape)}",
             )
         if edge_weight.is_complex():
             raise TypeError("edge_weight must be real")
         if not bool(torch.isfinite(edge_weight).all()):
             bad = (~torch.isfinite(edge_weight)).nonzero().flatten()[:5].tolist()
-            raise ValueError(f"edge_weight holds NaN/Inf at edges {bad}")
+            raise InputError("edge_weight", f"holds NaN/Inf at edges {bad}")
     src, dst = edge_index[0], edge_index[1]
     keep = src != dst
     if edge_weight is None:
@@ -173,27 +188,6 @@ def edges_of(
     else:
         w = edge_weight.to(device=device, dtype=dtype)[keep]
     return Edges(layout, src[keep], dst[keep], w)
-
-
-def asymmetric_graphs(adj: torch.Tensor, tol: float) -> list[int]:
-    """Indices of the graphs whose adjacency is not symmetric (directed) beyond ``tol``."""
-    if adj.numel() == 0 or torch.equal(adj, adj.mT):
-        return []
-    diff = (adj - adj.mT).abs().amax((-2, -1))
-    scale = adj.abs().amax((-2, -1)).clamp_min(1.0)
-    return (diff > tol * scale).nonzero().flatten().tolist()
-
-
-def require_undirected(adj: torch.Tensor, tol: float = 1e-10) -> None:
-    bad = asymmetric_graphs(adj, tol)
-    if bad:
-        shown = ", ".join(map(str, bad[:10])) + (" ..." if len(bad) > 10 else "")
-        raise ValueError(
-            f"graph(s) {shown} are directed (edge weights not symmetric); spectral features "
-            "need undirected graphs: use torch_geometric.utils.to_undirected first, or the "
-            "magnetic Laplacian PE for directed graphs (spectra.graph.magnetic_laplacian_pe, "
-            "MagneticLaplacianPE)"
-        )
 
 
 class GraphInput(NamedTuple):
@@ -216,6 +210,19 @@ def graph_input(
 ) -> GraphInput:
     """Convert the public arguments shared by the graph functions, solved on ``device``
     (default: the device of ``edge_index``)."""
+    with glue_threads(1):
+        return _graph_input(edge_index, edge_weight, batch, num_nodes, num_graphs, device, dtype)
+
+
+def _graph_input(
+    edge_index: Any,
+    edge_weight: Any,
+    batch: Any,
+    num_nodes: int | None,
+    num_graphs: int | None,
+    device: Any,
+    dtype: torch.dtype,
+) -> GraphInput:
     ei, from_numpy = as_torch(edge_index, "edge_index")
     assert ei is not None
     ew, _ = as_torch(edge_weight, "edge_weight")

@@ -23,18 +23,19 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from ._laplacian import _check_degree
+from ._assemble import magnetic_entries
 from ._layout import (
     Edges,
     as_torch,
     check_count,
     edges_of,
+    glue_threads,
     graph_input,
     make_layout,
     to_numpy_fields,
 )
-from ._pe import multiplicity_groups, select_pe
-from ._spectrum import _solve, count_edge_components
+from ._pe import select_pe
+from ._spectrum import count_edge_components, solve_entries
 
 SYMMETRIZE = ("max", "mean")
 
@@ -73,22 +74,10 @@ def _check(q: float, normalization: str | None, symmetrize: str) -> None:
 def magnetic_from_edges(
     edges: Edges, q: float, normalization: str | None, symmetrize: str
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(G, n_max, n_max)`` complex magnetic Laplacians and ``(G, n_max)`` degrees of A_s."""
+    """``(G, n_max, n_max)`` complex magnetic Laplacians and the ``(N,)`` degrees of A_s."""
     _check(q, normalization, symmetrize)
-    a = edges.padded(edges.weight)  # real (G, n, n), duplicates summed, no self-loops
-    a_t = a.mT
-    a_s = torch.maximum(a, a_t) if symmetrize == "max" else (a + a_t) / 2
-    phase = torch.polar(torch.ones_like(a), (2 * math.pi * q) * (a - a_t))
-    deg = a_s.sum(-1)
-    if normalization is None:
-        lap = torch.diag_embed(deg).to(phase.dtype) - a_s * phase
-        return lap, deg
-    _check_degree(deg)
-    connected = deg > 0
-    inv_sqrt = torch.where(connected, deg, torch.ones_like(deg)).rsqrt() * connected
-    scaled = inv_sqrt.unsqueeze(-1) * a_s * inv_sqrt.unsqueeze(-2)
-    lap = torch.diag_embed(connected.to(a.dtype)).to(phase.dtype) - scaled * phase
-    return lap, deg
+    entries, deg = magnetic_entries(edges, q, normalization, symmetrize)
+    return entries.padded(), deg
 
 
 def magnetic_laplacian(
@@ -241,18 +230,15 @@ def magnetic_pe_from_edges(
     eigh_options: Mapping[str, Any] | None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The pipeline behind :func:`magnetic_laplacian_pe` and ``MagneticLaplacianPE``."""
-    layout = edges.layout
-    lap, deg = magnetic_from_edges(edges, q, normalization, symmetrize)
-    comps = count_edge_components(edges)
-    bound = None
-    if normalization == "sym" and bool((edges.weight >= 0).all()):
-        bound = torch.full((layout.num_graphs,), 2.0, dtype=torch.float64, device=lap.device)
-    spec = _solve(lap, deg, layout, comps, normalization, bound, dict(eigh_options or {}))
-    drop = None
-    if drop_trivial:
-        real = spec.column_mask()
-        drop = ((spec.eigenvalues <= trivial_tol) & real).sum(-1)
-    else:
-        drop = torch.zeros(layout.num_graphs, dtype=torch.long, device=lap.device)
-    pe, mask, vals, _ = select_pe(spec, layout, k, False, multiplicity_tol, drop)
-    return pe, mask, vals, multiplicity_groups(vals, mask, multiplicity_tol)
+    _check(q, normalization, symmetrize)
+    with glue_threads(edges.layout.n_max):
+        entries, deg = magnetic_entries(edges, q, normalization, symmetrize)
+        comps = count_edge_components(edges)
+        bound_two = normalization == "sym" and bool((edges.weight >= 0).all())
+        opts = dict(eigh_options or {})
+        spec = solve_entries(entries, deg, comps, normalization, bound_two, opts)
+        if drop_trivial:
+            drop = spec.count_below(trivial_tol)
+        else:
+            drop = torch.zeros(edges.layout.num_graphs, dtype=torch.long, device=deg.device)
+        return select_pe(spec, k, False, multiplicity_tol, drop)

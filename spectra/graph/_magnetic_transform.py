@@ -1,4 +1,4 @@
-"""``MagneticLaplacianPE`` and ``RandomWalkPE``: more encodings as PyG transforms."""
+"""``MagneticLaplacianPE``: magnetic Laplacian encodings of directed graphs as a PyG transform."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import torch
 
 from ._layout import Layout, check_count
 from ._magnetic import _check, magnetic_pe_from_edges
-from ._random_walk import node_rows, random_walk_from_spectrum
-from ._spectrum import edges_laplacian_eigh
 from ._transform_base import PETransform
 
 
@@ -96,44 +94,3 @@ class MagneticLaplacianPE(PETransform):
         feats = {"pe": torch.cat([pe.real, pe.imag], dim=-1).to(out_device, self.dtype)}
         self._column_features(feats, layout, out_device, mask, vals)
         return feats, layout
-
-
-class RandomWalkPE(PETransform):
-    r"""Random-walk structural encodings ``(P^t)_ii``, ``t = 1..walk_length``: a drop-in for
-    PyG's ``AddRandomWalkPE(walk_length, attr_name)`` that solves a whole ``Batch`` with one
-    eigendecomposition (see :func:`spectra.graph.random_walk_pe`; self-loops are removed).
-
-    Examples
-    --------
-    >>> import torch
-    >>> from torch_geometric.data import Data
-    >>> from spectra.graph import RandomWalkPE
-    >>> tri = torch.tensor([[0, 1, 2, 1, 2, 0], [1, 2, 0, 0, 1, 2]])
-    >>> RandomWalkPE(3)(Data(edge_index=tri, num_nodes=3)).random_walk_pe[0]
-    tensor([0.0000, 0.5000, 0.2500])
-    """
-
-    default_attr = "random_walk_pe"
-
-    def __init__(
-        self,
-        walk_length: int,
-        attr_name: str | None = "random_walk_pe",
-        *,
-        weight_attr: str | None = "edge_weight",
-        dtype: torch.dtype = torch.float32,
-        device: Any = "cpu",
-        eigh_options: Mapping[str, Any] | None = None,
-    ) -> None:
-        check_count("walk_length", walk_length)
-        self._store(attr_name, weight_attr, dtype, device, dict(eigh_options or {}))
-        self.walk_length = walk_length
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__name__}(walk_length={self.walk_length})"
-
-    def _features(self, data: Any) -> tuple[dict[str, torch.Tensor], Layout]:
-        edges, layout, _, out_device = self._graph(data, torch.float64)
-        spec = edges_laplacian_eigh(edges, "sym", **self.eigh_options)
-        rw = node_rows(random_walk_from_spectrum(spec, self.walk_length), layout)
-        return {"pe": rw.to(out_device, self.dtype)}, layout

@@ -7,8 +7,9 @@ from typing import Any, NamedTuple
 
 import torch
 
-from ._layout import Edges, Layout, check_count, graph_input, to_numpy_fields
-from ._spectrum import LaplacianSpectrum, edges_laplacian_eigh
+from ._layout import Edges, check_count, glue_threads, graph_input, to_numpy_fields
+from ._parts import GraphSpectra
+from ._spectrum import edge_spectra
 
 
 class LaplacianPEResult(NamedTuple):
@@ -48,8 +49,7 @@ def multiplicity_groups(eigenvalues: torch.Tensor, mask: torch.Tensor, tol: floa
 
 
 def select_pe(
-    spec: LaplacianSpectrum,
-    layout: Layout,
+    spec: GraphSpectra,
     k: int,
     drop_trivial: bool,
     multiplicity_tol: float,
@@ -61,28 +61,14 @@ def select_pe(
     Returns ``(pe (N, k), mask (G, k), eigenvalues (G, k), groups (G, k))`` in the
     spectrum's dtype, on its device.
     """
-    w, v = spec.eigenvalues, spec.eigenvectors
-    device = w.device
-    g, n = w.shape
     if drop is not None:
-        first = drop.to(device)
+        first = drop
     elif drop_trivial:
-        first = spec.num_components.to(device)
+        first = spec.num_components
     else:
-        first = torch.zeros_like(spec.num_nodes, device=device)
-    idx = first.unsqueeze(-1) + torch.arange(k, device=device)  # (G, k)
-    mask = idx < spec.num_nodes.to(device).unsqueeze(-1)
-    safe = torch.where(mask, idx, torch.zeros_like(idx)).clamp_max(max(n - 1, 0))
-    if n == 0:
-        pe_pad = v.new_zeros((g, 0, k))
-        vals = w.new_zeros((g, k))
-    else:
-        vals = w.gather(-1, safe) * mask
-        pe_pad = v.gather(-1, safe.unsqueeze(-2).expand(g, n, k)) * mask.unsqueeze(-2)
-    groups = multiplicity_groups(vals, mask, multiplicity_tol)
-    batch, local = layout.batch.to(device), layout.local.to(device)
-    pe = pe_pad[batch, local] if layout.num_nodes else pe_pad.new_zeros((0, k))
-    return pe, mask, vals, groups
+        first = torch.zeros_like(spec.num_components)
+    pe, mask, vals = spec.columns(first, k)
+    return pe, mask, vals, multiplicity_groups(vals, mask, multiplicity_tol)
 
 
 def random_signs(g: int, k: int, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -109,7 +95,7 @@ def pe_pipeline(
     multiplicity_tol: float,
     convention: str,
     eigh_options: Mapping[str, Any] | None,
-) -> tuple[LaplacianSpectrum, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
+) -> tuple[GraphSpectra, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
     """The one PE pipeline (``laplacian_pe`` and ``LaplacianPE``): one core call for all
     graphs, column selection, optional random signs. Returns the spectrum (for heat
     features) and ``(pe (N, k), mask (G, k), eigenvalues (G, k), groups (G, k))``."""
@@ -120,14 +106,15 @@ def pe_pipeline(
     if pyg and normalization != "sym":
         raise ValueError("convention='pyg' is PyG's sym-normalized Laplacian: normalization='sym'")
     layout = edges.layout
-    spec = edges_laplacian_eigh(edges, normalization, isolated_one=pyg, **dict(eigh_options or {}))
-    drop = None
-    if pyg:  # PyG drops exactly the first eigenvector of every graph
-        drop = torch.full((layout.num_graphs,), int(drop_trivial), dtype=torch.long)
-    pe, mask, vals, groups = select_pe(spec, layout, k, drop_trivial, multiplicity_tol, drop)
-    if random_sign or pyg:
-        signs = random_signs(layout.num_graphs, k, generator).to(pe.device)
-        pe = pe * signs[layout.batch]
+    with glue_threads(layout.n_max):
+        spec = edge_spectra(edges, normalization, isolated_one=pyg, **dict(eigh_options or {}))
+        drop = None
+        if pyg:  # PyG drops exactly the first eigenvector of every graph
+            drop = torch.full((layout.num_graphs,), int(drop_trivial), dtype=torch.long)
+        pe, mask, vals, groups = select_pe(spec, k, drop_trivial, multiplicity_tol, drop)
+        if random_sign or pyg:
+            signs = random_signs(layout.num_graphs, k, generator).to(pe.device)
+            pe = pe * signs[layout.batch]
     return spec, (pe, mask, vals, groups)
 
 

@@ -8,30 +8,48 @@ from typing import Any
 
 import torch
 
-from ._layout import Layout, check_count, graph_input
-from ._spectrum import LaplacianSpectrum, edges_laplacian_eigh
+from ..core.domain import InputError
+from ._layout import Edges, check_count, glue_threads, graph_input
+from ._parts import GraphSpectra
+from ._spectrum import edge_spectra
 
 
-def random_walk_from_spectrum(spec: LaplacianSpectrum, walk_length: int) -> torch.Tensor:
-    """``(G, n_max, walk_length)``: the return probabilities ``(P^t)_ii``, ``t = 1..L``.
+def _clean(out: torch.Tensor, n: int, signed: bool) -> torch.Tensor:
+    """Zero the entries below the spectral sum's round-off floor ``16 n eps`` (a bipartite
+    graph's odd steps come out exact zeros); clamp probabilities to 1 (not with ``signed``
+    weights, where ``(P^t)_ii`` may exceed 1 or be negative)."""
+    if not signed:
+        out = out.clamp(max=1.0)
+    floor = 16 * max(n, 1) * torch.finfo(out.dtype).eps
+    return torch.where(out.abs() > floor, out, torch.zeros_like(out))
 
-    ``P = D^-1 A = D^-1/2 (I - L_sym) D^1/2`` has the diagonal of ``(I - L_sym)^t``, i.e.
-    ``sum_j u_ij^2 (1 - w_j)^t`` over the ``sym`` eigenpairs; isolated nodes (no walk)
-    and padded rows are 0, and so are entries below the round-off floor
-    ``16 n_max eps`` (the sum's absolute accuracy).
-    """
-    if spec.normalization != "sym":
-        raise ValueError("random-walk encodings are read from the 'sym' spectrum")
-    w, v = spec.eigenvalues, spec.eigenvectors
-    t = torch.arange(1, walk_length + 1, dtype=w.dtype, device=w.device)
-    powers = (1 - w).unsqueeze(-1) ** t.view(1, 1, -1)  # (G, n, L)
-    powers = powers * spec.column_mask().unsqueeze(-1)
-    out = ((v * v) @ powers).clamp(max=1.0)
-    # the spectral sum is accurate to ~n eps absolute: below that an entry is 0 (as a
-    # bipartite graph's odd steps are exactly), so zeros come out exact
-    floor = 16 * max(v.shape[-1], 1) * torch.finfo(w.dtype).eps
-    out = torch.where(out > floor, out, torch.zeros_like(out))
+
+def walk_nodes(spec: GraphSpectra, walk_length: int, signed: bool) -> torch.Tensor:
+    """``(N, walk_length)`` ``(P^t)_ii`` per node, part by part."""
+    t = torch.arange(1, walk_length + 1, dtype=spec.degree.dtype, device=spec.degree.device)
+    out = spec.node_sums(lambda w: (1 - w).unsqueeze(-1) ** t.view(1, 1, -1), walk_length)
+    out = _clean(out, spec.layout.n_max, signed)
     return out * (spec.degree > 0).unsqueeze(-1)
+
+
+def check_walk_degrees(edges: Edges) -> bool:
+    """``P = D^-1 A`` needs a nonzero degree at every node with edges (signed weights may
+    cancel); negative degrees are refused by the Laplacian. Returns whether weights are
+    signed."""
+    nz = edges.weight != 0
+    touched = torch.zeros(edges.layout.num_nodes, dtype=torch.bool, device=edges.src.device)
+    touched[edges.src[nz]] = True
+    deg = edges.degree()
+    bad = (touched & (deg == 0)).nonzero().flatten()
+    if bad.numel():
+        graphs = torch.unique(edges.layout.batch[bad]).tolist()
+        raise InputError(
+            "edge_weight",
+            f"cancels to a zero weighted degree at node(s) {bad.tolist()[:10]} that have "
+            "edges: P = D^-1 A is undefined there",
+            [(g,) for g in graphs],
+        )
+    return bool((edges.weight < 0).any())
 
 
 def random_walk_pe(
@@ -49,10 +67,12 @@ def random_walk_pe(
     r"""Random-walk structural encodings: ``(P^t)_ii`` for ``t = 1..walk_length``.
 
     ``P = D^{-1} A`` is the random-walk matrix (the encodings of Dwivedi et al. 2022, PyG's
-    ``AddRandomWalkPE``), computed for all graphs from **one** batched eigendecomposition
-    of their ``sym`` Laplacians (``sum_j u_ij^2 (1 - w_j)^t``) instead of ``walk_length``
-    sparse products. Self-loops are removed as in every spectra Laplacian (PyG keeps them
-    in ``P``); isolated nodes get 0.
+    ``AddRandomWalkPE``), computed for all graphs from batched eigendecompositions of their
+    ``sym`` Laplacians (``sum_j u_ij^2 (1 - w_j)^t``) instead of ``walk_length`` sparse
+    products. Self-loops are removed as in every spectra Laplacian (PyG keeps them in
+    ``P``); isolated nodes get 0. Signed weights are exact as long as every degree is
+    positive (``(P^t)_ii`` may then exceed 1 or be negative); a negative degree, or a zero
+    degree at a node with edges, raises :class:`~spectra.core.InputError`.
 
     Parameters
     ----------
@@ -76,17 +96,18 @@ def random_walk_pe(
             [0.0000, 0.5000, 0.0000]])
     """
     check_count("walk_length", walk_length)
-    edges, layout, from_numpy, out_device = graph_input(
+    edges, _, from_numpy, out_device = graph_input(
         edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64
     )
-    spec = edges_laplacian_eigh(edges, "sym", **dict(eigh_options or {}))
-    nodes = node_rows(random_walk_from_spectrum(spec, walk_length), layout)
-    nodes = nodes.to(device=out_device, dtype=dtype)
+    nodes = edges_walk(edges, walk_length, eigh_options).to(device=out_device, dtype=dtype)
     return nodes.numpy() if from_numpy else nodes
 
 
-def node_rows(padded: torch.Tensor, layout: Layout) -> torch.Tensor:
-    """``(G, n_max, F)`` -> ``(N, F)``."""
-    if not layout.num_nodes:
-        return padded.new_zeros((0, padded.shape[-1]))
-    return padded[layout.batch, layout.local]
+def edges_walk(
+    edges: Edges, walk_length: int, eigh_options: Mapping[str, Any] | None
+) -> torch.Tensor:
+    """The pipeline behind :func:`random_walk_pe` and ``RandomWalkPE``: ``(N, L)``."""
+    with glue_threads(edges.layout.n_max):
+        signed = check_walk_degrees(edges)
+        spec = edge_spectra(edges, "sym", **dict(eigh_options or {}))
+        return walk_nodes(spec, walk_length, signed)

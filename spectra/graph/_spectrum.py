@@ -1,23 +1,25 @@
-"""The eigenpairs of many graph Laplacians from one core call, padding stripped."""
+"""The eigenpairs of many graph Laplacians: similar small graphs in one padded core call,
+the rest through the core's ragged path (memory ``sum n_g^2``, never ``G n_max^2``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
 from ..core import eigh, fix_gauge
-from ._laplacian import edge_laplacian, laplacian_from_adjacency
+from ._assemble import Entries, laplacian_entries, require_undirected
 from ._layout import (
     Edges,
     Layout,
     check_normalization,
+    glue_threads,
     graph_input,
-    require_undirected,
     to_numpy_fields,
 )
+from ._parts import GraphSpectra, Part
 
 
 class LaplacianSpectrum(NamedTuple):
@@ -59,107 +61,161 @@ def _labels_per_graph(rows: np.ndarray, cols: np.ndarray, layout: Layout) -> tor
     return torch.bincount(first, minlength=layout.num_graphs)
 
 
-def count_components(adj: torch.Tensor, layout: Layout) -> torch.Tensor:
-    """Connected components per graph of a padded adjacency (``(G,)`` long, on adj's device).
+def count_edge_components(edges: Edges) -> torch.Tensor:
+    """Connected components per graph from an edge list (edges of nonzero weight).
 
     Combinatorial (SciPy's ``csgraph.connected_components`` on the whole batch at once),
-    not a threshold on small eigenvalues: an edge counts when its weight is nonzero.
+    not a threshold on small eigenvalues; isolated nodes are components of their own.
     """
-    if layout.num_nodes == 0:
-        return torch.zeros(layout.num_graphs, dtype=torch.long, device=adj.device)
-    g, i, j = (adj != 0).nonzero(as_tuple=True)
-    ptr = layout.ptr.to(adj.device)
-    rows, cols = (ptr[g] + i).cpu().numpy(), (ptr[g] + j).cpu().numpy()
-    return _labels_per_graph(rows, cols, layout).to(adj.device)
-
-
-def count_edge_components(edges: Edges) -> torch.Tensor:
-    """Connected components per graph from an edge list (edges of nonzero weight)."""
     layout = edges.layout
     device = edges.weight.device
     if layout.num_nodes == 0:
         return torch.zeros(layout.num_graphs, dtype=torch.long, device=device)
     nz = edges.weight != 0
+    if layout.num_graphs == 1 and not bool(nz.any()):
+        return torch.full((1,), layout.num_nodes, dtype=torch.long, device=device)
     rows, cols = edges.src[nz].cpu().numpy(), edges.dst[nz].cpu().numpy()
     return _labels_per_graph(rows, cols, layout).to(device)
 
 
-def _solve(
-    lap: torch.Tensor,
-    deg: torch.Tensor,
-    layout: Layout,
-    comps: torch.Tensor,
-    normalization: str | None,
-    bound: torch.Tensor | None,
-    eigh_kw: dict[str, Any],
-) -> LaplacianSpectrum:
-    """Push the padding above the spectrum, make the one core call, strip the padding."""
-    mask = layout.node_mask()
-    g, n = layout.num_graphs, layout.n_max
-    if g == 0 or n == 0:
-        return LaplacianSpectrum(
-            lap.new_zeros((g, n)),
-            lap.new_zeros((g, n, n)),
-            layout.counts,
-            comps,
-            deg,
-            normalization,
-        )
+# Cost of a dense eigh with vectors, in microseconds, n small to medium (fitted to the
+# measured 2-core LAPACK times in DESIGN.md: 6 us at n = 8, 78 us at 32, 274 us at 64).
+def _dense_cost(n: int) -> float:
+    return 1.0 + 0.07 * n * n + 0.0008 * n**3
+
+
+PADDING_SLACK = 3.0  # padding may cost at most this much more than solving each size
+CALL_OVERHEAD_US = 300.0  # what one padded call saves over the ragged path's bookkeeping
+
+
+def padded_members(counts: Sequence[int]) -> int:
+    """The largest size ``s`` such that padding every graph of at most ``s`` nodes to ``s``
+    costs at most ``PADDING_SLACK`` times solving each at its own size (plus one call's
+    overhead); those graphs go in one padded call, the larger ones on the ragged path."""
+    sizes = sorted(c for c in counts if c > 0)
+    best = 0
+    own = 0.0
+    for i, s in enumerate(sizes):
+        own += _dense_cost(s)
+        if (i + 1) * _dense_cost(s) <= PADDING_SLACK * own + CALL_OVERHEAD_US:
+            best = s
+    return best
+
+
+def _pad_above(lap: torch.Tensor, counts: torch.Tensor, bound: torch.Tensor | None) -> torch.Tensor:
+    """Put the padded rows' diagonal above each graph's spectrum (Gershgorin, or ``bound``)."""
+    n = lap.shape[-1]
+    mask = torch.arange(n, device=lap.device) < counts.to(lap.device).unsqueeze(-1)
     if bound is None:  # Gershgorin: |lambda| <= max row abs sum
         bound = lap.abs().sum(-1).amax(-1)
-    lap = lap + torch.diag_embed((bound + 1.0).unsqueeze(-1) * ~mask)
-    eigh_kw.setdefault("check", False)  # finite and symmetric by construction (checked)
-    w, v = eigh(lap, **eigh_kw)
-    # real eigenpairs: the first counts[g] columns; real nodes: the first counts[g] rows
-    v = v * (mask.unsqueeze(-1) & mask.unsqueeze(-2))
-    w = w * mask
+    return lap + torch.diag_embed((bound + 1.0).unsqueeze(-1) * ~mask)
+
+
+def _rw(part: Part, degree: torch.Tensor, layout: Layout) -> Part:
+    """``rw`` eigenvectors from the ``sym`` ones: scaled by ``D^{-1/2}`` and re-gauged."""
+    rows, nodes = part.rows(layout)
+    deg = torch.zeros(rows.shape, dtype=degree.dtype, device=degree.device)
+    deg[rows] = degree[nodes]
+    scale = torch.where(deg > 0, deg, torch.ones_like(deg)).rsqrt()
+    v = fix_gauge(part.eigenvectors * scale.unsqueeze(-1))
+    return Part(part.graphs, part.eigenvalues, v, part.counts, part.valid, part.complete, part.path)
+
+
+def solve_entries(
+    entries: Entries,
+    degree: torch.Tensor,
+    components: torch.Tensor,
+    normalization: str | None,
+    bound_two: bool,
+    eigh_kw: Mapping[str, Any],
+) -> GraphSpectra:
+    """All eigenpairs of every graph's matrix: the similar small graphs in one padded call,
+    the others in one ragged call (the core buckets them by size)."""
+    lay = entries.layout
+    kw = dict(eigh_kw)
+    kw.setdefault("check", False)  # finite and symmetric by construction (checked)
+    counts = lay.counts.tolist()
+    cut = padded_members(counts)
+    small = [g for g, c in enumerate(counts) if 0 < c <= cut]
+    large = [g for g, c in enumerate(counts) if c > cut]
+    parts: list[Part] = []
+    if small:
+        everyone = len(small) == lay.num_graphs
+        parts.append(_padded_part(entries, small, everyone, bound_two, kw))
+    if large:
+        parts.extend(_ragged_parts(entries, large, kw))
     if normalization == "rw":
-        connected = deg > 0
-        scale = torch.where(connected, deg, torch.ones_like(deg)).rsqrt()
-        v = fix_gauge(v * scale.unsqueeze(-1))
-    return LaplacianSpectrum(w, v, layout.counts, comps, deg, normalization)
+        parts = [_rw(p, degree, lay) for p in parts]
+    return GraphSpectra(lay, tuple(parts), components, degree, normalization)
 
 
-def padded_laplacian_eigh(
-    adj: torch.Tensor, layout: Layout, normalization: str | None, **eigh_kw: Any
-) -> LaplacianSpectrum:
-    """Eigenpairs of the Laplacians of a padded ``(G, n_max, n_max)`` adjacency, one core call.
-
-    The padded rows get a diagonal above each graph's spectrum (2 for ``sym`` with
-    non-negative weights, else the Gershgorin bound), so the padding's eigenpairs are the
-    top ones and never mix with the real spectrum; they are then stripped. ``rw`` is
-    solved through the symmetric ``sym`` Laplacian (same eigenvalues), the eigenvectors
-    scaled by ``D^{-1/2}`` (1 at isolated nodes) and re-gauged.
-    """
-    check_normalization(normalization)
-    require_undirected(adj)
-    sym_norm = "sym" if normalization == "rw" else normalization
-    lap, deg = laplacian_from_adjacency(adj, sym_norm, has_diagonal=False)
-    comps = count_components(adj, layout)
+def _padded_part(
+    entries: Entries,
+    graphs: list[int],
+    everyone: bool,
+    bound_two: bool,
+    kw: dict[str, Any],
+) -> Part:
+    lay = entries.layout
+    index = torch.as_tensor(graphs, dtype=torch.long, device=lay.counts.device)
+    counts = lay.counts[index]
+    lap = entries.padded() if everyone else entries.padded_subset(graphs)
     bound = None
-    if sym_norm == "sym" and bool((adj >= 0).all()):
-        bound = torch.full((layout.num_graphs,), 2.0, dtype=lap.dtype, device=lap.device)
-    return _solve(lap, deg, layout, comps, normalization, bound, eigh_kw)
+    if bound_two:
+        bound = torch.full((len(graphs),), 2.0, dtype=lap.real.dtype, device=lap.device)
+    w, v = eigh(_pad_above(lap, counts, bound), **kw)
+    mask = torch.arange(lap.shape[-1], device=lap.device) < counts.to(lap.device).unsqueeze(-1)
+    v = v * (mask.unsqueeze(-1) & mask.unsqueeze(-2))
+    return Part(index, w * mask, v, counts, counts, True, "padded")
 
 
-def edges_laplacian_eigh(
-    edges: Edges, normalization: str | None, *, isolated_one: bool = False, **eigh_kw: Any
-) -> LaplacianSpectrum:
-    """As :func:`padded_laplacian_eigh`, the Laplacians assembled from an edge list
-    (``isolated_one``: PyG's ``L_ii = 1`` at isolated nodes, see :func:`edge_laplacian`)."""
+def _ragged_parts(entries: Entries, graphs: list[int], kw: dict[str, Any]) -> list[Part]:
+    """One ragged core call; results of equal size stacked back into one part."""
+    lay = entries.layout
+    ws, vs = eigh(entries.dense_blocks(graphs), **kw)
+    by_size: dict[int, list[int]] = {}
+    for i, g in enumerate(graphs):
+        by_size.setdefault(int(lay.counts[g]), []).append(i)
+    parts = []
+    for n, members in by_size.items():
+        index = torch.as_tensor([graphs[i] for i in members], dtype=torch.long)
+        counts = torch.full((len(members),), n, dtype=torch.long)
+        w = torch.stack([ws[i] for i in members])
+        v = torch.stack([vs[i] for i in members])
+        parts.append(Part(index, w, v, counts, counts, True, "ragged"))
+    return parts
+
+
+def edge_spectra(
+    edges: Edges,
+    normalization: str | None,
+    *,
+    isolated_one: bool = False,
+    undirected_tol: float | None = 1e-10,
+    **eigh_kw: Any,
+) -> GraphSpectra:
+    """The Laplacians of ``edges`` (``rw``: solved through ``sym``, same eigenvalues, the
+    eigenvectors scaled by ``D^{-1/2}``, 1 at isolated nodes, and re-gauged)."""
     check_normalization(normalization)
     sym_norm = "sym" if normalization == "rw" else normalization
-    lap, deg = edge_laplacian(edges, sym_norm, isolated_one=isolated_one)
-    require_undirected(lap)
+    if undirected_tol is not None:
+        require_undirected(
+            Entries(edges.layout, edges.src, edges.dst, edges.weight), undirected_tol
+        )
+    entries, deg = laplacian_entries(edges, sym_norm, isolated_one=isolated_one)
     comps = count_edge_components(edges)
-    layout = edges.layout
-    deg_padded = lap.new_zeros((layout.num_graphs, layout.n_max))
-    if layout.num_nodes:
-        deg_padded = deg_padded.index_put((layout.batch, layout.local), deg)
-    bound = None
-    if sym_norm == "sym" and bool((edges.weight >= 0).all()):
-        bound = torch.full((layout.num_graphs,), 2.0, dtype=lap.dtype, device=lap.device)
-    return _solve(lap, deg_padded, layout, comps, normalization, bound, eigh_kw)
+    bound_two = sym_norm == "sym" and bool((edges.weight >= 0).all())
+    return solve_entries(entries, deg, comps, normalization, bound_two, eigh_kw)
+
+
+def padded_spectrum(spec: GraphSpectra) -> LaplacianSpectrum:
+    """The public padded form (memory ``G n_max^2``)."""
+    lay = spec.layout
+    w, v = spec.padded()
+    deg = spec.degree.new_zeros((lay.num_graphs, lay.n_max))
+    if lay.num_nodes:
+        deg = deg.index_put((lay.batch, lay.local), spec.degree)
+    return LaplacianSpectrum(w, v, lay.counts, spec.num_components, deg, spec.normalization)
 
 
 def laplacian_eigh(
@@ -174,7 +230,12 @@ def laplacian_eigh(
     device: Any = "cpu",
     eigh_options: Mapping[str, Any] | None = None,
 ) -> LaplacianSpectrum:
-    """All eigenpairs of the Laplacians of many graphs, through one batched ``spectra.eigh``.
+    """All eigenpairs of the Laplacians of many graphs, through batched ``spectra.eigh`` calls.
+
+    Graphs of similar size are solved in one padded call, graphs of very different sizes
+    through the core's ragged path (each at its own size); the result is padded to the
+    largest graph (``G n_max^2`` numbers: for large graphs of mixed sizes prefer the
+    features, e.g. :func:`spectra.graph.laplacian_pe`, which never pad).
 
     Parameters
     ----------
@@ -209,5 +270,6 @@ def laplacian_eigh(
     edges, _, from_numpy, _ = graph_input(
         edge_index, edge_weight, batch, num_nodes, num_graphs, device, dtype
     )
-    spec = edges_laplacian_eigh(edges, normalization, **dict(eigh_options or {}))
+    with glue_threads(edges.layout.n_max):
+        spec = padded_spectrum(edge_spectra(edges, normalization, **dict(eigh_options or {})))
     return to_numpy_fields(spec) if from_numpy else spec

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ._heat import heat_kernel_from_spectrum
+from ._heat import heat_nodes
 from ._layout import Layout, check_count
 from ._pe import pe_pipeline
 from ._transform_base import PETransform, split_pyg_kwargs
@@ -148,6 +148,6 @@ class LaplacianPE(PETransform):
         if self.groups_attr is not None:
             feats[self.groups_attr] = groups[layout.batch].to(out_device)
         if self.heat_times is not None:
-            heat = heat_kernel_from_spectrum(spec, self.heat_times)
-            feats[self.heat_attr] = heat[layout.batch, layout.local].to(out_device, self.dtype)
+            heat = heat_nodes(spec, self.heat_times)
+            feats[self.heat_attr] = heat.to(out_device, self.dtype)
         return feats, layout

@@ -168,7 +168,7 @@ def test_trailing_empty_graphs_with_num_graphs():
                 "num_nodes": 3,
                 "batch": torch.tensor([0, 0]),
             },
-            "num_nodes=3",
+            "num_nodes is 3 but batch has 2",
         ),
     ],
 )

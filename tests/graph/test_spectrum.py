@@ -90,7 +90,7 @@ def test_single_graph_empty_and_one_node():
 
 def test_directed_graph_rejected_with_index():
     ei = torch.tensor([[0, 1, 2, 3], [1, 0, 3, 4]])
-    with pytest.raises(ValueError, match=r"graph\(s\) 1 are directed"):
+    with pytest.raises(ValueError, match=r"graph is directed.*at batch indices \[1\]"):
         laplacian_eigh(ei, batch=torch.tensor([0, 0, 1, 1, 1]))
 
 

@@ -1,0 +1,224 @@
+"""Graph matrices as entries of one block-diagonal matrix over all nodes, and the three
+ways of handing them to the core: one padded ``(G, n_max, n_max)`` batch, a ragged list of
+dense ``(n_g, n_g)`` blocks (memory ``sum n_g^2``), or sparse blocks (memory ``O(nnz)``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from ..core.domain import InputError
+from ._layout import Edges, Layout, check_normalization
+
+
+@dataclass(frozen=True)
+class Entries:
+    """COO entries ``(rows, cols, values)`` in global node indices, duplicates summed.
+
+    Every entry joins two nodes of one graph, so the matrix is block diagonal with one
+    block per graph (``layout``).
+    """
+
+    layout: Layout
+    rows: torch.Tensor
+    cols: torch.Tensor
+    values: torch.Tensor
+
+    def padded(self) -> torch.Tensor:
+        """``(G, n_max, n_max)``, zero-padded (the one-call path for similar sizes)."""
+        lay = self.layout
+        out = self.values.new_zeros((lay.num_graphs, lay.n_max, lay.n_max))
+        index = (lay.batch[self.rows], lay.local[self.rows], lay.local[self.cols])
+        return out.index_put_(index, self.values, accumulate=True)
+
+    def padded_subset(self, graphs: Sequence[int]) -> torch.Tensor:
+        """``(len(graphs), n, n)`` zero-padded blocks of ``graphs``, ``n`` their largest size."""
+        lay = self.layout
+        entry_slot, _ = self._subset(graphs)
+        keep = entry_slot >= 0
+        index = torch.as_tensor(list(graphs), dtype=torch.long, device=lay.counts.device)
+        n = int(lay.counts[index].max()) if len(graphs) else 0
+        out = self.values.new_zeros((len(graphs), n, n))
+        r, c = self.rows[keep], self.cols[keep]
+        return out.index_put_(
+            (entry_slot[keep], lay.local[r], lay.local[c]), self.values[keep], accumulate=True
+        )
+
+    def _subset(self, graphs: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Entries of ``graphs`` (a boolean over entries) and each graph's slot."""
+        lay = self.layout
+        slot = torch.full((lay.num_graphs,), -1, dtype=torch.long, device=self.rows.device)
+        slot[torch.as_tensor(list(graphs), dtype=torch.long, device=slot.device)] = torch.arange(
+            len(graphs), device=slot.device
+        )
+        return slot[lay.batch[self.rows]], slot
+
+    def dense_blocks(self, graphs: Sequence[int]) -> list[torch.Tensor]:
+        """Dense ``(n_g, n_g)`` blocks of ``graphs``: views of one buffer of ``sum n_g^2``."""
+        lay = self.layout
+        counts = lay.counts[torch.as_tensor(list(graphs), dtype=torch.long)].tolist()
+        sizes = [n * n for n in counts]
+        offsets = torch.zeros(len(graphs) + 1, dtype=torch.long, device=self.rows.device)
+        offsets[1:] = torch.cumsum(torch.as_tensor(sizes, dtype=torch.long), 0).to(offsets.device)
+        flat = self.values.new_zeros(int(offsets[-1]))
+        entry_slot, _ = self._subset(graphs)
+        keep = entry_slot >= 0
+        r, c, s = self.rows[keep], self.cols[keep], entry_slot[keep]
+        n_of = torch.as_tensor(counts, dtype=torch.long, device=r.device)[s]
+        flat.index_put_(
+            (offsets[s] + lay.local[r] * n_of + lay.local[c],), self.values[keep], accumulate=True
+        )
+        starts = offsets.tolist()
+        return [flat[starts[i] : starts[i + 1]].view(n, n) for i, n in enumerate(counts)]
+
+    def sparse_blocks(self, graphs: Sequence[int]) -> list[torch.Tensor]:
+        """Sparse COO ``(n_g, n_g)`` blocks of ``graphs`` (coalesced), memory ``O(nnz)``."""
+        lay = self.layout
+        entry_slot, _ = self._subset(graphs)
+        keep = entry_slot >= 0
+        r, c, s, v = self.rows[keep], self.cols[keep], entry_slot[keep], self.values[keep]
+        order = torch.argsort(s, stable=True)
+        r, c, s, v = r[order], c[order], s[order], v[order]
+        per = torch.bincount(s, minlength=len(graphs)).tolist()
+        out, start = [], 0
+        for i, g in enumerate(graphs):
+            sl = slice(start, start + per[i])
+            start += per[i]
+            n = int(lay.counts[g])
+            index = torch.stack([lay.local[r[sl]], lay.local[c[sl]]])
+            out.append(torch.sparse_coo_tensor(index, v[sl], (n, n)).coalesce())
+        return out
+
+
+def laplacian_entries(
+    edges: Edges, normalization: str | None, *, isolated_one: bool = False
+) -> tuple[Entries, torch.Tensor]:
+    """The Laplacian's entries straight from the edge list, and the ``(N,)`` degrees.
+
+    The conventions of :func:`spectra.graph.laplacian` (isolated nodes: zero row), or with
+    ``isolated_one`` PyG's ``get_laplacian`` (``L_ii = 1`` at isolated nodes in the
+    normalized Laplacians).
+    """
+    check_normalization(normalization)
+    deg = edges.degree()
+    src, dst, w = edges.src, edges.dst, edges.weight
+    if normalization is None:
+        values, diag = torch.rsub(w, 0.0), deg
+    else:
+        check_degree(deg, edges.layout)
+        connected = deg > 0
+        inv_sqrt = torch.where(connected, deg, torch.ones_like(deg)).rsqrt() * connected
+        # the product of the two node factors first: exactly symmetric for symmetric weights
+        pair = (
+            inv_sqrt[src] * inv_sqrt[dst]
+            if normalization == "sym"
+            else (inv_sqrt[src] * inv_sqrt[src])
+        )
+        values = torch.rsub(w * pair, 0.0)
+        diag = torch.ones_like(deg) if isolated_one else connected.to(w.dtype)
+    nodes = torch.arange(edges.layout.num_nodes, device=src.device)
+    entries = Entries(
+        edges.layout, torch.cat([src, nodes]), torch.cat([dst, nodes]), torch.cat([values, diag])
+    )
+    return entries, deg
+
+
+def check_degree(deg: torch.Tensor, layout: Layout | None = None) -> None:
+    """Normalized Laplacians need non-negative weighted degrees (graph indices named)."""
+    if bool((deg < 0).any()):
+        bad = (deg < 0).nonzero().squeeze(-1)
+        graphs = None
+        if layout is not None and deg.ndim == 1:
+            graphs = [(g,) for g in torch.unique(layout.batch[bad]).tolist()]
+        raise InputError(
+            "edge_weight",
+            f"gives a negative weighted degree at node(s) {bad.tolist()[:10]}: normalized "
+            "Laplacians need non-negative degrees",
+            graphs,
+        )
+
+
+def _pairs(edges: Edges) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Every node pair joined by an edge in either direction, with both weights:
+    ``(u, v, A_uv, A_vu)`` (duplicate edges summed)."""
+    n = max(edges.layout.num_nodes, 1)
+    src, dst, w = edges.src, edges.dst, edges.weight
+    keys = torch.cat([src * n + dst, dst * n + src])
+    uniq, inv = torch.unique(keys, return_inverse=True)
+    m = src.numel()
+    fwd = w.new_zeros(uniq.numel()).index_add(0, inv[:m], w)
+    bwd = w.new_zeros(uniq.numel()).index_add(0, inv[m:], w)
+    return uniq // n, uniq % n, fwd, bwd
+
+
+def magnetic_entries(
+    edges: Edges, q: float, normalization: str | None, symmetrize: str
+) -> tuple[Entries, torch.Tensor]:
+    """Entries of the magnetic Laplacian (complex128 for float64 weights) and the degrees
+    of ``A_s`` (see :func:`spectra.graph.magnetic_laplacian`)."""
+    u, v, a_uv, a_vu = _pairs(edges)
+    a_s = torch.maximum(a_uv, a_vu) if symmetrize == "max" else (a_uv + a_vu) / 2
+    phase = torch.polar(torch.ones_like(a_uv), (2 * math.pi * q) * (a_uv - a_vu))
+    deg = a_s.new_zeros(edges.layout.num_nodes).index_add(0, u, a_s)
+    if normalization is None:
+        off, diag = a_s, deg
+    else:
+        check_degree(deg, edges.layout)
+        connected = deg > 0
+        inv_sqrt = torch.where(connected, deg, torch.ones_like(deg)).rsqrt() * connected
+        off, diag = inv_sqrt[u] * a_s * inv_sqrt[v], connected.to(a_s.dtype)
+    nodes = torch.arange(edges.layout.num_nodes, device=u.device)
+    values = torch.cat([torch.rsub(off * phase, 0.0), diag.to(phase.dtype)])
+    return Entries(edges.layout, torch.cat([u, nodes]), torch.cat([v, nodes]), values), deg
+
+
+def asymmetric_graphs(entries: Entries, tol: float) -> list[int]:
+    """Graphs whose matrix is not symmetric (Hermitian) beyond ``tol`` relative.
+
+    Fast path: the entries sorted by ``(row, col)`` and by ``(col, row)`` match exactly
+    (an edge list with both directions); otherwise duplicates are summed and compared.
+    """
+    lay = entries.layout
+    r, c, x = entries.rows, entries.cols, entries.values
+    off = r != c
+    r, c, x = r[off], c[off], x[off]
+    if x.numel() == 0:
+        return []
+    n = max(lay.num_nodes, 1)
+    k1, o1 = torch.sort(r * n + c, stable=True)
+    k2, o2 = torch.sort(c * n + r, stable=True)
+    if torch.equal(k1, k2) and torch.equal(x[o1], x[o2].conj()):
+        return []
+    uniq, inv = torch.unique(torch.cat([r * n + c, c * n + r]), return_inverse=True)
+    m = x.numel()
+    diff = x.new_zeros(uniq.numel()).index_add(0, inv[:m], x)
+    diff = diff.index_add(0, inv[m:], -x.conj())
+    graph = lay.batch[uniq // n]
+    scale = (
+        x.abs()
+        .new_zeros(lay.num_graphs)
+        .scatter_reduce(0, lay.batch[r], x.abs(), "amax", include_self=False)
+    )
+    bad = diff.abs() > tol * scale.clamp_min(1.0)[graph]
+    return torch.unique(graph[bad]).tolist()
+
+
+def require_undirected(entries: Entries, tol: float = 1e-10) -> None:
+    """Refuse directed graphs (asymmetric weights), naming them."""
+    bad = asymmetric_graphs(entries, tol)
+    if bad:
+        raise directed_error(bad)
+
+
+def directed_error(graphs: Sequence[int]) -> InputError:
+    """The error for directed graphs, naming them."""
+    return InputError(
+        "graph",
+        "is directed (edge weights not symmetric); spectral features need undirected "
+        "graphs: use torch_geometric.utils.to_undirected first, or the magnetic Laplacian "
+        "PE for directed graphs (spectra.graph.magnetic_laplacian_pe, MagneticLaplacianPE)",
+        [(g,) for g in graphs],
+    )
