@@ -50,6 +50,9 @@ class Strategy:
     #: optional ``matrix_seconds(n, dtype)``: one thread's time per matrix on CPU, for the
     #: planner's fan-out decision (default: LAPACK's cost model, ``_cost.matrix_seconds``)
     matrix_seconds: Callable[[int, torch.dtype], float] | None = None
+    #: ``serves(n, dtype)``: whether the strategy solves such matrices on its own path;
+    #: where not, it hands them to ``torch.linalg.eigh`` (e.g. the closed form above n = 3)
+    serves: Callable[[int, torch.dtype], bool] = lambda n, dtype: True
 
     def supports(self, device: torch.device) -> bool:
         return device.type in self.devices and self.available()

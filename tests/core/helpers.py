@@ -56,3 +56,30 @@ def patch_torch_strategy(monkeypatch, solve):
         STRATEGIES, "torch", dataclasses.replace(original, solve=solve, solve_into=None)
     )
     return original.solve
+
+
+def served_size(strategy: str, dtype: torch.dtype, preferred: int) -> int:
+    """``preferred`` if ``strategy`` solves that size and dtype on its own path (not a
+    fallback to LAPACK), else the largest smaller size it does solve; a test named for the
+    strategy then reaches it. Skips when it solves no size of ``dtype`` itself."""
+    import pytest
+
+    from spectra.core import STRATEGIES
+
+    serves = STRATEGIES[strategy].serves
+    for n in range(preferred, 0, -1):
+        if serves(n, dtype):
+            return n
+    pytest.skip(f"{strategy} hands {dtype} to another solver")
+    raise AssertionError  # pragma: no cover
+
+
+def batch_that_fans_out(strategy: str, n: int, dtype: torch.dtype, start: int = 24) -> int:
+    """The smallest batch (from ``start``, doubling) the planner splits across 2 workers."""
+    import spectra
+
+    batch = start
+    while spectra.plan(n, batch, dtype, workers=2, strategy=strategy).workers < 2:
+        batch *= 2
+        assert batch <= 1 << 17, f"the planner never fans {strategy} out at n = {n}"
+    return batch

@@ -21,7 +21,7 @@ from spectra.core import STRATEGIES
 from spectra.core._kernels import _closed_form
 from spectra.core.domain import default_tolerance
 
-from .helpers import random_hermitian, with_spectrum
+from .helpers import batch_that_fans_out, random_hermitian, served_size, with_spectrum
 
 REAL = {torch.complex64: torch.float32, torch.complex128: torch.float64}
 KERNELS = {  # strategy -> sizes it solves itself (other sizes go to torch.linalg.eigh)
@@ -142,11 +142,17 @@ def test_closed_form_zero_scalar_and_nonfinite_lanes():
 @pytest.mark.parametrize("strategy", sorted(KERNELS))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex128])
 def test_bitwise_independent_of_chunking_and_position(strategy, dtype):
-    n = max(KERNELS[strategy]) if not dtype.is_complex else 3
-    a = random_hermitian((70,), n, dtype, seed=3)
+    n = served_size(strategy, dtype, max(KERNELS[strategy]))  # the kernel's own path
+    batch = batch_that_fans_out(strategy, n, dtype, start=70)
+    a = random_hermitian((batch,), n, dtype, seed=3)
     w, v = spectra.eigh(a, strategy=strategy, workers=1)
-    w2, v2 = spectra.eigh(a, strategy=strategy, workers=2, chunk_size=9)
+    assert (
+        spectra.plan(n, batch, dtype, strategy=strategy, workers=2, chunk_size=batch).workers == 2
+    )
+    w2, v2 = spectra.eigh(a, strategy=strategy, workers=2)  # split across the pool
     assert torch.equal(w, w2) and torch.equal(v, v2)
+    w3, v3 = spectra.eigh(a, strategy=strategy, workers=1, chunk_size=9)
+    assert torch.equal(w, w3) and torch.equal(v, v3)
     ws, vs = spectra.eigh(a[5:38], strategy=strategy, workers=1)  # other lane positions
     assert torch.equal(ws, w[5:38]) and torch.equal(vs, v[5:38])
 

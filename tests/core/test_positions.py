@@ -21,7 +21,7 @@ import torch
 import spectra
 from spectra.core import STRATEGIES
 
-from .helpers import random_hermitian
+from .helpers import batch_that_fans_out, random_hermitian
 
 DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
 #: strategy -> sizes it solves itself (its own path, not a fallback), dtypes it takes
@@ -36,20 +36,12 @@ CASES = [
     for s, (sizes, dtypes) in BITWISE.items()
     for n in sizes
     for d in dtypes
+    if STRATEGIES[s].serves(n, d)
 ]
 
 
 def _misaligned(n: int, dtype: torch.dtype) -> bool:
     return (n * n * torch.empty((), dtype=dtype).element_size()) % 64 != 0
-
-
-def _batch_that_fans_out(strategy: str, n: int, dtype: torch.dtype) -> int:
-    """The smallest batch (from 24) that the planner splits across 2 workers."""
-    batch = 24
-    while spectra.plan(n, batch, dtype, workers=2, strategy=strategy).workers < 2:
-        batch *= 2
-        assert batch <= 1 << 17, "the planner never fans this strategy out"
-    return batch
 
 
 def _pairs(x: torch.Tensor, strategy: str, **kw) -> tuple[torch.Tensor, torch.Tensor]:
@@ -94,7 +86,7 @@ def test_results_are_bitwise_independent_of_position(strategy, n, dtype):
 def test_results_are_bitwise_independent_of_the_worker_split(strategy, n, dtype):
     if not STRATEGIES[strategy].supports(torch.device("cpu")):
         pytest.skip(f"{strategy} is not available here")
-    batch = _batch_that_fans_out(strategy, n, dtype)
+    batch = batch_that_fans_out(strategy, n, dtype)
     a = random_hermitian((batch,), n, dtype, seed=7)
     assert spectra.plan(n, batch, dtype, strategy=strategy, workers=1).workers == 1
     serial = _pairs(a, strategy, workers=1)

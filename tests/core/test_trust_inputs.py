@@ -17,7 +17,7 @@ import spectra
 from spectra.core import STRATEGIES
 from spectra.core._errors import InputError
 
-from .helpers import random_hermitian
+from .helpers import random_hermitian, served_size
 
 CPU_STRATEGIES = sorted(name for name, s in STRATEGIES.items() if s.supports(torch.device("cpu")))
 
@@ -139,7 +139,7 @@ def _lower_symmetrized(a: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("strategy", CPU_STRATEGIES)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128, torch.float32])
 def test_check_false_reads_the_lower_triangle_on_every_strategy(strategy, dtype):
-    a = random_hermitian((3,), 6, dtype, seed=3)
+    a = random_hermitian((3,), served_size(strategy, dtype, 6), dtype, seed=3)
     garbage = _garbage_upper(a)
     w, v = spectra.eigh(garbage, check=False, strategy=strategy)
     w_ref, v_ref = spectra.eigh(_lower_symmetrized(garbage), strategy=strategy)

@@ -152,6 +152,7 @@ register(
         matrix_seconds=_closed_form_seconds,
         check_block=_check_block,
         gauged=True,
+        serves=lambda n, dtype: n <= 3,
     )
 )
 
@@ -183,6 +184,7 @@ register(
         solve_into=_jacobi_into,
         matrix_seconds=_lane_seconds,
         check_block=_check_block,
+        serves=lambda n, dtype: not dtype.is_complex,
     )
 )
 
