@@ -10,6 +10,7 @@
 
 from ._batch_pca import BatchPCA, NotFittedError
 from ._moments import Moments, combine_moments, moments
+from ._plan import PCAPlan
 from ._solve import PCAFit, svd_flip_rows
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "Moments",
     "NotFittedError",
     "PCAFit",
+    "PCAPlan",
     "combine_moments",
     "moments",
     "svd_flip_rows",

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any, Literal, cast
 
 import torch
 
-from ..core.domain import Origin, as_tensor, is_dask_collection, restore
-from ._inputs import Batch, as_3d, as_batch, check_finite, is_ragged, is_single, zero_padding
-from ._moments import centered, scatter_of
+from ..core.domain import InputError, Origin, as_tensor, is_dask_collection, restore
+from ._inputs import Batch, as_3d, as_batch, check_finite, is_ragged, is_single
+from ._moments import centered
+from ._plan import PCAPlan, check_solver_params, make_plan
+from ._randomized import from_randomized, seed_of
 from ._scoring import ProbabilisticMixin
 from ._sklearn import EstimatorBase, NotFittedError, check_eigh_options
-from ._solve import PCAFit, check_n_components, from_gram, from_scatter
+from ._solve import PCAFit, check_n_components, from_data, from_scatter
+from ._state import StateMixin
+from ._transform import TransformMixin
 
-Solver = Literal["auto", "covariance", "gram"]
+Solver = Literal["auto", "covariance", "gram", "svd"]
+SvdSolver = Literal["auto", "full", "randomized"]
 Precision = Literal["data", "float64"]
 
 _ATTRS = {
@@ -29,7 +35,7 @@ _ATTRS = {
 }
 
 
-class BatchPCA(ProbabilisticMixin, EstimatorBase):
+class BatchPCA(ProbabilisticMixin, TransformMixin, StateMixin, EstimatorBase):
     """Principal component analysis of many datasets at once, matching sklearn exactly.
 
     Each dataset ``b`` gets the PCA that ``sklearn.decomposition.PCA(n_components,
@@ -54,17 +60,33 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
     center : bool
         Subtract each dataset's mean (sklearn always does; False gives an uncentered PCA
         with ``mean_ = 0`` and variances from ``X^T X / (n_samples - 1)``).
-    solver : {"auto", "covariance", "gram"}
-        "covariance": eigh of the ``D x D`` scatter matrices; "gram": eigh of the
-        ``N x N`` Gram matrices ``X_c X_c^T`` (smaller when there are fewer samples than
-        features); "auto" takes the Gram route when the (padded) sample count is below
-        the feature count.
+    solver : {"auto", "covariance", "gram", "svd"}
+        The exact route. "covariance": eigh of the ``D x D`` scatter matrices; "gram":
+        eigh of the ``N x N`` Gram matrices ``X_c X_c^T`` (smaller when there are fewer
+        samples than features); "svd": QR of the centred data, then eigh of the dilation
+        ``[[0, R], [R^T, 0]]`` of the triangular factor (SVD-accurate: the other two square
+        the condition number); "auto" takes the Gram route when the (padded) sample count
+        is below the feature count, else the covariance route, and solves the datasets
+        whose eigenvalues span more than ``eps^(-1/3)`` again by the SVD route.
+    svd_solver : {"auto", "full", "randomized"}
+        As sklearn's. "full": the exact PCA (by ``solver``); "randomized": Halko et al.'s
+        randomized PCA (needs an int ``n_components``; nothing ``D x D`` is formed);
+        "auto": randomized when ``n_components`` is an int, there are at least 1000
+        features and ``(2 n_iter + 2)(k + n_oversamples) <= min(N, D) / 2``, else exact.
+        ``plan(X)`` shows the choice before a fit and ``plan_`` after it.
+    iterated_power : int or "auto"
+        Power iterations of the randomized solver ("auto": 7, or 4 when
+        ``k >= 0.1 min(N, D)``, as sklearn).
+    n_oversamples : int
+        Extra random directions of the randomized solver (10, as sklearn).
+    random_state : int or None
+        Seed of the randomized solver's test matrices (None: a fresh seed per fit).
     precision : {"data", "float64"}
         "float64" accumulates the moments and solves in float64 for float32 data; results
         come back in the data's dtype either way.
     **eigh_options
         Passed to :func:`spectra.eigh` (e.g. ``device``, ``chunk_size``, ``workers``).
-        Any other keyword (sklearn's ``svd_solver``, ``random_state``) is a ``TypeError``.
+        Any other keyword (sklearn's ``tol``, ``copy``) is a ``TypeError``.
 
     **scikit-learn**: with sklearn installed this is a ``BaseEstimator`` and
     ``TransformerMixin`` (``clone``, ``Pipeline``, ``GridSearchCV`` work; parameters are
@@ -80,6 +102,7 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
     mean_ : (B, D). noise_variance_ : (B,). n_samples_, n_components_ : (B,) integers.
     components_mask_ : (B, K) bool, False on the padding of per-dataset component counts.
     n_features_in_ : int.
+    plan_ : :class:`~spectra.pca.PCAPlan`, the solver and route the fit took, and why.
 
     Examples
     --------
@@ -100,7 +123,11 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
         whiten: bool = False,
         center: bool = True,
         solver: Solver = "auto",
+        svd_solver: SvdSolver = "auto",
         precision: Precision = "data",
+        iterated_power: int | str = "auto",
+        n_oversamples: int = 10,
+        random_state: int | None = None,
         **eigh_options: Any,
     ) -> None:
         check_eigh_options(eigh_options)
@@ -108,7 +135,11 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
         self.whiten = whiten
         self.center = center
         self.solver = solver
+        self.svd_solver = svd_solver
         self.precision = precision
+        self.iterated_power = iterated_power
+        self.n_oversamples = n_oversamples
+        self.random_state = random_state
         self.eigh_options = eigh_options
         self._check_params()
         self._fit: PCAFit | None = None
@@ -116,10 +147,11 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
     def _check_params(self) -> None:
         # at construction and again at fit (set_params may have changed them)
         check_n_components(self.n_components)
-        if self.solver not in ("auto", "covariance", "gram"):
-            raise ValueError(f"solver must be 'auto', 'covariance' or 'gram', got {self.solver!r}")
+        check_solver_params(
+            self.solver, self.svd_solver, self.iterated_power, self.n_oversamples, self.random_state
+        )
         if self.precision not in ("data", "float64"):
-            raise ValueError(f"precision must be 'data' or 'float64', got {self.precision!r}")
+            raise InputError("precision", f"must be 'data' or 'float64', got {self.precision!r}")
 
     def __sklearn_is_fitted__(self) -> bool:
         return getattr(self, "_fit", None) is not None
@@ -162,14 +194,17 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
         self._check_params()
         single = is_single(X)
         if single and (lengths is not None or mask is not None):
-            raise ValueError("lengths/mask apply to a batch (B, N, D), not to one (N, D) dataset")
+            raise InputError(
+                "lengths/mask", "apply to a batch (B, N, D), not to one (N, D) dataset"
+            )
         if is_dask_collection(X) or (
             isinstance(X, (list, tuple)) and X and all(is_dask_collection(x) for x in X)
         ):
             if lengths is not None or mask is not None:
-                raise ValueError(
-                    "lengths/mask are not supported with Dask input: pass a list "
-                    "of Dask arrays with different sample counts instead"
+                raise InputError(
+                    "lengths/mask",
+                    "are not supported with Dask input: pass a list "
+                    "of Dask arrays with different sample counts instead",
                 )
             from spectra.distributed import fit_pca
 
@@ -182,23 +217,63 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
             self._squeeze()
         return self
 
+    def plan(self, X: Any = None, *, shape: tuple[int, ...] | None = None) -> PCAPlan:
+        """How ``fit(X)`` would run (solver, route and why), from ``X``'s shape alone.
+
+        Parameters
+        ----------
+        X : what ``fit`` takes (only its shape is read), or None with ``shape``.
+        shape : ``(B, N, D)`` or ``(N, D)`` instead of data.
+
+        Returns
+        -------
+        PCAPlan
+            Printable; ``svd_datasets`` is filled only by a fit (see ``plan_``).
+
+        Examples
+        --------
+        >>> from spectra.pca import BatchPCA
+        >>> print(BatchPCA(3).plan(shape=(100, 50, 8)).route)
+        auto
+        """
+        self._check_params()
+        if shape is None:
+            if is_ragged(X):
+                n, d = max(len(x) for x in X), int(X[0].shape[-1])
+            else:
+                n, d = int(X.shape[-2]), int(X.shape[-1])
+        else:
+            n, d = int(shape[-2]), int(shape[-1])
+        return make_plan(
+            self.n_components,
+            n,
+            d,
+            solver=self.solver,
+            svd_solver=self.svd_solver,
+            iterated_power=self.iterated_power,
+            n_oversamples=self.n_oversamples,
+        )
+
     def _fit_batch(self, batch: Batch) -> None:
         data = batch.data.to(self._work_dtype(batch.data.dtype))
         mean, xc = centered(data, batch.mask, batch.counts, self.center, batch.ragged)
         n_pad, d = data.shape[-2], data.shape[-1]
-        route = self.solver
-        if route == "auto":
-            route = "gram" if n_pad < d else "covariance"
+        plan = self.plan(shape=(n_pad, d))
 
         def on_bad(_: list[int]) -> None:
             check_finite(batch)  # names datasets and samples with NaN/Inf, if that is the cause
 
-        if route == "gram":
-            fit = from_gram(batch.counts, mean, xc, self.n_components, self.eigh_options, on_bad)
-        else:
-            fit = from_scatter(
-                batch.counts, mean, scatter_of(xc), self.n_components, self.eigh_options, on_bad
+        spec, opts = self.n_components, self.eigh_options
+        if plan.route == "randomized":
+            assert plan.n_iter is not None and plan.n_oversamples is not None
+            options = (plan.n_oversamples, plan.n_iter, seed_of(self.random_state))
+            fit = from_randomized(
+                batch.counts, mean, xc, int(cast(int, spec)), options, opts, on_bad
             )
+        else:
+            fit, redo = from_data(batch.counts, mean, xc, spec, plan.route, opts, on_bad)
+            plan = replace(plan, svd_datasets=tuple(redo))
+        self.plan_ = plan
         self._store(fit, batch.origin, d)
 
     def fit_from_moments(self, count: Any, mean: Any, scatter: Any) -> BatchPCA:
@@ -234,15 +309,17 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
         mu, _ = as_tensor(mean, "mean")
         n = torch.as_tensor(count)
         if s.ndim != 3 or s.shape[-1] != s.shape[-2]:
-            raise ValueError(f"scatter must have shape (B, D, D), got {tuple(s.shape)}")
+            raise InputError("scatter", f"must have shape (B, D, D), got {tuple(s.shape)}")
         b, d = s.shape[0], s.shape[-1]
         if mu.shape != (b, d) or n.shape != (b,):
-            raise ValueError(
-                f"count must have shape ({b},) and mean ({b}, {d}); got "
-                f"{tuple(n.shape)} and {tuple(mu.shape)}"
+            raise InputError(
+                "count",
+                f"must have shape ({b},) and mean ({b}, {d}); got "
+                f"{tuple(n.shape)} and {tuple(mu.shape)}",
             )
         if n.is_floating_point() and bool((n != n.round()).any()):
-            raise ValueError("count must hold integer sample counts")
+            bad = torch.nonzero(n != n.round()).flatten().tolist()
+            raise InputError("count", "must hold integer sample counts", [(i,) for i in bad])
         work = self._work_dtype(s.dtype)
         s = s.to(work)
         fit = from_scatter(
@@ -252,6 +329,7 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
             self.n_components,
             self.eigh_options,
         )
+        self.plan_ = PCAPlan("full", "covariance", "fit_from_moments: from scatter matrices")
         self._store(fit, origin, d)
         return self
 
@@ -277,130 +355,6 @@ class BatchPCA(ProbabilisticMixin, EstimatorBase):
         return self._fit
 
     # ------------------------------------------------------------- transforms
-    def _check_batch_size(self, batch: Batch, name: str) -> None:
-        n_sets = self._fitted().mean.shape[0]
-        if batch.data.shape[0] not in (n_sets,) and not (
-            batch.data.shape[0] == 1 and not batch.ragged
-        ):
-            raise ValueError(
-                f"{name} holds {batch.data.shape[0]} datasets but the model was fitted on {n_sets}"
-            )
-
-    def transform(self, X: Any, *, lengths: Any = None, mask: Any = None) -> Any:
-        """Project each dataset on its own principal components.
-
-        Parameters
-        ----------
-        X : ``(B, M, D)`` array, a list of ``B`` arrays ``(M_i, D)``, or one ``(M, D)``
-            array projected on every dataset's components (giving ``(B, M, K)``).
-        lengths, mask : the real rows of a padded ``X``; padded output rows are 0.
-
-        Returns
-        -------
-        array ``(B, M, K)`` (padded components give 0 columns), or a list of
-        ``(M_i, n_components_[i])`` arrays for a list input.
-
-        Examples
-        --------
-        >>> import torch
-        >>> from spectra.pca import BatchPCA
-        >>> X = torch.randn(10, 40, 6, dtype=torch.float64)
-        >>> BatchPCA(2, whiten=True).fit(X).transform(X).std(1, correction=1)[0]
-        tensor([1.0000, 1.0000], dtype=torch.float64)
-        """
-        fit = self._fitted()
-        if is_dask_collection(X):
-            from ._dask import transform_dask
-
-            return transform_dask(self, X)
-        batch = as_batch(
-            X, lengths=lengths, mask=mask, n_features=self.n_features_in_, allow_2d=True
-        )
-        self._check_batch_size(batch, "X")
-        comps = fit.components.to(batch.data.device)
-        x = batch.data.to(comps.dtype)
-        z = (x - fit.mean.to(x.device)[:, None, :]) @ comps.mT
-        if self.whiten:
-            ev = fit.explained_variance.to(x.device)
-            scale = ev.sqrt().clamp(min=torch.finfo(ev.dtype).eps)
-            z = z / scale[:, None, :]
-        z = zero_padding(z, batch.mask)
-        if not bool(torch.isfinite(z).all()):
-            check_finite(batch)  # report NaN/Inf input by dataset (scans X only on failure)
-        return self._out(z, batch, fit.n_components, squeeze=self._squeezes(X))
-
     def fit_transform(self, X: Any, y: Any = None, *, lengths: Any = None, mask: Any = None) -> Any:
         """``fit(X)`` then ``transform(X)`` (same arguments and results)."""
         return self.fit(X, lengths=lengths, mask=mask).transform(X, lengths=lengths, mask=mask)
-
-    def inverse_transform(self, Z: Any, *, lengths: Any = None, mask: Any = None) -> Any:
-        """Map projections back to feature space: ``Z @ components_ + mean_`` per dataset.
-
-        With ``whiten=True`` the whitening is undone first (``Z * sqrt(explained_variance_)``),
-        as sklearn does. ``Z`` is ``(B, M, K)``, one ``(M, K)`` array (broadcast over the
-        datasets), or a list of ``(M_i, k_i)`` arrays with ``k_i`` the dataset's
-        ``n_components_`` (or the padded ``K``).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from spectra.pca import BatchPCA
-        >>> X = np.random.default_rng(0).normal(size=(3, 20, 4))
-        >>> pca = BatchPCA(4).fit(X)
-        >>> bool(np.allclose(pca.inverse_transform(pca.transform(X)), X))
-        True
-        """
-        fit = self._fitted()
-        kmax = fit.components.shape[1]
-        if is_ragged(Z):
-            Z = [self._pad_columns(z, kmax, i) for i, z in enumerate(Z)]
-        batch = as_batch(Z, lengths=lengths, mask=mask, n_features=None, allow_2d=True)
-        if batch.data.shape[-1] != kmax:
-            raise ValueError(
-                f"Z has {batch.data.shape[-1]} components per row, the model keeps {kmax}"
-            )
-        self._check_batch_size(batch, "Z")
-        check_finite(batch, "Z")
-        comps = fit.components.to(batch.data.device)
-        z = batch.data.to(comps.dtype)
-        if self.whiten:
-            comps = fit.explained_variance.to(z.device).sqrt()[..., None] * comps
-        x = z @ comps + fit.mean.to(z.device)[:, None, :]
-        x = zero_padding(x, batch.mask)
-        return self._out(x, batch, None, squeeze=self._squeezes(Z))
-
-    # ---------------------------------------------------------------- helpers
-    def _pad_columns(self, z: Any, kmax: int, i: int) -> Any:
-        t, _ = as_tensor(z, f"Z[{i}]")
-        if t.ndim != 2 or t.shape[-1] > kmax:
-            raise ValueError(
-                f"Z[{i}] must be an (M, k) array with k <= {kmax}, got shape {tuple(t.shape)}"
-            )
-        out = torch.nn.functional.pad(t, (0, kmax - t.shape[-1]))
-        return out.numpy() if not isinstance(z, torch.Tensor) else out
-
-    def _squeezes(self, X: Any) -> bool:
-        """True when a model fitted on one ``(N, D)`` dataset gets one ``(M, D)`` array."""
-        return bool(getattr(self, "_single", False)) and is_single(X)
-
-    def _one(self, t: torch.Tensor) -> Any:
-        return restore(t[0] if getattr(self, "_single", False) else t, self._origin)
-
-    def _out(
-        self,
-        y: torch.Tensor,
-        batch: Batch,
-        widths: torch.Tensor | None,
-        *,
-        squeeze: bool = False,
-        drop_last: bool = False,
-    ) -> Any:
-        origin = Origin(batch.origin.kind, batch.origin.device, y.dtype)
-        if drop_last:  # per-sample values (B, M, 1) -> (B, M)
-            y = y[..., 0]
-        if not batch.ragged:
-            return restore(y[0] if squeeze else y, origin)
-        counts = batch.counts.tolist()
-        cols = widths.tolist() if widths is not None else [y.shape[-1]] * len(counts)
-        pairs = enumerate(zip(counts, cols, strict=True))
-        return [restore(y[i, :n] if drop_last else y[i, :n, :c], origin) for i, (n, c) in pairs]

@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.domain import InputError
+
 
 def _project(
     block: np.ndarray, mean: np.ndarray, comps: np.ndarray, scale: np.ndarray | None
@@ -34,15 +36,16 @@ def transform_dask(model: Any, x: Any) -> Any:
         ev = fit.explained_variance.detach().cpu().numpy()
         scale = np.maximum(np.sqrt(ev), np.finfo(ev.dtype).eps)
     if x.ndim not in (2, 3) or x.shape[-1] != model.n_features_in_:
-        raise ValueError(
-            f"X must be (B, M, {model.n_features_in_}) or (M, {model.n_features_in_}), "
-            f"got shape {x.shape}"
+        raise InputError(
+            "X",
+            f"must be (B, M, {model.n_features_in_}) or (M, {model.n_features_in_}), "
+            f"got shape {x.shape}",
         )
     squeeze = x.ndim == 2 and model._squeezes(x)
     if x.ndim == 2:
         x = da.broadcast_to(x[None], (n_sets, *x.shape), chunks=(1, x.chunks[0], x.chunks[1]))
     if x.shape[0] != n_sets:
-        raise ValueError(f"X holds {x.shape[0]} datasets but the model was fitted on {n_sets}")
+        raise InputError("X", f"holds {x.shape[0]} datasets but the model was fitted on {n_sets}")
     x = x.rechunk({2: -1}).astype(np.result_type(x.dtype, mean.dtype))
     k = comps.shape[1]
     starts = np.concatenate([[0], np.cumsum(x.chunks[0])])

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core.domain import Origin, as_tensor, is_ragged
+from ..core.domain import InputError, Origin, as_tensor, is_ragged
 
 
 @dataclass(frozen=True)
@@ -28,13 +28,6 @@ class Batch:
     ragged: bool
 
 
-def format_list(indices: Sequence[int], limit: int = 10) -> str:
-    """``[0, 3, 7, ... (12 in all)]``."""
-    shown = ", ".join(str(int(i)) for i in indices[:limit])
-    more = f", ... ({len(indices)} in all)" if len(indices) > limit else ""
-    return f"[{shown}{more}]"
-
-
 def _real(t: torch.Tensor, name: str) -> torch.Tensor:
     if t.is_complex():
         raise TypeError(f"{name}: PCA needs real data, got {t.dtype}")
@@ -46,21 +39,24 @@ def _ragged(xs: Sequence[Any], name: str, n_features: int | None) -> Batch:
     tensors = [_real(t, f"{name}[{i}]") for i, (t, _) in enumerate(items)]
     for i, t in enumerate(tensors):
         if t.ndim != 2:
-            raise ValueError(
-                f"{name}[{i}] must be one (n_samples, n_features) array in a "
-                f"ragged list, got shape {tuple(t.shape)}"
+            raise InputError(
+                f"{name}[{i}]",
+                "must be one (n_samples, n_features) array in a "
+                f"ragged list, got shape {tuple(t.shape)}",
             )
     widths = [t.shape[1] for t in tensors]
     expected = widths[0] if n_features is None else n_features
     wrong = [i for i, w in enumerate(widths) if w != expected]
     if wrong:
-        raise ValueError(
-            f"{name}: every dataset must have {expected} features; datasets "
-            f"{format_list(wrong)} have {sorted({widths[i] for i in wrong})}"
+        raise InputError(
+            name,
+            f"needs {expected} features in every dataset; these datasets have "
+            f"{sorted({widths[i] for i in wrong})}",
+            [(i,) for i in wrong],
         )
     devices = {t.device for t in tensors}
     if len(devices) > 1:
-        raise ValueError(f"{name}: datasets live on several devices: {sorted(map(str, devices))}")
+        raise InputError(name, f"has datasets on several devices: {sorted(map(str, devices))}")
     dtype = tensors[0].dtype
     for t in tensors[1:]:
         dtype = torch.promote_types(dtype, t.dtype)
@@ -78,7 +74,7 @@ def _mask_from(
     lengths: Any, mask: Any, shape: torch.Size, device: torch.device, name: str
 ) -> torch.Tensor | None:
     if lengths is not None and mask is not None:
-        raise ValueError("pass either lengths or mask, not both")
+        raise InputError("lengths/mask", "pass either lengths or mask, not both")
     b, n = shape[0], shape[1]
     if lengths is not None:
         ln, _ = (
@@ -87,17 +83,19 @@ def _mask_from(
             else (lengths, None)
         )
         if ln.is_floating_point() and bool((ln != ln.round()).any()):
-            raise ValueError("lengths must be integers")
+            raise InputError("lengths", "must be integers")
         ln = ln.to(device=device, dtype=torch.int64)
         if ln.shape != (b,):
-            raise ValueError(
-                f"lengths must have shape ({b},) (one per dataset of {name}), got {tuple(ln.shape)}"
+            raise InputError(
+                "lengths",
+                f"must have shape ({b},) (one per dataset of {name}), got {tuple(ln.shape)}",
             )
         bad = torch.nonzero((ln < 0) | (ln > n)).flatten().tolist()
         if bad:
-            raise ValueError(
-                f"lengths must lie in [0, {n}] (the padded sample count of "
-                f"{name}); datasets {format_list(bad)} are out of range"
+            raise InputError(
+                "lengths",
+                f"must lie in [0, {n}] (the padded sample count of {name})",
+                [(i,) for i in bad],
             )
         return torch.arange(n, device=device) < ln[:, None]
     if mask is not None:
@@ -105,9 +103,9 @@ def _mask_from(
         if m.dtype != torch.bool:
             raise TypeError(f"mask must be boolean (True = a real sample), got {m.dtype}")
         if m.shape != (b, n):
-            raise ValueError(
-                f"mask must have shape ({b}, {n}) to match {name} "
-                f"{tuple(shape)}, got {tuple(m.shape)}"
+            raise InputError(
+                "mask",
+                f"must have shape ({b}, {n}) to match {name} {tuple(shape)}, got {tuple(m.shape)}",
             )
         return m.to(device)
     return None
@@ -129,27 +127,27 @@ def as_batch(
     """
     if is_ragged(x):
         if lengths is not None or mask is not None:
-            raise ValueError(
-                "lengths/mask apply to a padded (B, N, D) array, not to a "
-                "ragged list (whose lengths are known)"
+            raise InputError(
+                "lengths/mask",
+                "apply to a padded (B, N, D) array, not to a ragged list (whose lengths are known)",
             )
         return _ragged(x, name, n_features)
     if isinstance(x, (list, tuple)) and len(x) == 0:
-        raise ValueError(f"{name} is an empty list: pass at least one dataset")
+        raise InputError(name, "is an empty list: pass at least one dataset")
     t, origin = as_tensor(x, name)
     _real(t, name)
     if t.ndim == 2 and allow_2d:
         t = t.unsqueeze(0)
     elif t.ndim != 3:
         hint = " (for one dataset use X[None])" if t.ndim == 2 else ""
-        raise ValueError(
-            f"{name} must have shape (n_datasets, n_samples, n_features) or be "
-            f"a list of (n_samples, n_features) arrays, got shape "
-            f"{tuple(t.shape)}{hint}"
+        raise InputError(
+            name,
+            "must have shape (n_datasets, n_samples, n_features) or be "
+            f"a list of (n_samples, n_features) arrays, got shape {tuple(t.shape)}{hint}",
         )
     if n_features is not None and t.shape[-1] != n_features:
-        raise ValueError(
-            f"{name} has {t.shape[-1]} features, but the model was fitted with {n_features}"
+        raise InputError(
+            name, f"has {t.shape[-1]} features, but the model was fitted with {n_features}"
         )
     m = _mask_from(lengths, mask, t.shape, t.device, name)
     if m is None:
@@ -160,7 +158,7 @@ def as_batch(
 
 
 def check_finite(batch: Batch, name: str = "X") -> None:
-    """Raise ``ValueError`` naming the datasets with NaN/Inf among their real samples."""
+    """Raise ``InputError`` naming the datasets with NaN/Inf among their real samples."""
     bad = ~torch.isfinite(batch.data).all(-1)
     if batch.mask is not None:
         bad = bad & batch.mask
@@ -168,9 +166,10 @@ def check_finite(batch: Batch, name: str = "X") -> None:
     if bool(per_set.any()):
         idx = torch.nonzero(per_set).flatten().tolist()
         first = int(torch.nonzero(bad[idx[0]]).flatten()[0])
-        raise ValueError(
-            f"{name} contains NaN or Inf in datasets {format_list(idx)} "
-            f"(first in dataset {idx[0]}, sample {first})"
+        raise InputError(
+            name,
+            f"contains NaN or Inf (first in dataset {idx[0]}, sample {first})",
+            [(i,) for i in idx],
         )
 
 

@@ -1,5 +1,6 @@
 """PCA's probabilistic model (Tipping & Bishop), batched: covariance, precision,
-log-likelihood, and Minka's MLE of the dimension, with sklearn's formulas."""
+log-likelihood, and Minka's MLE of the dimension, with sklearn's formulas (evaluated in the
+model covariance's eigenbasis, which keeps their accuracy on ill-conditioned data)."""
 
 from __future__ import annotations
 
@@ -7,68 +8,92 @@ import math
 
 import torch
 
-from ._inputs import format_list
+from ..core.domain import InputError
 from ._solve import PCAFit
 
 
-def _scaled_components(fit: PCAFit, whiten: bool) -> torch.Tensor:
+def model_basis(fit: PCAFit, whiten: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The model covariance's eigendecomposition: ``basis`` ``(B, D, D)`` and ``model``
+    ``(B, D)``, so that ``covariance = basis diag(model) basis^T``.
+
+    The first ``n_components_`` columns are the components, with variances
+    ``s (ev - sigma2)_+ + sigma2`` (``s = ev`` with ``whiten``, as sklearn scales the
+    components by ``sqrt(ev)``, else 1); the others are an orthonormal complement (from a
+    Householder QR of the components), with the noise variance ``sigma2``. Working in
+    this basis avoids the cancellation of the inversion lemma (``I / sigma2`` minus a
+    nearly equal term), which costs ``eps lambda_max / sigma2`` relative accuracy on data
+    whose variances span many decades.
+    """
     comps = fit.components
-    if whiten:  # sklearn scales the components by sqrt(ev) in the generative model
-        comps = fit.explained_variance.sqrt()[..., None] * comps
-    return comps
+    b, kmax, d = comps.shape
+    padded = comps.new_zeros(b, d, d)
+    padded[..., :kmax] = comps.mT
+    q = torch.linalg.qr(padded, mode="complete")[0]
+    inside = torch.arange(d, device=comps.device) < fit.n_components[:, None]
+    basis = torch.where(inside[:, None, :], padded, q)
+    noise = fit.noise_variance[:, None]
+    ev = comps.new_zeros(b, d)
+    ev[:, :kmax] = fit.explained_variance
+    scale = ev if whiten else torch.ones_like(ev)
+    model = torch.where(inside, scale * (ev - noise).clamp(min=0) + noise, noise.expand(b, d))
+    return basis, model
 
 
 def covariance(fit: PCAFit, whiten: bool) -> torch.Tensor:
     """``C^T diag(max(ev - sigma2, 0)) C + sigma2 I`` per dataset ``(B, D, D)``."""
-    noise = fit.noise_variance[:, None]
-    ev = fit.explained_variance
-    diff = torch.where(ev > noise, ev - noise, 0) * fit.mask
-    comps = _scaled_components(fit, whiten)
-    cov = (comps.mT * diff[:, None, :]) @ comps
-    eye = torch.eye(cov.shape[-1], dtype=cov.dtype, device=cov.device)
-    return cov + noise[..., None] * eye
+    basis, model = model_basis(fit, whiten)
+    return (basis * model[:, None, :]) @ basis.mT
+
+
+def _lemma_precision(fit: PCAFit, whiten: bool, idx: torch.Tensor) -> torch.Tensor:
+    """Datasets ``idx`` with zero noise variance: the inverse covariance (as sklearn)."""
+    inv, info = torch.linalg.inv_ex(covariance(fit, whiten)[idx])
+    if bool((info != 0).any()):
+        bad = idx[info != 0].tolist()
+        raise InputError(
+            "X",
+            "gives a singular model covariance (no noise variance left: fewer samples "
+            "than features with every component kept)",
+            [(i,) for i in bad],
+        )
+    return inv
 
 
 def precision(fit: PCAFit, whiten: bool) -> torch.Tensor:
-    """The inverse of :func:`covariance`, by the matrix inversion lemma (as sklearn).
-
-    Datasets with zero noise variance (all components kept) invert the covariance
-    directly, as sklearn does; a singular one raises ``ValueError``.
+    """The inverse of :func:`covariance`: ``basis diag(1 / model) basis^T``
+    (:func:`model_basis`). Datasets with zero noise variance (all components kept)
+    invert the covariance directly, as sklearn does; a singular one raises ``InputError``.
     """
-    noise = fit.noise_variance
-    ev = fit.explained_variance
-    comps = _scaled_components(fit, whiten)
-    d = comps.shape[-1]
-    eye = torch.eye(d, dtype=comps.dtype, device=comps.device)
-    safe = torch.where(noise > 0, noise, 1)
-    diff = torch.where(ev > noise[:, None], ev - noise[:, None], 0)
-    # padded (masked) components are zero rows: give them a unit diagonal so they drop out
-    inner_diag = torch.where(fit.mask, 1 / diff, 1)
-    inner = comps @ comps.mT / safe[:, None, None] + torch.diag_embed(inner_diag)
-    prec = comps.mT @ torch.linalg.solve(inner, comps) if comps.shape[1] else 0 * eye
-    prec = -prec / (safe**2)[:, None, None] + eye / safe[:, None, None]
-    exact = noise == 0
+    basis, model = model_basis(fit, whiten)
+    safe = torch.where(model > 0, model, 1)
+    prec = (basis / safe[:, None, :]) @ basis.mT
+    exact = fit.noise_variance == 0
     if bool(exact.any()):
         idx = torch.nonzero(exact).flatten()
-        inv, info = torch.linalg.inv_ex(covariance(fit, whiten)[idx])
-        if bool((info != 0).any()):
-            bad = idx[info != 0].tolist()
-            raise ValueError(
-                f"the model covariance of datasets {format_list(bad)} is singular (no noise "
-                "variance left: fewer samples than features with every component kept)"
-            )
-        prec = prec.index_copy(0, idx, inv)
+        prec = prec.index_copy(0, idx, _lemma_precision(fit, whiten, idx))
     return prec
 
 
 def log_likelihood(fit: PCAFit, whiten: bool, x: torch.Tensor) -> torch.Tensor:
-    """Log-likelihood ``(B, M)`` of the samples ``x`` ``(B, M, D)`` (sklearn's formula)."""
-    prec = precision(fit, whiten).to(x.dtype)
+    """Log-likelihood ``(B, M)`` of the samples ``x`` ``(B, M, D)`` (sklearn's formula,
+    ``-(x^T P x + D log 2 pi - log det P) / 2``, evaluated in the model's eigenbasis:
+    ``x^T P x = sum_j (x . b_j)^2 / model_j`` and ``log det P = -sum_j log model_j``)."""
+    basis, model = model_basis(fit, whiten)
+    basis, model = basis.to(x.dtype), model.to(x.dtype)
     xr = x - fit.mean.to(x.dtype)[:, None, :]
     d = x.shape[-1]
-    sign, logdet = torch.linalg.slogdet(prec)
-    logdet = torch.where(sign > 0, logdet, -torch.inf)  # sklearn's fast_logdet
-    ll = -0.5 * (xr * (xr @ prec)).sum(-1)
+    safe = torch.where(model > 0, model, 1)
+    quad = ((xr @ basis).square() / safe[:, None, :]).sum(-1)
+    logdet = -torch.log(safe).sum(-1)
+    exact = fit.noise_variance == 0
+    if bool(exact.any()):  # no noise: sklearn's x^T P x with the inverse covariance
+        idx = torch.nonzero(exact).flatten()
+        prec = _lemma_precision(fit, whiten, idx).to(x.dtype)
+        sign, det = torch.linalg.slogdet(prec)
+        det = torch.where(sign > 0, det, -torch.inf)  # sklearn's fast_logdet
+        quad = quad.index_copy(0, idx, (xr[idx] * (xr[idx] @ prec)).sum(-1))
+        logdet = logdet.index_copy(0, idx, det)
+    ll = -0.5 * quad
     return ll - 0.5 * (d * math.log(2.0 * math.pi) - logdet)[:, None]
 
 

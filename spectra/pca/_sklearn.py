@@ -13,9 +13,20 @@ import inspect
 from typing import Any
 
 from ..core import Options, eigh
+from ..core.domain import InputError
 
 # explicit parameters of BatchPCA.__init__, stored unchanged (sklearn's convention)
-PARAMS = ("n_components", "whiten", "center", "solver", "precision")
+PARAMS = (
+    "n_components",
+    "whiten",
+    "center",
+    "solver",
+    "svd_solver",
+    "precision",
+    "iterated_power",
+    "n_oversamples",
+    "random_state",
+)
 # core options BatchPCA cannot forward: the PCA decides them
 _NOT_FORWARDED = {"a", "b", "k", "largest", "lindep", "lindep_fill"}
 
@@ -39,10 +50,11 @@ def check_eigh_options(options: dict[str, Any]) -> None:
     unknown = sorted(set(options) - allowed)
     if unknown:
         hint = ""
-        if set(unknown) & {"svd_solver", "random_state", "iterated_power", "tol", "copy"}:
+        if set(unknown) & {"tol", "copy", "power_iteration_normalizer"}:
             hint = (
-                " (sklearn's PCA solver options have no meaning here: BatchPCA is always "
-                "the exact 'full' PCA; use solver='covariance'/'gram' to pick the route)"
+                " (sklearn's PCA options tol, copy and power_iteration_normalizer have no "
+                "meaning here: BatchPCA never modifies X, and its randomized solver "
+                "normalizes power iterations by QR)"
             )
         raise TypeError(
             f"BatchPCA got unexpected keyword argument(s) {unknown}{hint}; it takes "
@@ -76,7 +88,8 @@ class EstimatorBase(*_Bases):  # type: ignore[misc]
         return params
 
     def set_params(self, **params: Any) -> EstimatorBase:
-        """Set parameters (and eigh options) by name; unknown names raise ``ValueError``."""
+        """Set parameters (and eigh options) by name; unknown names raise ``InputError``
+        (a ``ValueError``, as sklearn's)."""
         allowed = eigh_option_names()
         for key, value in params.items():
             if key in PARAMS:
@@ -84,9 +97,10 @@ class EstimatorBase(*_Bases):  # type: ignore[misc]
             elif key in allowed:
                 self.eigh_options = {**self.eigh_options, key: value}
             else:
-                raise ValueError(
+                raise InputError(
+                    "",
                     f"Invalid parameter {key!r} for estimator {self!r}. Valid parameters "
-                    f"are: {sorted([*PARAMS, *allowed])!r}."
+                    f"are: {sorted([*PARAMS, *allowed])!r}.",
                 )
         return self
 

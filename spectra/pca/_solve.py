@@ -10,7 +10,8 @@ from typing import Any
 import torch
 
 from ..core import eigh
-from ._inputs import format_list
+from ..core.domain import InputError
+from ._svd import svd_spectrum
 
 
 @dataclass
@@ -48,13 +49,14 @@ def check_n_components(spec: Any) -> None:
         raise TypeError("n_components must be None, an int or a float in (0, 1), got a bool")
     if isinstance(spec, Integral):
         if int(spec) < 0:
-            raise ValueError(f"n_components must be >= 0, got {spec}")
+            raise InputError("n_components", f"must be >= 0, got {spec}")
         return
     if isinstance(spec, Real):
         if not 0.0 < float(spec) < 1.0:
-            raise ValueError(
-                "a float n_components is the fraction of variance to keep and "
-                f"must lie strictly between 0 and 1, got {spec}"
+            raise InputError(
+                "n_components",
+                "as a float is the fraction of variance to keep and "
+                f"must lie strictly between 0 and 1, got {spec}",
             )
         return
     raise TypeError(f"n_components must be None, 'mle', an int or a float in (0, 1), got {spec!r}")
@@ -94,9 +96,11 @@ def choose_k(
         bad = torch.nonzero(rank < k).flatten().tolist()
         if bad:
             lows = sorted({int(rank[i]) for i in bad})
-            raise ValueError(
-                f"n_components={k} must be <= min(n_samples, n_features) for every "
-                f"dataset; datasets {format_list(bad)} allow only {lows}"
+            raise InputError(
+                f"n_components={k}",
+                "must be <= min(n_samples, n_features) for every dataset; "
+                f"these datasets allow only {lows}",
+                [(i,) for i in bad],
             )
         return torch.full_like(rank, k)
     cum = torch.cumsum(ratio.nan_to_num(0.0), -1)
@@ -174,24 +178,31 @@ def check_counts(count: torch.Tensor, spec: Any = None, n_features: int = 0) -> 
     bad = torch.nonzero(count < 2).flatten().tolist()
     if bad:
         have = sorted({int(count[i]) for i in bad})
-        raise ValueError(
-            f"PCA needs at least 2 samples per dataset; datasets {format_list(bad)} have {have}"
+        raise InputError(
+            "X",
+            f"has datasets with fewer than 2 samples (PCA needs at least 2 samples per "
+            f"dataset; these have {have})",
+            [(i,) for i in bad],
         )
     if isinstance(spec, str):
         bad = torch.nonzero(count < n_features).flatten().tolist()
         if bad:
-            raise ValueError(
-                "n_components='mle' is only supported if n_samples >= n_features "
-                f"({n_features}); datasets {format_list(bad)} have fewer samples"
+            raise InputError(
+                "n_components='mle'",
+                f"is only supported if n_samples >= n_features ({n_features}); "
+                "these datasets have fewer samples",
+                [(i,) for i in bad],
             )
 
 
 def overflow(bad: list[int]) -> None:
     """Default report for non-finite statistics (NaN/Inf in the data or an overflow)."""
-    raise ValueError(
-        f"the means or scatter matrices of datasets {format_list(bad)} are not "
-        "finite (NaN/Inf in the data, or values so large that their squares "
-        "overflow: rescale the data or use precision='float64')"
+    raise InputError(
+        "X",
+        "gives means or scatter matrices that are not finite (NaN/Inf in the data, or "
+        "values so large that their squares overflow: rescale the data or use "
+        "precision='float64')",
+        [(i,) for i in bad],
     )
 
 
@@ -231,7 +242,7 @@ def from_scatter(
     return finish(count, mean, lam, total, rank, spec, lambda kmax: v[..., d - kmax :].flip(-1))
 
 
-def _complete(vecs: torch.Tensor, good: torch.Tensor) -> torch.Tensor:
+def complete(vecs: torch.Tensor, good: torch.Tensor) -> torch.Tensor:
     """Replace the columns outside ``good`` by an orthonormal complement of the good ones.
 
     Good columns come first in each dataset (descending variance), so the Householder QR
@@ -240,8 +251,118 @@ def _complete(vecs: torch.Tensor, good: torch.Tensor) -> torch.Tensor:
     """
     if bool(good.all()):
         return vecs
-    q, _ = torch.linalg.qr(vecs * good[:, None, :], mode="complete")
+    vecs = vecs * good[:, None, :]
+    q, _ = torch.linalg.qr(vecs, mode="complete")
     return torch.where(good[:, None, :], vecs, q[..., : vecs.shape[-1]])
+
+
+def ill_conditioned(lam: torch.Tensor) -> torch.Tensor:
+    """``(B,)`` True where the covariance route loses digits: ``lambda_max / lambda_min``
+    (over the non-zero eigenvalues) above ``eps^(-1/3)`` (1.6e5 in float64, 203 in float32).
+
+    The covariance route's relative error in ``lambda_min`` is ``~eps kappa``: below the
+    threshold it stays under ``eps^(2/3)`` (4e-11 in float64), the SVD route's error
+    ``~eps sqrt(kappa)`` under ``eps^(5/6)``.
+    """
+    if lam.numel() == 0:
+        return torch.zeros(lam.shape[0], dtype=torch.bool, device=lam.device)
+    limit = torch.finfo(lam.dtype).eps ** (-1.0 / 3.0)
+    positive = lam > 0
+    low = torch.where(positive, lam, torch.inf).amin(-1)
+    return positive.any(-1) & (lam[:, 0] > limit * low)
+
+
+def _base_spectrum(
+    xc: torch.Tensor, route: str, eigh_kw: dict[str, Any]
+) -> tuple[torch.Tensor, torch.Tensor, Callable[[int], torch.Tensor]]:
+    """``(lam, total, vectors)`` of the covariance or Gram route (``vectors(kmax)`` raw)."""
+    d = xc.shape[-1]
+    if route == "covariance":
+        scatter = xc.mT @ xc  # symmetric up to round-off; eigh reads one triangle
+        total = scatter.diagonal(dim1=-2, dim2=-1).sum(-1)
+        w, v = _eigh(scatter, eigh_kw)
+        return drop_roundoff(w.flip(-1), d), total, lambda kmax: v[..., d - kmax :].flip(-1)
+    gram = xc @ xc.mT
+    total = gram.diagonal(dim1=-2, dim2=-1).sum(-1)
+    w, u = _eigh(gram, eigh_kw)
+    lam, u = drop_roundoff(w.flip(-1), d), u.flip(-1)
+
+    def vectors(kmax: int) -> torch.Tensor:
+        lk = lam[:, :kmax]
+        scale = torch.where(lk > 0, lk, 1.0).sqrt()
+        return (xc.mT @ u[..., :kmax]) / scale[:, None, :]
+
+    return lam, total, vectors
+
+
+def from_data(
+    count: torch.Tensor,
+    mean: torch.Tensor,
+    xc: torch.Tensor,
+    spec: Any,
+    route: str,
+    eigh_kw: dict[str, Any],
+    on_bad: Callable[[list[int]], None] = overflow,
+) -> tuple[PCAFit, list[int]]:
+    """The exact PCA of centred data ``xc`` ``(B, N, D)`` by ``route``.
+
+    ``"covariance"``: eigh of ``X_c^T X_c``; ``"gram"``: eigh of ``X_c X_c^T`` and
+    ``V = X_c^T U / sqrt(w)``; ``"svd"``: QR and the dilation eigh (SVD-accurate, see
+    :mod:`spectra.pca._svd`); ``"auto"``: the Gram route when ``N < D``, else the covariance
+    route, and the datasets whose spectrum is :func:`ill_conditioned` solved again by the
+    SVD route. Returns the fit and the datasets the SVD route solved.
+
+    Directions with no variance (round-off eigenvalues: centering leaves rank ``N - 1``)
+    are filled, where asked for, with an orthonormal complement of the others (as an SVD).
+    """
+    n, d = xc.shape[-2], xc.shape[-1]
+    check_counts(count, spec, d)
+    rank = count.clamp(max=d)
+    base = route if route != "auto" else ("gram" if n < d else "covariance")
+    if base == "svd":
+        check_stats(mean, xc.square().sum((-2, -1)), on_bad)
+        lam, vecs = svd_spectrum(xc, eigh_kw)
+        redo = list(range(xc.shape[0]))
+        exact = torch.zeros_like(count, dtype=torch.bool)
+        return finish_vectors(count, mean, lam, lam.sum(-1), rank, spec, vecs, exact), redo
+    lam, total, vectors = _base_spectrum(xc, base, eigh_kw)
+    check_stats(mean, total, on_bad)
+    exact = torch.full_like(count, base == "covariance", dtype=torch.bool)
+    bad = ill_conditioned(lam) if route == "auto" else torch.zeros_like(exact)
+    redo = torch.nonzero(bad).flatten().tolist()
+    vecs_fn = vectors
+    if redo:
+        idx = torch.nonzero(bad).flatten()
+        lam_s, vecs_s = svd_spectrum(xc[idx], eigh_kw)
+        lam = lam.index_copy(0, idx, lam_s)
+        total = total.index_copy(0, idx, lam_s.sum(-1))
+        exact = exact & ~bad
+
+        def vecs_fn(kmax: int) -> torch.Tensor:
+            return vectors(kmax).index_copy(0, idx, vecs_s[..., :kmax])
+
+    return finish_vectors(count, mean, lam, total, rank, spec, vecs_fn, exact), redo
+
+
+def finish_vectors(
+    count: torch.Tensor,
+    mean: torch.Tensor,
+    lam: torch.Tensor,
+    total: torch.Tensor,
+    rank: torch.Tensor,
+    spec: Any,
+    vectors: torch.Tensor | Callable[[int], torch.Tensor],
+    exact: torch.Tensor,
+) -> PCAFit:
+    """:func:`finish`, completing the null columns of the datasets not marked ``exact``
+    (whose vectors did not come from an eigh of the scatter matrix itself)."""
+
+    def leading(kmax: int) -> torch.Tensor:
+        vecs = vectors(kmax) if callable(vectors) else vectors[..., :kmax]
+        good = (lam[:, :kmax] > 0) | exact[:, None]
+        return complete(vecs, good)
+
+    return finish(count, mean, lam, total, rank, spec, leading)
 
 
 def from_gram(
@@ -252,26 +373,5 @@ def from_gram(
     eigh_kw: dict[str, Any],
     on_bad: Callable[[list[int]], None] = overflow,
 ) -> PCAFit:
-    """Gram route for ``N < D``: eigh of ``X_c X_c^T`` (B, N, N); ``V = X_c^T U / sqrt(w)``.
-
-    Directions whose Gram eigenvalue is at round-off level (centering leaves rank ``N - 1``)
-    carry no variance; when they are asked for they are filled with an orthonormal
-    complement of the others, as an SVD would.
-    """
-    d = xc.shape[-1]
-    check_counts(count, spec, d)
-    gram = xc @ xc.mT  # symmetric up to round-off; eigh reads one triangle
-    total = gram.diagonal(dim1=-2, dim2=-1).sum(-1)
-    check_stats(mean, total, on_bad)
-    w, u = _eigh(gram, eigh_kw)
-    lam, u = drop_roundoff(w.flip(-1), d), u.flip(-1)
-    rank = count.clamp(max=d)
-
-    def vectors(kmax: int) -> torch.Tensor:
-        lk = lam[:, :kmax]
-        good = lk > 0
-        scale = torch.where(good, lk, 1.0).sqrt()
-        vecs = (xc.mT @ u[..., :kmax]) / scale[:, None, :]
-        return _complete(vecs * good[:, None, :], good)
-
-    return finish(count, mean, lam, total, rank, spec, vectors)
+    """Gram route for ``N < D``: eigh of ``X_c X_c^T`` (B, N, N); ``V = X_c^T U / sqrt(w)``."""
+    return from_data(count, mean, xc, spec, "gram", eigh_kw, on_bad)[0]

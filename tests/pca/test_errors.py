@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from spectra.core.domain import InputError
 from spectra.pca import BatchPCA, NotFittedError
 
 
@@ -15,21 +16,26 @@ def _x(b=3, n=10, d=4, seed=0):
 
 def test_too_few_samples_names_datasets():
     xs = [np.ones((5, 3)), np.ones((1, 3)), np.ones((4, 3)), np.zeros((0, 3))]
-    with pytest.raises(ValueError, match=r"at least 2 samples.*datasets \[1, 3\] have \[0, 1\]"):
+    with pytest.raises(
+        InputError, match=r"at least 2 samples.*have \[0, 1\]\) at batch indices \[1, 3\]"
+    ) as err:
         BatchPCA(1).fit(xs)
-    with pytest.raises(ValueError, match=r"datasets \[2\]"):
+    assert err.value.what == "X" and err.value.indices == [(1,), (3,)]
+    with pytest.raises(ValueError, match=r"batch indices \[2\]"):
         BatchPCA(1).fit(_x(), lengths=[10, 5, 1])
     with pytest.raises(ValueError, match="at least 2 samples"):
         BatchPCA(1).fit(_x(n=1))
 
 
 def test_too_many_components_names_datasets():
-    with pytest.raises(ValueError, match=r"n_components=5.*datasets \[0, 1, 2\] allow only \[4\]"):
+    with pytest.raises(
+        InputError, match=r"n_components=5.*allow only \[4\] at batch indices \[0, 1, 2\]"
+    ):
         BatchPCA(5).fit(_x())
     xs = [np.random.default_rng(i).normal(size=(n, 6)) for i, n in enumerate((10, 3, 8))]
-    with pytest.raises(ValueError, match=r"datasets \[1\] allow only \[3\]"):
+    with pytest.raises(ValueError, match=r"allow only \[3\] at batch indices \[1\]"):
         BatchPCA(4).fit(xs)
-    with pytest.raises(ValueError, match=r"datasets \[1\]"):
+    with pytest.raises(ValueError, match=r"batch indices \[1\]"):
         BatchPCA(4).fit_from_moments(
             np.array([10, 3]), np.zeros((2, 6)), np.broadcast_to(np.eye(6), (2, 6, 6))
         )
@@ -39,23 +45,25 @@ def test_too_many_components_names_datasets():
 def test_nan_names_dataset_and_sample(bad):
     x = _x(b=4)
     x[2, 7, 1] = bad
-    with pytest.raises(ValueError, match=r"NaN or Inf in datasets \[2\].*sample 7"):
+    want = r"X contains NaN or Inf \(first in dataset 2, sample 7\) at batch indices \[2\]"
+    with pytest.raises(ValueError, match=want):
         BatchPCA(2).fit(x)
-    with pytest.raises(ValueError, match=r"datasets \[2\]"):
+    with pytest.raises(ValueError, match=r"batch indices \[2\]"):
         BatchPCA(2).fit(torch.from_numpy(x))
     xs = list(_x(b=3))
     xs[1] = xs[1].copy()
     xs[1][0, 0] = bad
-    with pytest.raises(ValueError, match=r"datasets \[1\]"):
+    with pytest.raises(ValueError, match=r"batch indices \[1\]"):
         BatchPCA(2).fit(xs)
     model = BatchPCA(2).fit(_x(b=4))
-    with pytest.raises(ValueError, match=r"NaN or Inf in datasets \[2\]"):
+    with pytest.raises(ValueError, match=r"NaN or Inf.*batch indices \[2\]"):
         model.transform(x)
 
 
 def test_mismatched_features_in_ragged_list():
     xs = [np.ones((5, 3)), np.ones((5, 4)), np.ones((6, 3)), np.ones((2, 2))]
-    with pytest.raises(ValueError, match=r"3 features; datasets \[1, 3\] have \[2, 4\]"):
+    want = r"needs 3 features.*have \[2, 4\] at batch indices \[1, 3\]"
+    with pytest.raises(ValueError, match=want):
         BatchPCA(1).fit(xs)
     with pytest.raises(ValueError, match=r"X\[1\] must be one \(n_samples, n_features\)"):
         BatchPCA(1).fit([np.ones((5, 3)), np.ones((2, 5, 3))])
@@ -72,7 +80,7 @@ def test_bad_shapes_and_types():
         BatchPCA(1).fit(torch.ones(2, 5, 3, dtype=torch.complex64))
     with pytest.raises(ValueError, match=r"lengths must have shape \(3,\)"):
         BatchPCA(1).fit(_x(), lengths=[10, 10])
-    with pytest.raises(ValueError, match=r"lengths must lie in \[0, 10\].*datasets \[1\]"):
+    with pytest.raises(ValueError, match=r"lengths must lie in \[0, 10\].*batch indices \[1\]"):
         BatchPCA(1).fit(_x(), lengths=[10, 11, 3])
     with pytest.raises(ValueError, match="lengths must be integers"):
         BatchPCA(1).fit(_x(), lengths=[10, 2.5, 3])
@@ -93,19 +101,35 @@ def test_bad_n_components(spec):
 
 
 def test_bad_options():
-    with pytest.raises(ValueError, match="solver"):
+    with pytest.raises(InputError, match="solver must be one of"):
         BatchPCA(1, solver="arpack")
-    with pytest.raises(ValueError, match="precision"):
+    with pytest.raises(InputError, match=r"svd_solver must be one of.*'arpack'"):
+        BatchPCA(1, svd_solver="arpack")
+    with pytest.raises(InputError, match="precision must be"):
         BatchPCA(1, precision="float16")
+    with pytest.raises(InputError, match="iterated_power must be"):
+        BatchPCA(1, iterated_power=-1)
+    with pytest.raises(InputError, match="n_oversamples must be"):
+        BatchPCA(1, n_oversamples=0)
+    with pytest.raises(InputError, match="random_state must be None or an int"):
+        BatchPCA(1, random_state="x")
     with pytest.raises(TypeError, match="'k'"):
         BatchPCA(1, k=3)
-    # sklearn's solver options are refused at construction, not later inside eigh
-    with pytest.raises(TypeError, match=r"svd_solver.*full"):
-        BatchPCA(1, svd_solver="full")
-    with pytest.raises(TypeError, match="random_state"):
-        BatchPCA(1, random_state=0)
-    with pytest.raises(ValueError, match="Invalid parameter 'svd_solver'"):
-        BatchPCA(1).set_params(svd_solver="full")
+    # sklearn's options that mean nothing here are refused at construction, not in eigh
+    with pytest.raises(TypeError, match=r"'tol'.*power_iteration_normalizer"):
+        BatchPCA(1, tol=0.1)
+    with pytest.raises(ValueError, match="Invalid parameter 'tol'"):
+        BatchPCA(1).set_params(tol=0.1)
+    # sklearn's svd_solver / random_state are parameters now
+    assert BatchPCA(1).set_params(svd_solver="full", random_state=0).svd_solver == "full"
+
+
+def test_randomized_needs_an_int_number_of_components():
+    for spec in (None, 0.5, "mle", 0):
+        with pytest.raises(InputError, match="n_components"):
+            BatchPCA(spec, svd_solver="randomized").fit(_x())
+    with pytest.raises(InputError, match=r"n_components=5.*batch indices \[0, 1, 2\]"):
+        BatchPCA(5, svd_solver="randomized").fit(_x())
 
 
 def test_transform_checks():
@@ -137,9 +161,12 @@ def test_moments_input_checks():
 def test_overflow_is_reported_not_returned():
     x = _x()
     x[1] *= 1e200  # finite data whose squares overflow float64
-    with pytest.raises(ValueError, match=r"datasets \[1\] are not finite.*overflow"):
+    with pytest.raises(InputError, match=r"not finite.*overflow.*batch indices \[1\]"):
         BatchPCA(2).fit(x)
-    with pytest.raises(ValueError, match=r"datasets \[1\]"):
-        BatchPCA(2, solver="gram").fit(x)
-    with pytest.raises(ValueError, match=r"datasets \[0\] are not finite"):
+    for route in ("gram", "svd"):
+        with pytest.raises(ValueError, match=r"batch indices \[1\]"):
+            BatchPCA(2, solver=route).fit(x)
+    with pytest.raises(ValueError, match=r"batch indices \[1\]"):
+        BatchPCA(2, svd_solver="randomized").fit(x)
+    with pytest.raises(ValueError, match=r"not finite.*batch indices \[0\]"):
         BatchPCA(1).fit_from_moments([5], np.zeros((1, 3)), np.full((1, 3, 3), np.nan))

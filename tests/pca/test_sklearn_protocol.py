@@ -37,7 +37,11 @@ def test_clone_get_set_params_keep_values_and_eigh_options():
         "whiten": True,
         "center": True,
         "solver": "covariance",
+        "svd_solver": "auto",
         "precision": "data",
+        "iterated_power": "auto",
+        "n_oversamples": 10,
+        "random_state": None,
         "workers": 1,
         "chunk_size": 4,
     }
@@ -136,7 +140,7 @@ def test_batch_mle_score_precision_equal_sklearn_per_dataset(dtype):
 
 
 def test_mle_refuses_fewer_samples_than_features():
-    with pytest.raises(ValueError, match=r"'mle' is only supported.*datasets \[1\]"):
+    with pytest.raises(ValueError, match=r"'mle' is only supported.*batch indices \[1\]"):
         BatchPCA("mle").fit([np.ones((10, 4)), np.ones((3, 4))])
 
 
