@@ -46,14 +46,21 @@ def lindep_threshold() -> float | None:
 
 
 def fock_overlap(kmf: Any, kpts: Any, *, dm: Any = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(F(k), S(k))`` at the band k-points, built by PySCF exactly as ``get_bands`` does:
-    ``F = hcore(k) + veff(k)`` with the SCF density, ``S`` from ``kmf.get_ovlp``."""
+    """``(F(k), S(k))`` at the band k-points, as ``get_bands`` builds them, once for all k:
+    ``F = hcore(k) + veff(k)`` with the SCF density, ``S`` from ``kmf.get_ovlp``.
+
+    ``hcore(k)`` of a pseudopotential cell with PySCF's default FFTDF is built batched over
+    the k-points (:func:`~spectra.tightbinding._pyscf_hcore.hcore_kpts`: the same sums,
+    by PySCF's kernels, several k-points per call instead of one); other SCF objects use
+    ``kmf.get_hcore``. ``veff(k)`` is ``kmf.get_veff(..., kpts_band=k)``, one call."""
     _require_pyscf()
+    from ._pyscf_hcore import hcore_kpts
+
     kb = np.asarray(kpts, dtype=float).reshape(-1, 3)
     cell = kmf.cell
     if dm is None:
         dm = kmf.make_rdm1()
-    fock = kmf.get_hcore(cell, kb)
+    fock = hcore_kpts(kmf, kb)
     fock = fock + kmf.get_veff(cell, dm, kpts=kmf.kpts, kpts_band=kb)
     ovlp = kmf.get_ovlp(cell, kb)
     return np.asarray(fock), np.asarray(ovlp)

@@ -94,3 +94,48 @@ def test_bands_carry_hartree_units_and_still_unpack():
     energy, coeff = b
     assert b.units == "Hartree" and energy.shape == (2, 3)
     assert coeff.shape == (2, 3, 3) and len(b) == 2
+
+
+def test_batched_hcore_equals_get_hcore(diamond):
+    from spectra.tightbinding._pyscf_hcore import CHUNK_BYTES, fast_path_applies, hcore_kpts
+
+    cell, kmf = diamond
+    assert fast_path_applies(kmf)
+    kpts = cell.get_abs_kpts(np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.5], [0.1, 0.2, 0.3]]))
+    ref = np.asarray(kmf.get_hcore(cell, kpts))
+    np.testing.assert_allclose(hcore_kpts(kmf, kpts), ref, rtol=0, atol=1e-12)
+    assert CHUNK_BYTES > 0
+
+
+def test_batched_hcore_in_several_chunks(diamond, monkeypatch):
+    from spectra.tightbinding import _pyscf_hcore
+
+    cell, kmf = diamond
+    kpts = cell.get_abs_kpts(np.random.default_rng(0).random((5, 3)))
+    monkeypatch.setattr(_pyscf_hcore, "CHUNK_BYTES", 1)  # one k-point per chunk
+    one = _pyscf_hcore.hcore_kpts(kmf, kpts)
+    monkeypatch.undo()
+    np.testing.assert_allclose(one, _pyscf_hcore.hcore_kpts(kmf, kpts), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(one, np.asarray(kmf.get_hcore(cell, kpts)), rtol=0, atol=1e-12)
+
+
+def test_bands_to_1e9_hartree_and_fallback_for_an_overridden_hcore(diamond):
+    import copy
+
+    from spectra.tightbinding._pyscf_hcore import fast_path_applies
+
+    cell, kmf = diamond
+    kpts = cell.get_abs_kpts(kpath(cell.lattice_vectors(), "L,G,X,W,K,G", 12).k)
+    e, _ = pyscf_bands(kmf, kpts)
+    assert np.abs(e - np.asarray(kmf.get_bands(kpts)[0])).max() < 1e-9
+
+    class Shifted(type(kmf)):  # hcore + 0.1 S: every band moves up by 0.1 Ha
+        def get_hcore(self, cell=None, kpts=None):
+            return super().get_hcore(cell, kpts) + 0.1 * np.asarray(self.get_ovlp(cell, kpts))
+
+    shifted = copy.copy(kmf)
+    shifted.__class__ = Shifted
+    assert not fast_path_applies(shifted)
+    e2, _ = pyscf_bands(shifted, kpts)
+    assert np.abs(e2 - (e + 0.1)).max() < 1e-9
+    assert np.abs(e2 - np.asarray(shifted.get_bands(kpts)[0])).max() < 1e-9
