@@ -16,15 +16,24 @@ True
 """
 
 from ._adam import RiemannianAdam
-from ._manifold import Stiefel, check_frames
+from ._checks import ON_MANIFOLD_TOL, check_frames
+from ._manifold import Stiefel
+from ._metrics import METRICS, CanonicalMetric, EuclideanMetric, Metric
+from ._optim import RiemannianOptimizer
 from ._parameter import StiefelParameter
 from ._polar import inv_sqrtm, polar
 from ._retractions import RETRACTIONS, retract_cayley, retract_polar, retract_qr
 from ._sgd import RiemannianSGD
 
 __all__ = [
+    "METRICS",
+    "ON_MANIFOLD_TOL",
     "RETRACTIONS",
+    "CanonicalMetric",
+    "EuclideanMetric",
+    "Metric",
     "RiemannianAdam",
+    "RiemannianOptimizer",
     "RiemannianSGD",
     "Stiefel",
     "StiefelParameter",

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import torch
 
-from ._batched import Job, check_stabilize, riemannian_grad, run_jobs, stabilize_group
-from ._sgd import _check_retraction
+from ..core.domain import InputError
+from ._optim import RiemannianOptimizer
 
 
-class RiemannianAdam(torch.optim.Optimizer):
+class RiemannianAdam(RiemannianOptimizer):
     """Adam on the Stiefel manifold, a drop-in ``torch.optim.Adam`` for mixed models.
 
     For a :class:`StiefelParameter` ``X``: ``g = proj_X(G + weight_decay X)``, first moment
@@ -49,6 +49,9 @@ class RiemannianAdam(torch.optim.Optimizer):
     True
     """
 
+    state_name = "exp_avg"
+    state_label = "first moment (exp_avg)"
+
     def __init__(
         self,
         params: Iterable[Any],
@@ -62,16 +65,10 @@ class RiemannianAdam(torch.optim.Optimizer):
         retraction: str | None = None,
         stabilize: int | None = None,
     ) -> None:
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        check_stabilize(stabilize)
-        if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not eps >= 0.0:
+            raise InputError("", f"Invalid epsilon value: {eps}")
         if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
-            raise ValueError(f"Invalid betas: {betas}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        _check_retraction(retraction)
+            raise InputError("", f"Invalid betas: {betas}")
         defaults = {
             "lr": lr,
             "betas": tuple(betas),
@@ -84,55 +81,34 @@ class RiemannianAdam(torch.optim.Optimizer):
         }
         super().__init__(params, defaults)
 
-    @torch.no_grad()
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:  # type: ignore[override]
-        """Perform one optimization step (``closure`` re-evaluates the loss, as in torch)."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        jobs: list[Job] = []
-        due: list[dict] = []
-        for group in self.param_groups:
-            _check_retraction(group["retraction"])
-            beta1, beta2 = group["betas"]
-            lr, eps = group["lr"], group["eps"]
-            for p in group["params"]:
-                grad = riemannian_grad(p, group, "RiemannianAdam")
-                if grad is None:
-                    continue
-                g, manifold = grad
-                if manifold is not None:
-                    sq = manifold.inner(p, g, keepdim=True)
-                else:
-                    sq = g * g.conj() if g.is_complex() else g * g
-                    sq = sq.real if sq.is_complex() else sq
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = 0
-                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                    state["exp_avg_sq"] = torch.zeros_like(sq)
-                    if group["amsgrad"]:
-                        state["max_exp_avg_sq"] = torch.zeros_like(sq)
-                state["step"] += 1
-                every = group.get("stabilize")
-                if every is not None and state["step"] % every == 0 and group not in due:
-                    due.append(group)
-                m, v = state["exp_avg"], state["exp_avg_sq"]
-                m.mul_(beta1).add_(g, alpha=1 - beta1)
-                v.mul_(beta2).add_(sq, alpha=1 - beta2)
-                if group["amsgrad"]:
-                    torch.maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
-                    v = state["max_exp_avg_sq"]
-                bc1 = 1 - beta1 ** state["step"]
-                bc2 = 1 - beta2 ** state["step"]
-                direction = (m / bc1) / ((v / bc2).sqrt() + eps)
-                if manifold is None:
-                    p.add_(direction, alpha=-lr)
-                else:
-                    method = group["retraction"] or manifold.retraction
-                    jobs.append(Job(p, manifold, direction.mul(-lr), method, [m]))
-        run_jobs(jobs)
-        for group in due:
-            stabilize_group(group, self.state, "exp_avg")
-        return loss
+    def _update(
+        self,
+        p: torch.Tensor,
+        g: torch.Tensor,
+        manifold: Any,
+        group: dict[str, Any],
+        state: dict[str, Any],
+    ) -> tuple[torch.Tensor, list[torch.Tensor], bool]:
+        beta1, beta2 = group["betas"]
+        if manifold is not None:  # one scalar per matrix: the direction stays tangent
+            sq = manifold.metric.inner(p, g, g, keepdim=True)
+        else:
+            sq = (g * g.conj()).real if g.is_complex() else g * g
+        if len(state) == 0:
+            state["step"] = 0
+            state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            state["exp_avg_sq"] = torch.zeros_like(sq)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = torch.zeros_like(sq)
+        state["step"] += 1
+        every = group.get("stabilize")
+        due = every is not None and state["step"] % every == 0
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        m.mul_(beta1).add_(g, alpha=1 - beta1)
+        v.mul_(beta2).add_(sq, alpha=1 - beta2)
+        if group["amsgrad"]:
+            torch.maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
+            v = state["max_exp_avg_sq"]
+        bc1 = 1 - beta1 ** state["step"]
+        bc2 = 1 - beta2 ** state["step"]
+        return (m / bc1) / ((v / bc2).sqrt() + group["eps"]), [m], due

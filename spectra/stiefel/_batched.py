@@ -1,8 +1,14 @@
 """Optimizer plumbing: find the Stiefel parameters and retract them in as few calls as possible.
 
 Every parameter's whole batch ``(..., n, p)`` goes through one retraction, and parameters
-that share ``(n, p)``, dtype, device and retraction are concatenated into one batch first, so
-a model with many same-shape orthogonal weights costs one core eigh call per step.
+that share ``(n, p)``, dtype, device, metric and retraction are concatenated into one batch
+first, so a model with many same-shape orthogonal weights costs one core eigh call per step.
+A single parameter (the common case) is retracted as it is: no concatenation, no slicing.
+
+The per-step path calls the metric's methods on tensors directly (no array conversion, no
+shape checks that the parameter's construction already made); NaN/Inf are caught by the
+retraction's own check and only then traced back to the parameter, its gradient or its
+state, named by its position in the optimizer's parameter groups.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..core.domain import InputError
+from ._checks import SELF_CORRECTING, batch_indices, not_finite, require_on_manifold
 from ._manifold import Stiefel
 
 
@@ -28,34 +36,32 @@ def manifold_of(p: torch.Tensor) -> Stiefel | None:
     return m
 
 
-def riemannian_grad(
-    p: torch.Tensor, group: dict, optimizer: str
-) -> tuple[torch.Tensor, Stiefel | None] | None:
-    """The update direction both optimizers start from, ``None`` for a parameter without
-    gradient: the (negated, if maximizing) gradient plus weight decay, projected onto the
-    tangent space for a Stiefel parameter."""
-    if p.grad is None:
-        return None
-    if p.grad.is_sparse:
+def euclidean_grad(p: torch.Tensor, group: dict, optimizer: str) -> torch.Tensor:
+    """The (negated, if maximizing) gradient plus weight decay."""
+    grad = p.grad
+    assert grad is not None
+    if grad.is_sparse:
         raise RuntimeError(f"{optimizer} does not support sparse gradients")
-    manifold = manifold_of(p)
-    g = -p.grad if group["maximize"] else p.grad
+    g = -grad if group["maximize"] else grad
     if group["weight_decay"] != 0:
         g = g.add(p, alpha=group["weight_decay"])
-    if manifold is not None:
-        g = manifold.egrad2rgrad(p, g)
-    return g, manifold
+    return g
 
 
 @dataclass
 class Job:
-    """One pending Stiefel update: retract ``param`` along ``step``, transport ``vectors``."""
+    """One pending Stiefel update: retract ``param`` along ``step``, transport ``vectors``.
+
+    ``where`` is ``(group index, parameter index)`` for error messages; ``state`` names the
+    vectors (``"momentum buffer"``, ``"first moment"``).
+    """
 
     param: torch.Tensor
     manifold: Stiefel
     step: torch.Tensor
     method: str
     vectors: list[torch.Tensor] = field(default_factory=list)
+    where: tuple[int, int] = (0, 0)
 
 
 def _stack(tensors: list[torch.Tensor], shape: tuple[int, ...]) -> torch.Tensor:
@@ -63,8 +69,30 @@ def _stack(tensors: list[torch.Tensor], shape: tuple[int, ...]) -> torch.Tensor:
     return flat[0] if len(flat) == 1 else torch.cat(flat)
 
 
-def run_jobs(jobs: list[Job]) -> None:
+def _retract(manifold: Stiefel, method: str, x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
+    """The metric's retraction on checked tensors; Cayley refuses points off the manifold."""
+    if method not in SELF_CORRECTING:
+        require_on_manifold(x, f"retract(method={method!r})")
+    y = manifold.metric.retraction(method)(x, xi)
+    if method != "polar" and bool(not_finite(y).any()):  # polar checked its Gram matrices
+        raise InputError(f"retract(method={method!r}) output", "contains NaN or Inf")
+    return y
+
+
+def run_jobs(jobs: list[Job], optimizer: str = "optimizer", state: str = "state") -> None:
     """Retract every job's parameter in place (grouped), then transport its vectors."""
+    if len(jobs) == 1 and jobs[0].param.numel():  # one parameter: no stacking or slicing
+        job = jobs[0]
+        x = job.param.detach()
+        try:
+            y = _retract(job.manifold, job.method, x, job.step)
+        except ValueError as exc:
+            _blame(jobs, optimizer, state, exc)
+            raise
+        for v in job.vectors:
+            v.copy_(job.manifold.metric.transport(x, job.step, y, v, job.method))
+        job.param.copy_(y)
+        return
     buckets: dict[tuple, list[Job]] = {}
     for job in jobs:
         p = job.param
@@ -76,7 +104,11 @@ def run_jobs(jobs: list[Job]) -> None:
         manifold = members[0].manifold
         x = _stack([j.param.detach() for j in members], shape)
         xi = _stack([j.step for j in members], shape)
-        y = manifold.retract(x, xi, method)
+        try:
+            y = _retract(manifold, method, x, xi)
+        except ValueError as exc:
+            _blame(members, optimizer, state, exc)
+            raise
         start = 0
         for j in members:
             count = j.param.numel() // (shape[0] * shape[1])
@@ -85,8 +117,32 @@ def run_jobs(jobs: list[Job]) -> None:
             step = xi[start : start + count].reshape(j.param.shape)
             start += count
             for v in j.vectors:
-                v.copy_(manifold.transport_step(old, step, new, v, method))
+                v.copy_(manifold.metric.transport(old, step, new, v, method))
             j.param.copy_(new)
+
+
+def _blame(jobs: list[Job], optimizer: str, state: str, exc: ValueError) -> None:
+    """Raise an :class:`InputError` naming the parameter whose gradient, value or state is
+    not finite (the retraction failed on it); return if none is (``exc`` stands)."""
+    for job in jobs:
+        p = job.param
+        label = f"parameter {job.where[1]} of param group {job.where[0]} (shape {tuple(p.shape)})"
+        suspects = [
+            ("the gradient of", p.grad),
+            ("", p.detach()),
+            *((f"the {state} of", v) for v in job.vectors),
+            ("the step of", job.step),
+        ]
+        for what, t in suspects:
+            if t is None:
+                continue
+            bad = not_finite(t)
+            if bool(bad.any()):
+                raise InputError(
+                    f"{optimizer}: {what} {label}".replace(":  ", ": "),
+                    "contains NaN or Inf",
+                    batch_indices(bad),
+                ) from exc
 
 
 def stabilize_group(group: dict, state: dict, buffer: str) -> None:
@@ -101,10 +157,3 @@ def stabilize_group(group: dict, state: dict, buffer: str) -> None:
         buf = state.get(p, {}).get(buffer)
         if buf is not None:
             buf.copy_(manifold.proju(p.detach(), buf))
-
-
-def check_stabilize(stabilize: int | None) -> None:
-    if stabilize is not None and (
-        isinstance(stabilize, bool) or not isinstance(stabilize, int) or stabilize < 1
-    ):
-        raise ValueError(f"stabilize must be None or a positive integer, got {stabilize!r}")

@@ -22,8 +22,6 @@ import torch
 
 from ._retractions import _fanned
 
-METRICS = ("euclidean", "canonical")
-
 
 def canonical_rgrad(x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     """Riemannian gradient under the canonical metric: ``G - X G^H X``."""
@@ -82,7 +80,6 @@ def cayley_transport(
 
 
 __all__ = [
-    "METRICS",
     "canonical_inner",
     "canonical_rgrad",
     "cayley_transport",

@@ -9,16 +9,17 @@ from typing import Any, TypeVar
 import torch
 
 from ..core import eigvalsh
-from ..core.domain import as_tensor, default_tolerance, restore
-from ._canonical import (
-    METRICS,
-    _cayley_apply,
-    canonical_inner,
-    canonical_rgrad,
-    cayley_transport,
-    retract_cayley_canonical,
+from ..core.domain import InputError, LinAlgError, as_tensor, default_tolerance, restore
+from ._checks import (
+    SELF_CORRECTING,
+    check_finite,
+    check_frames,
+    orthogonality_error,
+    require_on_manifold,
+    verdict,
 )
-from ._polar import _batch_indices, herm, polar
+from ._metrics import EuclideanMetric, Metric, metric_of, project
+from ._polar import herm, polar
 from ._retractions import RETRACTIONS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -47,40 +48,6 @@ def _array_io(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _verdict(err: torch.Tensor, atol: float, raise_error: bool, what: str, metric: str) -> bool:
-    """``True`` when every per-matrix ``err`` is within ``atol``; otherwise ``False``, or a
-    ``ValueError`` naming the batch indices with ``raise_error``."""
-    bad = ~(err <= atol)
-    if not bool(bad.any()):
-        return True
-    if raise_error:
-        where = f" at batch indices {_batch_indices(bad)[:20]}" if bad.ndim else ""
-        raise ValueError(f"{what} (max {metric} = {float(err.max()):.3g} > atol={atol:g}){where}")
-    return False
-
-
-def check_frames(x: torch.Tensor, name: str = "X") -> None:
-    """Raise ``ValueError`` unless ``x`` is a floating/complex batch ``(..., n, p)``, p <= n."""
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name}: expected a torch.Tensor, got {type(x).__name__}")
-    if x.ndim < 2:
-        raise ValueError(f"{name}: expected frames of shape (..., n, p), got {tuple(x.shape)}")
-    if x.shape[-1] > x.shape[-2]:
-        raise ValueError(f"{name}: Stiefel frames need p <= n, got (n, p) = {tuple(x.shape[-2:])}")
-    if not (x.is_floating_point() or x.is_complex()):
-        raise TypeError(f"{name}: expected a floating point or complex dtype, got {x.dtype}")
-
-
-def _check_finite(t: torch.Tensor, name: str) -> None:
-    # one reduction instead of elementwise isfinite: NaN/Inf survive the sum of each matrix
-    bad = ~torch.isfinite(t.sum((-2, -1)))
-    if bool(bad.any()):
-        raise ValueError(
-            f"{name} contains NaN or Inf at batch indices "
-            f"{_batch_indices(bad)[:20] if bad.ndim else '()'}"
-        )
-
-
 class Stiefel:
     """Batches of ``n x p`` matrices with orthonormal columns, ``X^H X = I``.
 
@@ -99,7 +66,9 @@ class Stiefel:
         X X^H / 2) v)``, Riemannian gradient ``G - X G^H X``, and ``"cayley"`` is geoopt's
         ``CanonicalStiefel.retr`` ``(I - A/2)^(-1)(I + A/2) X`` with ``A = u X^H - X u^H``,
         computed through a ``2p x 2p`` solve. Under the Euclidean metric ``"cayley"`` is
-        Wen & Yin's form, which moves along a tangent ``xi`` to first order.
+        Wen & Yin's form, which moves along a tangent ``xi`` to first order. A
+        :class:`~spectra.stiefel.Metric` instance is accepted too; ``.metric`` is always
+        the metric object (it compares equal to its name: ``st.metric == "canonical"``).
 
     geoopt's method names are aliases where they mean the same: ``egrad2rgrad``, ``proju``
     (under the canonical metric, geoopt's ``proju`` is its gradient conversion, and so is
@@ -121,22 +90,18 @@ class Stiefel:
 
     ndim = 2
 
-    def __init__(self, retraction: str | None = None, metric: str = "euclidean") -> None:
-        if metric not in METRICS:
-            raise ValueError(f"unknown metric {metric!r}; choose one of {list(METRICS)}")
+    def __init__(self, retraction: str | None = None, metric: str | Metric = "euclidean") -> None:
+        self.metric: Metric = metric_of(metric)
         if retraction is None:
-            retraction = "cayley" if metric == "canonical" else "polar"
-        if retraction not in RETRACTIONS:
-            raise ValueError(
-                f"unknown retraction {retraction!r}; choose one of {sorted(RETRACTIONS)}"
-            )
+            retraction = self.metric.default_retraction
+        _check_method(retraction)
         self.retraction = retraction
-        self.metric = metric
 
     def __repr__(self) -> str:
-        if self.metric == "euclidean":
+        if isinstance(self.metric, EuclideanMetric):
             return f"Stiefel(retraction={self.retraction!r})"
-        return f"Stiefel(retraction={self.retraction!r}, metric={self.metric!r})"
+        name = self.metric.name or self.metric
+        return f"Stiefel(retraction={self.retraction!r}, metric={name!r})"
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -148,6 +113,14 @@ class Stiefel:
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.retraction, self.metric))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # plain arguments (the metric by name): torch.load(weights_only=True) rebuilds it
+        named = metric_of(self.metric.name) if self.metric.name else None
+        return type(self), (
+            self.retraction,
+            self.metric.name if named == self.metric else self.metric,
+        )
+
     # tangent spaces -------------------------------------------------------------------
     @_array_io
     def proj(self, x: Any, u: Any) -> Any:
@@ -157,12 +130,13 @@ class Stiefel:
         Euclidean gradient ``u`` (:meth:`egrad2rgrad`).
         """
         check_frames(x)
-        return u - x @ herm(x.mH @ u)
+        return project(x, u)
 
     @_array_io
     def egrad2rgrad(self, x: Any, g: Any) -> Any:
-        """Riemannian gradient from the Euclidean gradient ``g``: :meth:`proj` under the
-        Euclidean metric, ``g - x g^H x`` under the canonical one (as geoopt).
+        """Riemannian gradient from the Euclidean gradient ``g`` (the metric's):
+        :meth:`proj` under the Euclidean metric, ``g - x g^H x`` under the canonical one
+        (as geoopt).
 
         >>> import torch
         >>> from spectra.stiefel import Stiefel
@@ -172,21 +146,21 @@ class Stiefel:
         True
         """
         check_frames(x)
-        if self.metric == "canonical":
-            return canonical_rgrad(x, g)
-        return g - x @ herm(x.mH @ g)
+        return self.metric.egrad2rgrad(x, g)
 
+    @_array_io
     def proju(self, x: Any, u: Any) -> Any:
         """geoopt's ``proju``: :meth:`proj` under the Euclidean metric; under the canonical
         metric geoopt's ``CanonicalStiefel.proju`` is its gradient conversion
         ``u - x u^H x`` (not idempotent on tangent vectors), and so is this."""
-        return self.egrad2rgrad(x, u) if self.metric == "canonical" else self.proj(x, u)
+        check_frames(x)
+        return self.metric.proju(x, u)
 
     @_array_io
     def transport(self, x: Any, y: Any, v: Any) -> Any:
         """Vector transport of ``v`` (tangent at ``x``) to ``y`` by projection."""
         check_frames(y, "Y")
-        return v - y @ herm(y.mH @ v)
+        return project(y, v)
 
     transp = transport
 
@@ -194,11 +168,7 @@ class Stiefel:
     def inner(self, x: Any, u: Any, v: Any = None, *, keepdim: bool = False) -> Any:
         """Inner product of tangent vectors per matrix: ``Re tr(u^H v)`` (Euclidean) or
         ``Re tr(u^H (I - x x^H / 2) v)`` (canonical)."""
-        v = u if v is None else v
-        if self.metric == "canonical":
-            return canonical_inner(x, u, v, keepdim)
-        out = (u.conj() * v).real if u.is_complex() or v.is_complex() else u * v
-        return out.sum((-2, -1), keepdim=keepdim)
+        return self.metric.inner(x, u, u if v is None else v, keepdim)
 
     def norm(self, x: Any, u: Any, *, keepdim: bool = False) -> Any:
         """Norm of the tangent vector ``u`` at ``x``, per matrix."""
@@ -217,66 +187,96 @@ class Stiefel:
             ``"cayley"``; default: the manifold's ``retraction``.
 
         Gradients flow through all three; the polar backward stays finite for tiny steps
-        (divided differences of ``l^(-1/2)``).
+        (divided differences of ``l^(-1/2)``). Polar and QR map any full-rank ``x + xi``
+        onto the manifold; Cayley keeps ``x``'s departure from it, so it refuses ``x`` with
+        ``max |X^H X - I|`` above ``ON_MANIFOLD_TOL`` (1e-5 double, 1e-3 single precision)
+        with an :class:`spectra.InputError` giving the distance and the batch indices.
+
+        >>> import torch
+        >>> from spectra.stiefel import Stiefel
+        >>> st = Stiefel(metric="canonical")
+        >>> x = st.random(3, 6, 2, dtype=torch.float64)
+        >>> try:
+        ...     st.retract(2 * x, torch.zeros_like(x))
+        ... except ValueError as exc:
+        ...     print(str(exc).split(",")[0])
+        X is not on the Stiefel manifold (max |X^H X - I| = 3 > 1e-05
         """
-        method = self.retraction if method is None else method
-        if method not in RETRACTIONS:
-            raise ValueError(f"unknown retraction {method!r}; choose one of {sorted(RETRACTIONS)}")
-        check_frames(x)
-        if xi.shape[-2:] != x.shape[-2:]:
-            raise ValueError(
-                f"xi has shape {tuple(xi.shape)}, expected (..., "
-                f"{x.shape[-2]}, {x.shape[-1]}) like X"
-            )
-        fn = RETRACTIONS[method]
-        if method == "cayley" and self.metric == "canonical":
-            fn = retract_cayley_canonical
-        try:
-            y = fn(x, xi)
-            if method != "polar":  # polar already checked its Gram eigenvalues
-                _check_finite(y.detach(), f"retract(method={method!r}) output")
-        except ValueError:  # name the culprit input (checked on the error path only)
-            _check_finite(x.detach(), "X")
-            _check_finite(xi.detach(), "xi")
-            raise
-        return y
+        return self._retract(x, xi, method, [])[0]
 
     retr = retract
 
+    def _retract(
+        self, x: Any, xi: Any, method: str | None, vectors: list[torch.Tensor]
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        method = self.retraction if method is None else method
+        _check_method(method)
+        check_frames(x)
+        if xi.shape[-2:] != x.shape[-2:]:
+            raise InputError(
+                "xi",
+                f"has shape {tuple(xi.shape)}, expected (..., {x.shape[-2]}, {x.shape[-1]}) like X",
+            )
+        if method not in SELF_CORRECTING:
+            require_on_manifold(x, f"retract(method={method!r})")
+        try:
+            if vectors:
+                y, moved = self.metric.retract_transport(x, xi, vectors, method)
+            else:
+                y, moved = self.metric.retraction(method)(x, xi), []
+            if method != "polar":  # polar already checked its Gram eigenvalues
+                check_finite(y.detach(), f"retract(method={method!r}) output")
+        except ValueError:  # name the culprit input (checked on the error path only)
+            check_finite(x.detach(), "X")
+            check_finite(xi.detach(), "xi")
+            raise
+        return y, moved
+
+    @_array_io
     def retract_transport(
         self, x: Any, xi: Any, v: Any, method: str | None = None
     ) -> tuple[Any, Any]:
         """Retract ``x`` along ``xi`` and transport ``v`` to the new point (geoopt's
         ``retr_transp``): by projection, or, for the canonical Cayley retraction, by the
         same Cayley operator (geoopt's ``transp_follow_retr``), in one ``2p x 2p`` solve."""
-        method = self.retraction if method is None else method
-        if method == "cayley" and self.metric == "canonical":
-            xt, origin = as_tensor(x, "X")
-            check_frames(xt)
-            y, (w,) = cayley_transport(xt, as_tensor(xi, "xi")[0], [as_tensor(v, "v")[0]])
-            return restore(y, origin), restore(w, origin)
-        y = self.retract(x, xi, method)
-        return y, self.transport(x, y, v)
+        y, (w,) = self._retract(x, xi, method, [v])
+        return y, w
 
     retr_transp = retract_transport
 
     def transport_step(self, x: Any, xi: Any, y: Any, v: Any, method: str | None = None) -> Any:
         """Transport ``v`` from ``x`` to ``y = retract(x, xi, method)`` the way
         :meth:`retract_transport` does (the optimizers' momentum transport)."""
-        method = self.retraction if method is None else method
-        if method == "cayley" and self.metric == "canonical":
-            return _cayley_apply(x, xi, v)
-        return self.transport(x, y, v)
+        return self.metric.transport(x, xi, y, v, self.retraction if method is None else method)
 
     @_array_io
     def projx(self, x: Any) -> Any:
-        """The nearest point on the manifold (Frobenius norm): the polar factor of ``x``."""
+        """The nearest point on the manifold (Frobenius norm): the polar factor of ``x``.
+
+        Scale invariant (``projx(c x) = projx(x)`` for ``c > 0``, down to subnormal and up to
+        huge entries: each matrix is first scaled by a power of two). The nearest point of a
+        matrix that is not of full column rank is not unique: such matrices (a zero matrix,
+        a repeated column, smallest singular value below ``10 max(n, p) eps`` times the
+        largest) are refused with an :class:`spectra.InputError` naming the batch indices,
+        on both metrics.
+
+        >>> import torch
+        >>> from spectra.stiefel import Stiefel
+        >>> y = torch.randn(4, 6, 3, dtype=torch.float64)
+        >>> bool(torch.allclose(Stiefel().projx(1e-300 * y), Stiefel().projx(y)))
+        True
+        """
         check_frames(x)
         try:
             return polar(x, where="projx", precise=True)
-        except ValueError:
-            _check_finite(x.detach(), "X")
-            raise
+        except LinAlgError as exc:
+            check_finite(x.detach(), "X")
+            raise InputError(
+                "X",
+                "is not of full column rank: its nearest point on the manifold is not unique",
+                exc.indices,
+                hint="projx refuses it; add a full-rank perturbation or complete the frame",
+            ) from None
 
     def random(
         self,
@@ -292,7 +292,7 @@ class Stiefel:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
             shape = tuple(shape[0])
         if len(shape) < 2 or shape[-1] > shape[-2]:
-            raise ValueError(f"random: expected a shape (..., n, p) with p <= n, got {shape}")
+            raise InputError("random:", f"expected a shape (..., n, p) with p <= n, got {shape}")
         g = torch.randn(*shape, dtype=dtype, device=device, generator=generator)
         return polar(g, where="random", precise=True)
 
@@ -321,10 +321,7 @@ class Stiefel:
     def orthogonality_error(self, x: Any) -> Any:
         """``max |X^H X - I|`` per matrix (shape: the batch shape)."""
         check_frames(x)
-        p = x.shape[-1]
-        eye = torch.eye(p, dtype=x.dtype, device=x.device)
-        err = (x.mH @ x - eye).abs()
-        return err.amax((-2, -1)) if p > 0 else err.sum((-2, -1))
+        return orthogonality_error(x)
 
     @_array_io
     def distance_to_manifold(self, x: Any) -> Any:
@@ -343,13 +340,14 @@ class Stiefel:
         """Whether every matrix of ``x`` satisfies ``max |X^H X - I| <= atol``.
 
         ``atol`` defaults to 1e-4 in single and 1e-10 in double precision. With
-        ``raise_error=True`` a failure raises ``ValueError`` naming the batch indices.
+        ``raise_error=True`` a failure raises :class:`spectra.InputError` naming the batch
+        indices.
         """
         t, _ = as_tensor(x, "X")
         check_frames(t)
         atol = default_tolerance(t.dtype) if atol is None else atol
         err = self.orthogonality_error(t.detach())
-        return _verdict(err, atol, raise_error, "X is not on the Stiefel manifold", "|X^H X - I|")
+        return verdict(err, atol, raise_error, "X is not on the Stiefel manifold", "|X^H X - I|")
 
     def check_tangent(
         self, x: Any, u: Any, *, atol: float | None = None, raise_error: bool = False
@@ -361,4 +359,9 @@ class Stiefel:
         atol = default_tolerance(xt.dtype) if atol is None else atol
         s = xt.mH @ ut
         err = (s + s.mH).abs().flatten(-2).amax(-1) if xt.shape[-1] else s.real.sum((-2, -1))
-        return _verdict(err, atol, raise_error, "u is not tangent at X", "|X^H u + u^H X|")
+        return verdict(err, atol, raise_error, "u is not tangent at X", "|X^H u + u^H X|")
+
+
+def _check_method(method: str) -> None:
+    if method not in RETRACTIONS:
+        raise InputError("", f"unknown retraction {method!r}; choose one of {sorted(RETRACTIONS)}")

@@ -1,4 +1,11 @@
-"""``StiefelParameter``: a ``torch.nn.Parameter`` tagged with its Stiefel manifold."""
+"""``StiefelParameter``: a ``torch.nn.Parameter`` tagged with its Stiefel manifold.
+
+It pickles as ``_rebuild(data, requires_grad, Stiefel(retraction, metric name))``, and both
+callables are registered with ``torch.serialization.add_safe_globals`` when this module is
+imported, so ``torch.load`` with its default ``weights_only=True`` (torch >= 2.6) loads saved
+parameters, models' ``state_dict(keep_vars=True)`` and manifolds. (A custom
+:class:`~spectra.stiefel.Metric` subclass must be registered by its author in the same way.)
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,9 @@ from typing import Any
 
 import torch
 
-from ._manifold import Stiefel, check_frames
+from ..core.domain import InputError, default_tolerance
+from ._checks import batch_indices, check_frames, not_finite, orthogonality_error
+from ._manifold import Stiefel
 
 
 def _rebuild(data: torch.Tensor, requires_grad: bool, manifold: Stiefel) -> StiefelParameter:
@@ -26,8 +35,9 @@ class StiefelParameter(torch.nn.Parameter):
     manifold : a :class:`Stiefel` (default ``Stiefel()``, polar retraction).
     requires_grad : as for ``torch.nn.Parameter``.
     project : replace ``data`` by its nearest point on the manifold (polar factor).
-    check : verify that ``data`` is on the manifold (raises ``ValueError`` naming the batch
-        indices that are not).
+    check : verify that ``data`` is finite and on the manifold (``max |X^H X - I|`` within
+        1e-4 in single, 1e-10 in double precision); raises :class:`spectra.InputError`
+        naming the batch indices that are not.
 
     Examples
     --------
@@ -50,7 +60,7 @@ class StiefelParameter(torch.nn.Parameter):
         check: bool = True,
     ) -> StiefelParameter:
         if data is None:
-            raise ValueError("StiefelParameter needs data of shape (..., n, p)")
+            raise InputError("StiefelParameter", "needs data of shape (..., n, p)")
         manifold = Stiefel() if manifold is None else manifold
         if not isinstance(manifold, Stiefel):
             raise TypeError(
@@ -58,16 +68,29 @@ class StiefelParameter(torch.nn.Parameter):
             )
         data = data.detach()
         check_frames(data, "StiefelParameter data")
+        if (project or check) and data.numel():
+            bad = not_finite(data)
+            if bool(bad.any()):  # no projection can help
+                raise InputError(
+                    "StiefelParameter data",
+                    "is not finite (contains NaN or Inf)",
+                    batch_indices(bad),
+                )
         if project:
             data = manifold.projx(data)
-        elif check:
-            try:
-                manifold.check(data, raise_error=True)
-            except ValueError as exc:
-                raise ValueError(
-                    f"StiefelParameter: {exc}; pass project=True to start from the nearest "
-                    "point on the manifold (the polar factor of data)"
-                ) from None
+        elif check and data.numel():
+            err = orthogonality_error(data)
+            tol = default_tolerance(data.dtype)
+            bad = ~(err <= tol)
+            if bool(bad.any()):
+                raise InputError(
+                    "StiefelParameter data",
+                    f"is not on the Stiefel manifold (max |X^H X - I| = "
+                    f"{float(err.max()):.3g} > atol={tol:g})",
+                    batch_indices(bad),
+                    hint="pass project=True to start from the nearest point on the manifold, "
+                    "the polar factor of data",
+                )
         inst = torch.Tensor._make_subclass(cls, data, requires_grad)
         inst.manifold = manifold
         return inst
@@ -89,3 +112,7 @@ class StiefelParameter(torch.nn.Parameter):
 
     def __reduce_ex__(self, proto: Any) -> Any:
         return _rebuild, (self.data, self.requires_grad, self.manifold)
+
+
+# torch.load(weights_only=True) rebuilds saved parameters and manifolds from these two
+torch.serialization.add_safe_globals([_rebuild, Stiefel])

@@ -21,11 +21,12 @@ makes the result as orthonormal as the SVD polar factor:
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 
 import torch
 
 from ..core import eigh, matrix_function
-from ..core.domain import LinAlgError, caller_kernel_threads
+from ..core.domain import InputError, LinAlgError, caller_kernel_threads
 
 #: A Gram matrix is handed to the dilation when ``eps * cond(G)`` exceeds this.
 GRAM_LIMIT = 1e-8
@@ -36,9 +37,18 @@ def herm(a: torch.Tensor) -> torch.Tensor:
     return 0.5 * (a + a.mH)
 
 
-def _batch_indices(mask: torch.Tensor) -> list[tuple[int, ...]] | list[int]:
-    idx = mask.nonzero().tolist()
-    return [i[0] for i in idx] if mask.ndim == 1 else [tuple(i) for i in idx]
+def _batch_indices(mask: torch.Tensor) -> list[tuple[int, ...]]:
+    if mask.ndim == 0:
+        return [()] if bool(mask) else []
+    return [tuple(i) for i in mask.nonzero().tolist()]
+
+
+def small_kernels(t: torch.Tensor) -> AbstractContextManager[None]:
+    """One OpenMP thread in this thread for small CPU products (the core's
+    ``caller_kernel_threads``); nothing to set when the caller already runs one."""
+    if torch.get_num_threads() == 1 or t.device.type != "cpu":
+        return nullcontext()
+    return caller_kernel_threads(t, None)
 
 
 def _singular(w: torch.Tensor) -> torch.Tensor:
@@ -49,6 +59,14 @@ def _singular(w: torch.Tensor) -> torch.Tensor:
     return ~(w[..., 0] > 10 * w.shape[-1] * eps * top) | ~torch.isfinite(top)
 
 
+def _singular_error(where: str, bad: torch.Tensor) -> LinAlgError:
+    return LinAlgError(
+        f"{where}:",
+        "the Gram matrix Y^H Y is singular or not finite (Y is not of full column rank)",
+        _batch_indices(bad),
+    )
+
+
 def _checked_rsqrt(where: str, seen: list[torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
     """``l^(-1/2)`` that refuses singular Gram matrices (naming the batch indices) and
     keeps the eigenvalues it saw in ``seen``."""
@@ -56,10 +74,7 @@ def _checked_rsqrt(where: str, seen: list[torch.Tensor]) -> Callable[[torch.Tens
     def f(w: torch.Tensor) -> torch.Tensor:
         bad = _singular(w.detach())
         if bool(bad.any()):
-            raise LinAlgError(
-                f"{where}: the Gram matrix Y^H Y is singular or not finite (Y is not of full "
-                f"column rank) at batch indices {_batch_indices(bad)[:20]}"
-            )
+            raise _singular_error(where, bad)
         seen.append(w.detach())
         return w.rsqrt()
 
@@ -118,7 +133,7 @@ def _inv_sqrtm(
     singular members to the caller instead of raising; ``gram``: ``g`` is a Gram matrix
     ``Y^H Y`` (Hermitian by construction)."""
     if g.ndim < 2 or g.shape[-1] != g.shape[-2]:
-        raise ValueError(f"{where}: expected square matrices (..., p, p), got {tuple(g.shape)}")
+        raise InputError(f"{where}:", f"expected square matrices (..., p, p), got {tuple(g.shape)}")
     if g.shape[-1] == 0 or g.numel() == 0:
         return g.clone(), None
     seen: list[torch.Tensor] = []
@@ -176,23 +191,53 @@ def polar(y: torch.Tensor, *, where: str = "polar", precise: bool = False) -> to
     True
     """
     if y.ndim < 2:
-        raise ValueError(f"{where}: expected frames (..., n, p), got shape {tuple(y.shape)}")
+        raise InputError(f"{where}:", f"expected frames (..., n, p), got shape {tuple(y.shape)}")
     # small frames: one OpenMP thread for the batched products in this thread only
-    with caller_kernel_threads(y, None):
+    with small_kernels(y):
         return _polar(y, where, precise)
 
 
+def polar_no_grad(y: torch.Tensor, where: str) -> torch.Tensor:
+    """The Gram route without gradients: ``Y V diag(w^(-1/2)) V^H`` from ONE core
+    :func:`spectra.eigh` of ``Y^H Y`` (a Gram matrix is Hermitian by construction; the core
+    reads its lower triangle), singular or non-finite members refused by index."""
+    if y.shape[-1] == 0 or y.numel() == 0:
+        return y.clone()
+    w, v = eigh(y.mH @ y, check=False)
+    bad = _singular(w)
+    if bool(bad.any()):
+        raise _singular_error(where, bad)
+    return y @ ((v * w.rsqrt().unsqueeze(-2)) @ v.mH)
+
+
+def _unit_scale(y: torch.Tensor) -> torch.Tensor:
+    """``y`` times a power of two per matrix (exact) that puts its largest entry in
+    ``[0.5, 1)``: ``polar(c Y) = polar(Y)``, and the Gram matrix of a matrix scaled by
+    1e-300 no longer underflows (nor that of one scaled by 1e300 overflows)."""
+    if y.numel() == 0:
+        return y
+    s = y.detach().abs().amax((-2, -1), keepdim=True)
+    e = torch.frexp(torch.where(torch.isfinite(s), s, torch.ones_like(s)))[1]
+    half = torch.div(e, 2, rounding_mode="floor")
+    one = torch.ones_like(s)
+    # two factors: 2^-e alone overflows for subnormal inputs (e down to -1073)
+    return y * torch.ldexp(one, -half) * torch.ldexp(one, half - e)
+
+
 def _polar(y: torch.Tensor, where: str, precise: bool) -> torch.Tensor:
+    grad = torch.is_grad_enabled() and y.requires_grad
     if not precise:
+        if not grad:
+            return polar_no_grad(y, where)
         return y @ _inv_sqrtm(y.mH @ y, where, gram=True)[0]
     work = {torch.float32: torch.float64, torch.complex64: torch.complex128}.get(y.dtype, y.dtype)
-    yw = y.to(work)
-    grad = torch.is_grad_enabled() and y.requires_grad
+    yw = _unit_scale(y.to(work))
     g, w = _inv_sqrtm(yw.mH @ yw, where, lenient=not grad, gram=True)
     q = yw @ g
     if w is not None:
         lo, hi = w[..., 0], w[..., -1]
-        hard = ~(torch.finfo(w.dtype).eps * hi <= GRAM_LIMIT * lo) | ~torch.isfinite(hi)
+        hard = ~(torch.finfo(w.dtype).eps * hi <= GRAM_LIMIT * lo) | ~(lo > 0)
+        hard |= ~torch.isfinite(hi)
         if bool(hard.any()) and not grad:
             q = q.clone()
             q[hard], sv = _dilation_polar(yw.detach()[hard])
@@ -201,10 +246,10 @@ def _polar(y: torch.Tensor, where: str, precise: bool) -> torch.Tensor:
             bad = ~(sv[..., 0] > 10 * max(yw.shape[-2:]) * eps * top) | ~torch.isfinite(top)
             if bool(bad.any()):
                 idx = hard.nonzero()[bad]
-                where_bad = [i[0] if len(i) == 1 else tuple(i) for i in idx.tolist()]
                 raise LinAlgError(
-                    f"{where}: Y is not of full column rank (or not finite) at batch "
-                    f"indices {where_bad[:20]}"
+                    f"{where}:",
+                    "Y is not of full column rank (or not finite)",
+                    [tuple(i) for i in idx.tolist()],
                 )
         q = _newton_schulz(q)
     return q.to(y.dtype)

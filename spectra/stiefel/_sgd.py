@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import torch
 
-from ._batched import Job, check_stabilize, riemannian_grad, run_jobs, stabilize_group
-from ._retractions import RETRACTIONS
+from ..core.domain import InputError
+from ._optim import RiemannianOptimizer
 
 
-def _check_retraction(retraction: str | None) -> None:
-    if retraction is not None and retraction not in RETRACTIONS:
-        raise ValueError(f"unknown retraction {retraction!r}; choose one of {sorted(RETRACTIONS)}")
-
-
-class RiemannianSGD(torch.optim.Optimizer):
+class RiemannianSGD(RiemannianOptimizer):
     """SGD on the Stiefel manifold, a drop-in ``torch.optim.SGD`` for mixed models.
 
     For a :class:`StiefelParameter` ``X`` with Euclidean gradient ``G``: the Riemannian
@@ -59,6 +54,9 @@ class RiemannianSGD(torch.optim.Optimizer):
     True
     """
 
+    state_name = "momentum_buffer"
+    state_label = "momentum buffer"
+
     def __init__(
         self,
         params: Iterable[Any],
@@ -72,16 +70,10 @@ class RiemannianSGD(torch.optim.Optimizer):
         retraction: str | None = None,
         stabilize: int | None = None,
     ) -> None:
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        check_stabilize(stabilize)
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not momentum >= 0.0:
+            raise InputError("", f"Invalid momentum value: {momentum}")
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        _check_retraction(retraction)
+            raise InputError("", "Nesterov momentum requires a momentum and zero dampening")
         defaults = {
             "lr": lr,
             "momentum": momentum,
@@ -94,46 +86,28 @@ class RiemannianSGD(torch.optim.Optimizer):
         }
         super().__init__(params, defaults)
 
-    @torch.no_grad()
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:  # type: ignore[override]
-        """Perform one optimization step (``closure`` re-evaluates the loss, as in torch)."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        jobs: list[Job] = []
-        for group in self.param_groups:
-            _check_retraction(group["retraction"])
-            lr, mom, damp = group["lr"], group["momentum"], group["dampening"]
-            nesterov = group["nesterov"]
-            for p in group["params"]:
-                grad = riemannian_grad(p, group, "RiemannianSGD")
-                if grad is None:
-                    continue
-                g, manifold = grad
-                state = self.state[p]
-                buf = None
-                if mom != 0:
-                    buf = state.get("momentum_buffer")
-                    if buf is None:
-                        buf = g.detach().clone()
-                        state["momentum_buffer"] = buf
-                    else:
-                        buf.mul_(mom).add_(g, alpha=1 - damp)
-                    d = g.add(buf, alpha=mom) if nesterov else buf
-                else:
-                    d = g
-                if manifold is None:
-                    p.add_(d, alpha=-lr)
-                else:
-                    method = group["retraction"] or manifold.retraction
-                    jobs.append(
-                        Job(p, manifold, d.mul(-lr), method, [buf] if buf is not None else [])
-                    )
-        run_jobs(jobs)
-        for group in self.param_groups:
-            group["step"] = group.get("step", 0) + 1
-            every = group.get("stabilize")
-            if every is not None and group["step"] % every == 0:
-                stabilize_group(group, self.state, "momentum_buffer")
-        return loss
+    def _update(
+        self,
+        p: torch.Tensor,
+        g: torch.Tensor,
+        manifold: Any,
+        group: dict[str, Any],
+        state: dict[str, Any],
+    ) -> tuple[torch.Tensor, list[torch.Tensor], bool]:
+        mom = group["momentum"]
+        if mom == 0:
+            return g, [], False
+        buf = state.get("momentum_buffer")
+        if buf is None:
+            buf = g.detach().clone()
+            state["momentum_buffer"] = buf
+        else:
+            buf.mul_(mom).add_(g, alpha=1 - group["dampening"])
+        d = g.add(buf, alpha=mom) if group["nesterov"] else buf
+        return d, [buf], False
+
+    def _group_due(self, group: dict[str, Any]) -> bool:
+        # counted per group, every step (geoopt's RiemannianSGD)
+        group["step"] = group.get("step", 0) + 1
+        every = group.get("stabilize")
+        return every is not None and group["step"] % every == 0
