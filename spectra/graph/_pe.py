@@ -9,6 +9,7 @@ import torch
 
 from ._layout import Edges, check_count, glue_threads, graph_input, to_numpy_fields
 from ._parts import GraphSpectra
+from ._sparse_path import Lowest
 from ._spectrum import edge_spectra
 
 
@@ -107,7 +108,9 @@ def pe_pipeline(
         raise ValueError("convention='pyg' is PyG's sym-normalized Laplacian: normalization='sym'")
     layout = edges.layout
     with glue_threads(layout.n_max):
-        spec = edge_spectra(edges, normalization, isolated_one=pyg, **dict(eigh_options or {}))
+        lowest = Lowest(k + int(drop_trivial)) if pyg else Lowest(k, deflate=drop_trivial)
+        opts = dict(eigh_options or {})
+        spec = edge_spectra(edges, normalization, isolated_one=pyg, lowest=lowest, **opts)
         drop = None
         if pyg:  # PyG drops exactly the first eigenvector of every graph
             drop = torch.full((layout.num_graphs,), int(drop_trivial), dtype=torch.long)

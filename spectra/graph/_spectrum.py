@@ -20,6 +20,7 @@ from ._layout import (
     to_numpy_fields,
 )
 from ._parts import GraphSpectra, Part
+from ._sparse_path import Lowest, sparse_candidates, sparse_parts, split_options
 
 
 class LaplacianSpectrum(NamedTuple):
@@ -48,34 +49,36 @@ class LaplacianSpectrum(NamedTuple):
         return mask.numpy() if isinstance(self.eigenvalues, np.ndarray) else mask
 
 
-def _labels_per_graph(rows: np.ndarray, cols: np.ndarray, layout: Layout) -> torch.Tensor:
+def edge_components(edges: Edges) -> tuple[torch.Tensor, torch.Tensor]:
+    """Connected components per graph ``(G,)`` and the component of every node ``(N,)``
+    from an edge list (edges of nonzero weight).
+
+    Combinatorial (SciPy's ``csgraph.connected_components`` on the whole batch at once),
+    not a threshold on small eigenvalues; isolated nodes are components of their own.
+    """
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
+    layout = edges.layout
+    device = edges.weight.device
     n_total = layout.num_nodes
+    if n_total == 0:
+        empty = torch.zeros(0, dtype=torch.long, device=device)
+        return torch.zeros(layout.num_graphs, dtype=torch.long, device=device), empty
+    nz = edges.weight != 0
+    rows, cols = edges.src[nz].cpu().numpy(), edges.dst[nz].cpu().numpy()
     graph = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n_total, n_total))
     _, labels = connected_components(graph, directed=False)
     labels_t = torch.from_numpy(labels.astype(np.int64))
     first = torch.full((int(labels.max()) + 1,), -1, dtype=torch.long)
     first.scatter_(0, labels_t, layout.batch.cpu())
-    return torch.bincount(first, minlength=layout.num_graphs)
+    comps = torch.bincount(first, minlength=layout.num_graphs)
+    return comps.to(device), labels_t.to(device)
 
 
 def count_edge_components(edges: Edges) -> torch.Tensor:
-    """Connected components per graph from an edge list (edges of nonzero weight).
-
-    Combinatorial (SciPy's ``csgraph.connected_components`` on the whole batch at once),
-    not a threshold on small eigenvalues; isolated nodes are components of their own.
-    """
-    layout = edges.layout
-    device = edges.weight.device
-    if layout.num_nodes == 0:
-        return torch.zeros(layout.num_graphs, dtype=torch.long, device=device)
-    nz = edges.weight != 0
-    if layout.num_graphs == 1 and not bool(nz.any()):
-        return torch.full((1,), layout.num_nodes, dtype=torch.long, device=device)
-    rows, cols = edges.src[nz].cpu().numpy(), edges.dst[nz].cpu().numpy()
-    return _labels_per_graph(rows, cols, layout).to(device)
+    """Connected components per graph (see :func:`edge_components`)."""
+    return edge_components(edges)[0]
 
 
 # Cost of a dense eigh with vectors, in microseconds, n small to medium (fitted to the
@@ -128,17 +131,39 @@ def solve_entries(
     normalization: str | None,
     bound_two: bool,
     eigh_kw: Mapping[str, Any],
+    lowest: Lowest | None = None,
+    labels: torch.Tensor | None = None,
+    null_weight: torch.Tensor | None = None,
 ) -> GraphSpectra:
-    """All eigenpairs of every graph's matrix: the similar small graphs in one padded call,
-    the others in one ragged call (the core buckets them by size)."""
+    """The eigenpairs of every graph's matrix: the similar small graphs in one padded call,
+    the others in one ragged call (the core buckets them by size), and, when a feature
+    needs only the ``lowest`` eigenpairs, the large graphs on the sparse path (``labels``
+    and ``null_weight``: the null space to deflate, see :mod:`._sparse_path`)."""
     lay = entries.layout
-    kw = dict(eigh_kw)
+    kw, sparse_kw, sparse_from = split_options(eigh_kw)
     kw.setdefault("check", False)  # finite and symmetric by construction (checked)
     counts = lay.counts.tolist()
-    cut = padded_members(counts)
-    small = [g for g, c in enumerate(counts) if 0 < c <= cut]
-    large = [g for g, c in enumerate(counts) if c > cut]
+    comps = components.tolist()
     parts: list[Part] = []
+    big = sparse_candidates(counts, comps, lowest, sparse_from)
+    if big:
+        assert lowest is not None
+        got = sparse_parts(
+            entries,
+            big,
+            lowest,
+            [comps[g] for g in big],
+            labels,
+            null_weight,
+            bound_two,
+            {**kw, **sparse_kw},
+        )
+        parts.extend(got or [])
+        big = big if got is not None else []
+    rest = set(range(lay.num_graphs)) - set(big)
+    cut = padded_members([counts[g] for g in sorted(rest)])
+    small = [g for g in sorted(rest) if 0 < counts[g] <= cut]
+    large = [g for g in sorted(rest) if counts[g] > cut]
     if small:
         everyone = len(small) == lay.num_graphs
         parts.append(_padded_part(entries, small, everyone, bound_two, kw))
@@ -192,6 +217,7 @@ def edge_spectra(
     *,
     isolated_one: bool = False,
     undirected_tol: float | None = 1e-10,
+    lowest: Lowest | None = None,
     **eigh_kw: Any,
 ) -> GraphSpectra:
     """The Laplacians of ``edges`` (``rw``: solved through ``sym``, same eigenvalues, the
@@ -203,9 +229,18 @@ def edge_spectra(
             Entries(edges.layout, edges.src, edges.dst, edges.weight), undirected_tol
         )
     entries, deg = laplacian_entries(edges, sym_norm, isolated_one=isolated_one)
-    comps = count_edge_components(edges)
-    bound_two = sym_norm == "sym" and bool((edges.weight >= 0).all())
-    return solve_entries(entries, deg, comps, normalization, bound_two, eigh_kw)
+    comps, labels = edge_components(edges)
+    signed = bool((edges.weight < 0).any())
+    bound_two = sym_norm == "sym" and not signed
+    if signed or (isolated_one and lowest is not None and lowest.deflate):
+        lowest = None  # the null space is not the components': every eigenpair, densely
+    null_weight = None
+    if lowest is not None and lowest.deflate:
+        null_weight = deg.sqrt() if sym_norm == "sym" else torch.ones_like(deg)
+        null_weight = torch.where(deg > 0, null_weight, torch.ones_like(deg))
+    return solve_entries(
+        entries, deg, comps, normalization, bound_two, eigh_kw, lowest, labels, null_weight
+    )
 
 
 def padded_spectrum(spec: GraphSpectra) -> LaplacianSpectrum:

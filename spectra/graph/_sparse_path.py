@@ -1,0 +1,129 @@
+"""Large graphs on the core's sparse path: only the lowest eigenpairs a feature needs, from
+the graph's sparse matrix (memory ``O(nnz + n k)``), the known null space deflated."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..core import eigh
+from ._assemble import Entries
+from ._parts import Part
+
+#: the keywords of the core's sparse path a caller may pass in ``eigh_options``
+SPARSE_OPTIONS = frozenset({"tol", "maxiter", "precondition", "method", "on_fail"})
+#: graphs from this many nodes take the sparse path when a feature needs few eigenpairs
+SPARSE_FROM = 1000
+
+
+@dataclass(frozen=True)
+class Lowest:
+    """What a feature reads of each graph: ``k`` eigenpairs from the bottom of the spectrum
+    (``deflate``: ``k`` after the null space, one vector per component, which is known and
+    deflated; ``plus_components``: ``k`` plus the graph's component count)."""
+
+    k: int
+    deflate: bool = False
+    plus_components: bool = False
+
+
+def split_options(eigh_kw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """``eigh_options`` -> (dense keywords, sparse-only keywords, ``sparse_from``)."""
+    dense = dict(eigh_kw)
+    sparse_from = int(dense.pop("sparse_from", SPARSE_FROM))
+    sparse = {k: dense.pop(k) for k in list(dense) if k in SPARSE_OPTIONS}
+    return dense, sparse, sparse_from
+
+
+@functools.cache
+def core_has_sparse() -> bool:
+    """Whether :func:`spectra.eigh` takes sparse input (asked once, on a 3x3 identity)."""
+    eye = torch.sparse_coo_tensor(
+        torch.arange(3).expand(2, 3), torch.ones(3), (3, 3), check_invariants=False
+    )
+    try:
+        eigh(eye, k=1)
+    except Exception:  # any refusal means: no sparse path in this core
+        return False
+    return True
+
+
+def wanted(lowest: Lowest, components: int) -> int:
+    """Eigenpairs to ask the solver for (beyond a deflated null space)."""
+    return lowest.k + (components if lowest.plus_components else 0)
+
+
+def sparse_candidates(
+    counts: list[int], components: list[int], lowest: Lowest | None, sparse_from: int
+) -> list[int]:
+    """Graphs that take the sparse path: large, and asking for few eigenpairs."""
+    if lowest is None:
+        return []
+    out = []
+    for g, (n, c) in enumerate(zip(counts, components, strict=True)):
+        room = n - (c if lowest.deflate else 0)
+        if n >= sparse_from and 1 <= wanted(lowest, c) < room - 1:
+            out.append(g)
+    return out
+
+
+def null_basis(nodes: torch.Tensor, labels: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """``(n, c)`` orthonormal null vectors of one graph's Laplacian: ``weight`` on each
+    component (``sqrt(deg)`` for ``sym``, 1 for ``D - A``), normalized."""
+    _, local = torch.unique(labels[nodes], return_inverse=True)
+    c = int(local.max()) + 1 if local.numel() else 0
+    y = torch.zeros((nodes.numel(), c), dtype=weight.dtype, device=weight.device)
+    y[torch.arange(nodes.numel(), device=y.device), local] = weight[nodes]
+    return y / y.norm(dim=0, keepdim=True).clamp_min(1e-300)
+
+
+def sparse_parts(
+    entries: Entries,
+    graphs: list[int],
+    lowest: Lowest,
+    comps: list[int],
+    labels: torch.Tensor | None,
+    null_weight: torch.Tensor | None,
+    bound_two: bool,
+    kw: dict[str, Any],
+) -> list[Part] | None:
+    """The sparse path's parts (one per graph), or None where the core has no sparse path.
+    ``comps``: the component count of each of ``graphs``; ``labels`` ``(N,)`` component of
+    every node and ``null_weight`` ``(N,)`` the null vectors' entries (for ``deflate``)."""
+    if not core_has_sparse():
+        return None
+    lay = entries.layout
+    by_k: dict[int, list[int]] = {}
+    for g, c in zip(graphs, comps, strict=True):
+        by_k.setdefault(wanted(lowest, c), []).append(g)
+    parts = []
+    for k, members in by_k.items():
+        mats = entries.sparse_blocks(members)
+        nulls = None
+        if lowest.deflate:
+            assert labels is not None and null_weight is not None
+            nulls = [null_basis(_nodes(lay, g), labels, null_weight) for g in members]
+        extra: dict[str, Any] = {"spectrum_bound": (0.0, 2.0)} if bound_two else {}
+        if nulls is not None:
+            extra["deflate"] = nulls
+        ws, vs = eigh(mats, k=k, **extra, **kw)
+        for i, g in enumerate(members):
+            w, v = ws[i], vs[i]
+            if nulls is not None:
+                w = torch.cat([w.new_zeros(nulls[i].shape[-1]), w])
+                v = torch.cat([nulls[i].to(v.dtype), v], dim=-1)
+            n = int(lay.counts[g])
+            count = torch.tensor([n])
+            valid = torch.tensor([min(w.numel(), n)])
+            index = torch.tensor([g])
+            parts.append(Part(index, w[None], v[None], count, valid, w.numel() >= n, "sparse"))
+    return parts
+
+
+def _nodes(layout: Any, g: int) -> torch.Tensor:
+    start, stop = int(layout.ptr[g]), int(layout.ptr[g + 1])
+    return torch.arange(start, stop, device=layout.ptr.device)
