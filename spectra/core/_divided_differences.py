@@ -42,59 +42,108 @@ def _real_eps(x: torch.Tensor) -> float:
 
 
 def _tie_bound(w: torch.Tensor) -> torch.Tensor:
-    """``eps max|w|`` per matrix, shaped to broadcast against ``(..., n, n)``: gaps below it
-    are within the rounding of the eigenvalues themselves (``eps ||A||``; the computed ones
-    carry a few times that). Above it the error estimates decide."""
-    eps = torch.finfo(w.dtype).eps
-    return eps * w.abs().amax(-1, keepdim=True).unsqueeze(-1)
+    """``eps max|w|`` per matrix ``(..., 1)``: gaps below it are within the rounding of the
+    eigenvalues themselves (``eps ||A||``; the computed ones carry a few times that)."""
+    return torch.finfo(w.dtype).eps * w.abs().amax(-1, keepdim=True)
 
 
-def loewner(
-    w: torch.Tensor, fw: torch.Tensor, dfw: torch.Tensor, d2fw: torch.Tensor | None = None
+#: the quotient is taken without a second look where ``|f_i| + |f_j| < SCREEN (|f'_i| +
+#: |f'_j|) / 2 * gap``: its error ``4 eps (|f_i| + |f_j|) / gap`` is then below
+#: ``4 SCREEN eps`` times the size of the derivatives
+SCREEN = 16.0
+
+
+def _choose(
+    gap: torch.Tensor,
+    tied: torch.Tensor,
+    fi: torch.Tensor,
+    fj: torch.Tensor,
+    d1i: torch.Tensor,
+    d1j: torch.Tensor,
+    d2i: torch.Tensor | None,
+    d2j: torch.Tensor | None,
+    awi: torch.Tensor,
+    awj: torch.Tensor,
+    eps: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(F, noise)``: the Loewner matrix ``F_ij = f[w_i, w_j]`` and an estimate of its error.
-
-    ``w`` ``(..., n)`` real, ``fw``, ``dfw``, ``d2fw`` the values of ``f``, ``f'``, ``f''`` at
-    ``w`` (real or complex; ``d2fw=None`` when ``f`` is not twice differentiable: the
-    trapezoid then goes uncorrected). See the module docstring for the rule.
-    """
-    eps = max(_real_eps(fw), _real_eps(dfw))
-    gap = w.unsqueeze(-1) - w.unsqueeze(-2)
+    """``(F, e)`` for a list of pairs (1-D tensors): the rule of the module docstring."""
+    tiny = torch.finfo(gap.dtype).tiny
     agap = gap.abs()
-    tied = agap <= _tie_bound(w)
-    safe = torch.where(agap > 0, gap, torch.ones_like(gap))
-    fi, fj = fw.unsqueeze(-1), fw.unsqueeze(-2)
-    quotient = (fi - fj) / safe
-    afw = fw.abs()
-    e_q = (
-        4
-        * eps
-        * (afw.unsqueeze(-1) + afw.unsqueeze(-2))
-        / agap.clamp_min(torch.finfo(w.dtype).tiny)
-        + 2 * eps * quotient.abs()
-    )
-    mean_d = 0.5 * (dfw.unsqueeze(-1) + dfw.unsqueeze(-2))
-    adf = dfw.abs()
-    mean_ad = 0.5 * (adf.unsqueeze(-1) + adf.unsqueeze(-2))
-    if d2fw is None:
+    inv = agap.reciprocal()  # inf on exact ties, which are tied: the quotient is never used
+    quotient = (fi - fj) / gap
+    e_q = 4 * eps * (fi.abs() + fj.abs()) * inv
+    mean_d = 0.5 * (d1i + d1j)
+    mean_ad = 0.5 * (d1i.abs() + d1j.abs())
+    if d2i is None or d2j is None:
         derivative = mean_d
         e_d = torch.full_like(agap, float("inf"))
     else:
-        correction = gap * (d2fw.unsqueeze(-1) - d2fw.unsqueeze(-2)) / 12
+        correction = gap * (d2i - d2j) / 12
         derivative = mean_d - correction
-        ac = correction.abs()
-        e_d = ac * ac / mean_ad.clamp_min(torch.finfo(w.dtype).tiny)
-        e_d = torch.where(ac > 0, e_d, torch.zeros_like(e_d))
-    aw = w.abs()
-    # rounding f may take from its own argument, eps |w| |f'| per point (f(100 w), ...)
-    e_arg = e_q + 4 * eps * (aw * adf).unsqueeze(-1).add((aw * adf).unsqueeze(-2)) / agap.clamp_min(
-        torch.finfo(w.dtype).tiny
-    )
+        e_d = correction.abs().square() / mean_ad.clamp_min(tiny)
+    # the rounding f may take from its own argument, eps |w| |f'| per point (f(100 w), ...)
+    e_arg = e_q + 4 * eps * (awi * d1i.abs() + awj * d1j.abs()) * inv
     disagreement = (quotient - derivative).abs()
     use_d = tied | (disagreement <= e_q) | ((e_d <= e_q) & (disagreement <= e_arg))
-    out = torch.where(use_d, derivative, quotient)
-    noise_d = 4 * eps * (mean_ad + (derivative - mean_d).abs()) + torch.minimum(e_d, e_q)
-    return out, torch.where(use_d, noise_d, e_q)
+    noise_d = 4 * eps * (mean_ad + (derivative - mean_d).abs()) + torch.fmin(
+        e_d, e_q
+    )  # fmin: e_q is NaN at an exact tie of zeros
+    return torch.where(use_d, derivative, quotient), torch.where(use_d, noise_d, e_q)
+
+
+def loewner(
+    w: torch.Tensor,
+    fw: torch.Tensor,
+    dfw: torch.Tensor,
+    d2fw: torch.Tensor | None = None,
+    noise: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(F, e)``: the Loewner matrix ``F_ij = f[w_i, w_j]`` and (``noise=True``) an
+    estimate of its error, else ``None``.
+
+    ``w`` ``(..., n)`` real, ``fw``, ``dfw``, ``d2fw`` the values of ``f``, ``f'``, ``f''`` at
+    ``w`` (real or complex; ``d2fw=None`` when ``f`` is not twice differentiable: the
+    trapezoid then goes uncorrected). See the module docstring for the rule; a cheap screen
+    (:data:`SCREEN`) settles the pairs whose quotient is at rounding level, the others (near
+    ties, typically few) get the full comparison.
+    """
+    eps = max(_real_eps(fw), _real_eps(dfw))
+    gap = w.unsqueeze(-1) - w.unsqueeze(-2)
+    out = (fw.unsqueeze(-1) - fw.unsqueeze(-2)) / gap
+    afw, adf = fw.abs(), (0.5 * SCREEN) * dfw.abs()
+    size = afw.unsqueeze(-1) + afw.unsqueeze(-2)
+    # reviewed: near ties, exact ties (0 >= 0) and anything NaN (an infinite f' at a tie)
+    review = ~(size < (adf.unsqueeze(-1) + adf.unsqueeze(-2)) * gap.abs())
+    err = 4 * eps * size / gap.abs() if noise else None
+    b, i, j = review.reshape(-1, *review.shape[-2:]).nonzero(as_tuple=True)
+    if b.numel():
+        n = w.shape[-1]
+        # one gather per side: (w, f, f', f'') stacked, complex when f is
+        cols = [w.to(out.dtype), fw.to(out.dtype), dfw.to(out.dtype)]
+        if d2fw is not None:
+            cols.append(d2fw.to(out.dtype))
+        table = torch.stack(cols, -1).reshape(-1, n, len(cols))
+        left, right = table[b, i], table[b, j]
+        wi, wj = left[:, 0].real, right[:, 0].real
+        tau = _tie_bound(w.reshape(-1, n))[b, 0]
+        g = wi - wj
+        value, e = _choose(
+            g,
+            g.abs() <= tau,
+            left[:, 1],
+            right[:, 1],
+            left[:, 2],
+            right[:, 2],
+            None if d2fw is None else left[:, 3],
+            None if d2fw is None else right[:, 3],
+            wi.abs(),
+            wj.abs(),
+            eps,
+        )
+        out[review] = value
+        if err is not None:
+            err[review] = e
+    return out, err
 
 
 def divided_differences(
@@ -148,7 +197,8 @@ def second_divided_differences(
     >>> torch.allclose(t, torch.ones(3, 3, 3, dtype=torch.float64))
     True
     """
-    f2, noise = loewner(w, fw, dfw, d2fw)
+    f2, noise = loewner(w, fw, dfw, d2fw, noise=True)
+    assert noise is not None
     eps = max(_real_eps(fw), _real_eps(d2fw))
     wi, wk, wj = w[..., :, None, None], w[..., None, :, None], w[..., None, None, :]
     f_ik, f_kj, f_ij = f2.unsqueeze(-1), f2.unsqueeze(-3), f2.unsqueeze(-2)
