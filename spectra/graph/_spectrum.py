@@ -66,6 +66,8 @@ def edge_components(edges: Edges) -> tuple[torch.Tensor, torch.Tensor]:
         empty = torch.zeros(0, dtype=torch.long, device=device)
         return torch.zeros(layout.num_graphs, dtype=torch.long, device=device), empty
     nz = edges.weight != 0
+    if layout.num_graphs == 1 and n_total <= REACH_MAX_N:
+        return _reach_components(edges.src[nz], edges.dst[nz], n_total)
     rows, cols = edges.src[nz].cpu().numpy(), edges.dst[nz].cpu().numpy()
     graph = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n_total, n_total))
     _, labels = connected_components(graph, directed=False)
@@ -74,6 +76,27 @@ def edge_components(edges: Edges) -> tuple[torch.Tensor, torch.Tensor]:
     first.scatter_(0, labels_t, layout.batch.cpu())
     comps = torch.bincount(first, minlength=layout.num_graphs)
     return comps.to(device), labels_t.to(device)
+
+
+REACH_MAX_N = 64  # one small graph: components by boolean squaring, no SciPy round trip
+
+
+def _reach_components(
+    src: torch.Tensor, dst: torch.Tensor, n: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Components of one small graph: reachability ``R = (I + A)^(2^j)`` by repeated
+    squaring until it stops growing; a node's label is the first node it reaches."""
+    reach = torch.eye(n, dtype=torch.float32, device=src.device)
+    reach[src, dst] = 1.0
+    reach[dst, src] = 1.0
+    for _ in range(max(n - 1, 1).bit_length()):
+        grown = ((reach @ reach) > 0).to(reach.dtype)
+        if torch.equal(grown, reach):
+            break
+        reach = grown
+    labels = reach.argmax(-1)  # the lowest-numbered node of each component
+    comps = (labels == torch.arange(n, device=src.device)).sum().reshape(1)
+    return comps, labels
 
 
 def count_edge_components(edges: Edges) -> torch.Tensor:
@@ -108,6 +131,8 @@ def padded_members(counts: Sequence[int]) -> int:
 def _pad_above(lap: torch.Tensor, counts: torch.Tensor, bound: torch.Tensor | None) -> torch.Tensor:
     """Put the padded rows' diagonal above each graph's spectrum (Gershgorin, or ``bound``)."""
     n = lap.shape[-1]
+    if counts.numel() == 1 and int(counts[0]) == n:  # one graph: no padding
+        return lap
     mask = torch.arange(n, device=lap.device) < counts.to(lap.device).unsqueeze(-1)
     if bound is None:  # Gershgorin: |lambda| <= max row abs sum
         bound = lap.abs().sum(-1).amax(-1)
@@ -189,9 +214,11 @@ def _padded_part(
     if bound_two:
         bound = torch.full((len(graphs),), 2.0, dtype=lap.real.dtype, device=lap.device)
     w, v = eigh(_pad_above(lap, counts, bound), **kw)
-    mask = torch.arange(lap.shape[-1], device=lap.device) < counts.to(lap.device).unsqueeze(-1)
-    v = v * (mask.unsqueeze(-1) & mask.unsqueeze(-2))
-    return Part(index, w * mask, v, counts, counts, True, "padded")
+    if len(graphs) > 1 or int(counts[0]) != lap.shape[-1]:
+        mask = torch.arange(lap.shape[-1], device=lap.device) < counts.to(lap.device).unsqueeze(-1)
+        v = v * (mask.unsqueeze(-1) & mask.unsqueeze(-2))
+        w = w * mask
+    return Part(index, w, v, counts, counts, True, "padded")
 
 
 def _ragged_parts(entries: Entries, graphs: list[int], kw: dict[str, Any]) -> list[Part]:

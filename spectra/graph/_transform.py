@@ -6,10 +6,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
+from torch_geometric.data import Batch, Data
 
+from ..core.domain import InputError
 from ._heat import heat_nodes
-from ._layout import Layout, check_count
-from ._pe import pe_pipeline
+from ._layout import Layout, check_count, glue_threads
+from ._pe import multiplicity_groups, pe_pipeline, random_signs
+from ._single import single_columns, single_heat, single_spectrum, single_takes
 from ._transform_base import PETransform, split_pyg_kwargs
 
 
@@ -129,6 +132,57 @@ class LaplacianPE(PETransform):
             f"{self.__class__.__name__}(k={self.k}, normalization={self.normalization!r}, "
             f"convention={self.convention!r}, random_sign={self.random_sign})"
         )
+
+    def path(self, data: Any) -> str:
+        """The path ``self(data)`` takes: ``"single"`` (one small ``Data`` on the CPU: the
+        direct path, no batch bookkeeping) or ``"batch"`` (a ``Batch``, a large graph, or
+        one on another device; the parts it was solved in are then those of
+        :func:`spectra.graph.laplacian_pe`)."""
+        one = isinstance(data, Data) and not isinstance(data, Batch)
+        if one and getattr(data, "edge_index", None) is not None:
+            return "single" if single_takes(data, self.device, self._weight(data)) else "batch"
+        return "batch"
+
+    def forward(self, data: Any) -> Any:
+        if self.path(data) == "single":
+            with glue_threads(1):
+                self._attach(data, self._single_features(data))
+            return data
+        return super().forward(data)
+
+    def _single_features(self, data: Any) -> dict[str, torch.Tensor]:
+        """The features of one small ``Data`` (the direct path, see :mod:`._single`)."""
+        n = int(data.num_nodes)
+        pyg = self.convention == "pyg"
+        if pyg and self.normalization != "sym":
+            raise InputError(
+                "convention", "'pyg' is PyG's sym-normalized Laplacian: normalization='sym'"
+            )
+        spec = single_spectrum(
+            data.edge_index, self._weight(data), n, self.normalization, pyg, self.eigh_options
+        )
+        first = int(self.drop_trivial) if pyg else (spec.comps if self.drop_trivial else 0)
+        pe, mask, vals = single_columns(spec, first, self.k)
+        pe_t = torch.from_numpy(pe)
+        if self.random_sign or pyg:
+            pe_t = pe_t * random_signs(1, self.k, self.generator)
+        device = data.edge_index.device
+        feats = {"pe": pe_t.to(device=device, dtype=self.dtype)}
+        if self.mask_attr is not None:
+            feats[self.mask_attr] = torch.from_numpy(mask).expand(n, self.k).clone()
+        if self.eigenvalues_attr is not None:
+            feats[self.eigenvalues_attr] = (
+                torch.from_numpy(vals).to(self.dtype).expand(n, self.k).clone()
+            )
+        if self.groups_attr is not None:
+            groups = multiplicity_groups(
+                torch.from_numpy(vals)[None], torch.from_numpy(mask)[None], self.multiplicity_tol
+            )
+            feats[self.groups_attr] = groups.expand(n, self.k).clone()
+        if self.heat_times is not None:
+            heat = single_heat(spec, self.heat_times, self.normalization == "rw")
+            feats[self.heat_attr] = torch.from_numpy(heat).to(self.dtype)
+        return feats
 
     def _features(self, data: Any) -> tuple[dict[str, torch.Tensor], Layout]:
         edges, layout, _, out_device = self._graph(data, torch.float64)

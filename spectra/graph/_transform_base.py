@@ -20,6 +20,7 @@ from torch_geometric.data import Batch, Data  # noqa: E402
 from torch_geometric.transforms import BaseTransform  # noqa: E402
 
 from ..core import Options, eigh  # noqa: E402
+from ..core.domain import InputError  # noqa: E402
 from ._layout import Layout, graph_input  # noqa: E402
 
 # options of scipy.sparse.linalg.eigs/eigsh that PyG's **kwargs forward: accepted for a
@@ -121,6 +122,15 @@ class PETransform(BaseTransform):
     def _features(self, data: Any) -> tuple[dict[str, torch.Tensor], Layout]:
         raise NotImplementedError
 
+    def _weight(self, data: Any) -> Any:
+        """The edge weights ``data[weight_attr]`` (``(E, 1)`` read as ``(E,)``), or None."""
+        weight = None
+        if self.weight_attr is not None and self.weight_attr in data:
+            weight = data[self.weight_attr]
+            if isinstance(weight, torch.Tensor) and weight.ndim == 2 and weight.shape[-1] == 1:
+                weight = weight.view(-1)
+        return weight
+
     def _graph(self, data: Any, dtype: torch.dtype) -> Any:
         if not isinstance(data, Data):
             raise TypeError(
@@ -128,12 +138,8 @@ class PETransform(BaseTransform):
                 f"got {type(data).__name__}"
             )
         if getattr(data, "edge_index", None) is None:
-            raise ValueError(f"{type(self).__name__} needs data.edge_index")
-        weight = None
-        if self.weight_attr is not None and self.weight_attr in data:
-            weight = data[self.weight_attr]
-            if weight.ndim == 2 and weight.shape[-1] == 1:
-                weight = weight.view(-1)
+            raise InputError("data", f"has no edge_index ({type(self).__name__} needs one)")
+        weight = self._weight(data)
         is_batch = isinstance(data, Batch)
         return graph_input(
             data.edge_index,

@@ -1,0 +1,162 @@
+"""The per-``Data`` path of ``LaplacianPE``: one small graph on the CPU, as a dataset
+``transform=`` applies it, without the layouts, masks and parts a ``Batch`` needs.
+
+The graph is assembled and read in NumPy (one small dense matrix: each step is a NumPy
+call of about a microsecond where a torch op costs several), solved by one
+:func:`spectra.eigh` call on the dense Laplacian, with the same formulas, conventions and
+gauge as the batched path (tested against it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..core import eigh, fix_gauge
+from ..core.domain import InputError
+from ._assemble import check_degree, directed_error
+from ._layout import check_normalization
+
+#: one ``Data`` of at most this many nodes takes the direct path (above, the solve
+#: dominates and the batched path's bookkeeping costs nothing noticeable)
+SINGLE_MAX_N = 256
+
+
+class SingleSpectrum:
+    """All eigenpairs of one graph's Laplacian (NumPy), its components and degrees."""
+
+    def __init__(self, w: np.ndarray, v: np.ndarray, comps: int, deg: np.ndarray) -> None:
+        self.w, self.v, self.comps, self.deg = w, v, comps, deg
+
+
+def single_takes(data: Any, device: Any, weight: Any) -> bool:
+    """Whether one ``Data`` takes the direct path: small, on the CPU, solved there, and no
+    gradient to carry through the edge weights."""
+    n = data.num_nodes
+    if n is None or n > SINGLE_MAX_N or n == 0:
+        return False
+    ei = data.edge_index
+    if not isinstance(ei, torch.Tensor) or ei.device.type != "cpu":
+        return False
+    if device is not None and torch.device(device).type != "cpu":
+        return False
+    return weight is None or (
+        isinstance(weight, torch.Tensor)
+        and weight.device.type == "cpu"
+        and not weight.requires_grad
+    )
+
+
+def _edges(
+    edge_index: torch.Tensor, weight: torch.Tensor | None, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if edge_index.ndim != 2 or edge_index.shape[0] != 2:
+        raise InputError("edge_index", f"must have shape (2, E), got {tuple(edge_index.shape)}")
+    if edge_index.is_floating_point() or edge_index.is_complex():
+        raise TypeError(f"edge_index must hold integers, got {edge_index.dtype}")
+    ei = edge_index.numpy()
+    if ei.size and (ei.min() < 0 or ei.max() >= n):
+        bad = ((ei < 0) | (ei >= n)).any(0).nonzero()[0]
+        node = int(ei.min()) if ei.min() < 0 else int(ei.max())
+        raise InputError(
+            "edge_index",
+            f"refers to node {node}, outside [0, num_nodes={n}), in edge(s) {bad.tolist()[:10]}",
+        )
+    src, dst = ei[0], ei[1]
+    if weight is None:
+        w = np.ones(src.size)
+    else:
+        if weight.ndim != 1 or weight.numel() != src.size:
+            raise InputError(
+                "edge_weight", f"must have shape (E,) = ({src.size},), got {tuple(weight.shape)}"
+            )
+        if weight.is_complex():
+            raise TypeError("edge_weight must be real")
+        w = weight.detach().numpy().astype(np.float64, copy=False)
+        if not np.isfinite(w).all():
+            bad = (~np.isfinite(w)).nonzero()[0][:5].tolist()
+            raise InputError("edge_weight", f"holds NaN/Inf at edges {bad}")
+    keep = src != dst
+    return src[keep], dst[keep], w[keep]
+
+
+def _components(src: np.ndarray, dst: np.ndarray, w: np.ndarray, n: int) -> int:
+    """Connected components (edges of nonzero weight): every node takes the smallest label
+    among its neighbours, with pointer jumping, until nothing changes; the components are
+    the nodes that label themselves."""
+    nz = w != 0
+    src, dst = src[nz], dst[nz]
+    label = np.arange(n)
+    while True:
+        new = label.copy()
+        np.minimum.at(new, src, label[dst])
+        np.minimum.at(new, dst, label[src])
+        new = new[new]
+        if np.array_equal(new, label):
+            break
+        label = new
+    return int((label == np.arange(n)).sum())
+
+
+def single_spectrum(
+    edge_index: torch.Tensor,
+    weight: torch.Tensor | None,
+    n: int,
+    normalization: str | None,
+    isolated_one: bool,
+    eigh_options: dict[str, Any],
+) -> SingleSpectrum:
+    """The Laplacian of one graph (the conventions of :func:`spectra.graph.laplacian`) and
+    all its eigenpairs (``rw``: through ``sym``, scaled by ``D^{-1/2}`` and re-gauged)."""
+    check_normalization(normalization)
+    src, dst, w = _edges(edge_index, weight, n)
+    adj = np.zeros((n, n))
+    np.add.at(adj, (src, dst), w)
+    scale = 1e-10 * max(np.abs(adj).max(initial=0.0), 1.0)
+    if not np.array_equal(adj, adj.T) and np.abs(adj - adj.T).max() > scale:
+        raise directed_error([0])
+    deg = np.zeros(n)
+    np.add.at(deg, src, w)
+    sym = "sym" if normalization == "rw" else normalization
+    lap = np.zeros((n, n))
+    if sym is None:
+        np.add.at(lap, (src, dst), 0.0 - w)
+        lap[np.diag_indices(n)] += deg
+    else:
+        if (deg < 0).any():
+            check_degree(torch.from_numpy(deg))
+        connected = deg > 0
+        inv_sqrt = np.where(connected, 1.0 / np.sqrt(np.where(connected, deg, 1.0)), 0.0)
+        np.add.at(lap, (src, dst), 0.0 - w * (inv_sqrt[src] * inv_sqrt[dst]))
+        lap[np.diag_indices(n)] += 1.0 if isolated_one else connected.astype(np.float64)
+    kw = dict(eigh_options)
+    kw.setdefault("check", False)
+    vals, vecs = eigh(lap, **kw)
+    if normalization == "rw":
+        scale = 1.0 / np.sqrt(np.where(deg > 0, deg, 1.0))
+        vecs = fix_gauge(torch.from_numpy(vecs * scale[:, None])).numpy()
+    return SingleSpectrum(vals, vecs, _components(src, dst, w, n), deg)
+
+
+def single_columns(
+    spec: SingleSpectrum, first: int, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Columns ``first .. first + k - 1``: ``(pe (n, k), mask (k,), eigenvalues (k,))``."""
+    n = spec.v.shape[0]
+    take = max(min(k, n - first), 0)
+    pe = np.zeros((n, k))
+    vals = np.zeros(k)
+    pe[:, :take] = spec.v[:, first : first + take]
+    vals[:take] = spec.w[first : first + take]
+    return pe, np.arange(k) < take, vals
+
+
+def single_heat(spec: SingleSpectrum, times: tuple[float, ...], rw: bool) -> np.ndarray:
+    """``(n, T)`` ``diag(exp(-t L))`` from all eigenpairs (``rw``: the ``sym`` vectors)."""
+    t = np.asarray(times, dtype=np.float64)
+    if not np.isfinite(t).all() or (t < 0).any():
+        raise InputError("heat_times", f"must be finite and >= 0, got {t.tolist()}")
+    v = spec.v * np.sqrt(np.where(spec.deg > 0, spec.deg, 1.0))[:, None] if rw else spec.v
+    return (v * v) @ np.exp(-t[None, :] * spec.w[:, None])
