@@ -18,11 +18,13 @@ import torch
 from ._arrays import is_dask_collection, restore
 from ._checks import BlockCheck, InputRejected, check_finite, check_hermitian
 from ._dense import solve_dense
+from ._direct import solve_direct
 from ._errors import InputError, LinAlgError
 from ._options import Options, check_tolerance
 from ._plan import THREADED_LAPACK_MIN_N, Plan
 from ._prepare import check_k, check_plan, is_ragged, prepare
 from ._ragged_solve import solve_ragged
+from ._sparse._operators import is_sparse_input
 from ._threads import single_threaded_kernels
 
 
@@ -49,6 +51,21 @@ def _run(
     options: Options | None,
     execution: dict[str, Any],
 ) -> tuple[Any, Any]:
+    if b is None and plan is None and options is None and not execution and lindep is None:
+        symmetry_tol = check_tolerance(symmetry_tol, "symmetry_tol")
+        if device is None or device == "cpu":
+            # one CPU matrix or a handful: what the plan would run, without the pipeline
+            direct = solve_direct(a, vectors, k, largest, check, symmetry_tol)
+            if direct is not None:
+                return direct
+    if is_sparse_input(a):  # torch/SciPy sparse, linear operators: the iterative path
+        from ._sparse import solve_sparse
+
+        return solve_sparse(
+            a, b, vectors=vectors, k=k, largest=largest, check=check,
+            symmetry_tol=check_tolerance(symmetry_tol, "symmetry_tol"), device=device,
+            plan=plan, options=options, execution=execution,
+        )  # fmt: skip
     opts = Options.build(options, **execution)
     lindep = check_tolerance(lindep, "lindep")
     symmetry_tol = check_tolerance(symmetry_tol, "symmetry_tol")

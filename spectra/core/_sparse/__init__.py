@@ -1,0 +1,29 @@
+"""The sparse path of the core: k extreme eigenpairs of large sparse Hermitian matrices.
+
+``spectra.eigh(a, k=K)`` takes this path when ``a`` is a torch sparse COO/CSR tensor, a
+``scipy.sparse`` matrix or array, a linear operator (``shape``, ``dtype`` and a block
+``matmul``/``@``), or a list of them (solved together). Modules:
+
+- ``_operators``: input normalisation and checks (square, finite, Hermitian);
+- ``_precondition``: Jacobi, AMG (pyamg), callable preconditioners;
+- ``_lobpcg``: the batched block LOBPCG, Rayleigh-Ritz through the core's dense eigh;
+- ``_api``: the keywords, the dense-or-iterative choice, convergence errors, results.
+"""
+
+from ._api import (
+    DENSE_MAX_N,
+    SPARSE_KEYWORDS,
+    SparseConvergenceWarning,
+    default_tol,
+    solve_sparse,
+)
+from ._operators import is_sparse_input
+
+__all__ = [
+    "DENSE_MAX_N",
+    "SPARSE_KEYWORDS",
+    "SparseConvergenceWarning",
+    "default_tol",
+    "is_sparse_input",
+    "solve_sparse",
+]
