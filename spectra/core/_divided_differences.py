@@ -12,24 +12,30 @@ Each ``F_ij`` is one of two candidates:
 
 - the quotient ``Q = (f_i - f_j) / (w_i - w_j)``: ``w_i - w_j`` is exact for close
   eigenvalues (Sterbenz), so its error is the rounding of ``f_i`` and ``f_j`` over the
-  gap, ``e_Q = 4 eps (|f_i| + |f_j|) / |w_i - w_j|`` (plus ``eps |Q|``);
+  gap, ``e_Q = 4 eps (|f_i| + |f_j|) / |w_i - w_j|`` (which also bounds ``4 eps |Q|``);
 - the corrected trapezoid ``D = (f'_i + f'_j) / 2 - (w_i - w_j)(f''_i - f''_j) / 12``
   (Euler-Maclaurin for ``f[a, b] = mean of f'`` over ``[a, b]``; error ``O(gap^4 f^(5))``,
   no cancellation), from ``f'`` and ``f''`` at the eigenvalues themselves.
 
-``D`` is taken where the eigenvalues are tied, ``|w_i - w_j| <= eps max|w|`` (what the
-eigenvalues' own rounding, ``eps ||A||``, cannot resolve), where it agrees with ``Q``
+A screen keeps ``Q`` wherever ``e_Q`` is already below ``4 SCREEN eps`` times the size of
+``f'`` (most pairs of a spread spectrum: the cost stays that of the plain quotient). The
+other pairs take ``D`` where the eigenvalues are tied, ``|w_i - w_j| <= eps max|w|`` (what
+the eigenvalues' own rounding, ``eps ||A||``, cannot resolve), where it agrees with ``Q``
 within ``e_Q`` (then it is at least as good), or where its estimated truncation error
 ``|c|^2 / mean |f'|`` (``c`` the correction term) is below ``e_Q`` and it agrees with
 ``Q`` within the rounding ``f`` may have from its argument (``eps |w| |f'|`` per point);
-elsewhere ``Q``. The decision uses gaps and values of ``f``, never ``|w|`` against a gap, so
-it is shift invariant; the result is within a few ``e_Q`` of the exact divided difference
-at worst, and at rounding level for gaps well below or well above ``f``'s length scale.
+elsewhere ``Q``. The decision uses gaps and values of ``f``, never ``|w|`` against a gap
+(the tie bound aside), so it is shift invariant. Measured against 60-digit divided
+differences at the same floats (offsets 0..1e12, gaps 1e-12..1 of ``f``'s length scale):
+at most ~3e-14 (float64) and ~3e-6 (float32) of ``max |F|``, the worst near the crossover
+gap ``~ eps^(1/5)``; ``f`` whose length scale is near the tie bound (``exp(100 i w)`` at
+``1e12``) lose to ~3e-11.
 
 Second divided differences use ``f[x, y, z] = (f[x, y] - f[y, z]) / (x - z)`` with the two
 outermost eigenvalues as ``x, z`` (largest denominator, the symmetric form of the same
 number), or ``(f''_i + f''_k + f''_j) / 6`` where the three coincide or that agrees with the
-quotient within its propagated rounding.
+quotient within its propagated rounding (error ``O(spread^2 f'''')``: ~2e-11 of ``max |T|``
+at worst in float64, ~1e-5 in float32).
 """
 
 from __future__ import annotations

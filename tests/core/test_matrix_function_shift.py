@@ -97,6 +97,24 @@ def test_divided_differences_match_exact_at_every_gap_and_offset(dtype, family, 
         assert err <= TOL1[dtype] * float(ref_t.abs().max()), (r, err)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_inverse_square_root_divided_differences_match_the_closed_form(dtype):
+    """The Stiefel polar factor's ``l^(-1/2)`` at Gram spectra ``~ 1`` (tiny steps): against
+    ``-1 / (sqrt(a) sqrt(b) (sqrt(a) + sqrt(b)))`` in 60 digits."""
+    for r in RATIOS:
+        w = (1 + torch.tensor([0.0, r, 2 * r, 0.5, 0.5 + r], dtype=torch.float64)).to(dtype)
+        fw, d1, d2 = _derivatives(torch.rsqrt, w)
+        got = divided_differences(w, fw, d1, d2).double()
+        with mpmath.workdps(60):
+            roots = [mpmath.sqrt(mpmath.mpf(float(x))) for x in w]
+            ref = torch.tensor(
+                [[float(-1 / (p * q * (p + q))) for q in roots] for p in roots],
+                dtype=torch.float64,
+            )
+        err = float((got - ref).abs().max())
+        assert err <= TOL1[dtype] * float(ref.abs().max()), (r, err)
+
+
 @pytest.mark.parametrize("offset", OFFSETS)
 @pytest.mark.parametrize("family", ["sin", "exp100i"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
