@@ -157,10 +157,10 @@ def _exact_gradient(a, f_derivs, c, g):
         ("exp", 1e6, 1e-2),
     ],
 )
-@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128, torch.float32])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128, torch.float32, torch.complex64])
 def test_gradient_equals_exact_daleckii_krein_far_from_zero(dtype, family, offset, ratio):
     scale, f, derivs = _families()[family]
-    real = torch.float32 if dtype == torch.float32 else torch.float64
+    real = torch.float32 if dtype in (torch.float32, torch.complex64) else torch.float64
     if real == torch.float32 and offset > 1e4:
         pytest.skip("float32 cannot hold gaps of this size at this offset")
     gen = torch.Generator().manual_seed(11)
