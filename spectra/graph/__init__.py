@@ -24,6 +24,7 @@ from ._heat import heat_kernel_diagonal, heat_kernel_from_spectrum
 from ._kmeans import batched_kmeans
 from ._laplacian import laplacian
 from ._magnetic import MagneticPEResult, magnetic_laplacian, magnetic_laplacian_pe
+from ._options import PEAttrs, PEColumns
 from ._pe import LaplacianPEResult, laplacian_pe, multiplicity_groups
 from ._random_walk import random_walk_pe
 from ._spectrum import LaplacianSpectrum, laplacian_eigh
@@ -34,6 +35,8 @@ __all__ = [
     "LaplacianSpectrum",
     "MagneticLaplacianPE",
     "MagneticPEResult",
+    "PEAttrs",
+    "PEColumns",
     "RandomWalkPE",
     "batched_kmeans",
     "heat_kernel_diagonal",

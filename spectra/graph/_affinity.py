@@ -9,9 +9,10 @@ import numpy as np
 import torch
 
 from ..core.domain import InputError
-from ._assemble import directed_error
-from ._layout import Edges, Layout
+from ._assemble import Entries, directed_error, require_undirected
+from ._layout import Edges, Layout, glue_threads
 from ._parts import GraphSpectra
+from ._sparse_path import Lowest
 from ._spectrum import edge_spectra
 
 
@@ -43,6 +44,12 @@ def _as_matrix(a: Any, where: str, ragged: bool) -> tuple[torch.Tensor, bool]:
     return a, was_numpy
 
 
+def _is_sparse(a: Any) -> bool:
+    if isinstance(a, torch.Tensor):
+        return a.layout != torch.strided
+    return type(a).__module__.startswith("scipy.sparse")
+
+
 def _asymmetric(b: torch.Tensor, tol: float) -> bool:
     if b.numel() == 0 or torch.equal(b, b.mT):
         return False
@@ -53,6 +60,9 @@ class Affinities:
     """The weighted edges of dense affinities (the diagonal ignored, padding dropped)."""
 
     def __init__(self, affinity: Any, num_nodes: Any, name: str = "affinity") -> None:
+        if _is_sparse(affinity):
+            self._init_sparse(affinity, name)
+            return
         self.ragged = isinstance(affinity, (list, tuple))
         items = list(affinity) if self.ragged else [affinity]
         mats, flags = [], []
@@ -86,6 +96,42 @@ class Affinities:
             raise directed_error([g for (g,) in directed])
         self.edges = self._edges(blocks)
 
+    def _init_sparse(self, affinity: Any, name: str) -> None:
+        """One graph given as a SciPy sparse matrix or a torch sparse tensor: its
+        nonzeros are the edges (never densified)."""
+        self.ragged = False
+        self.batch_shape = ()
+        if isinstance(affinity, torch.Tensor):
+            coo = affinity.detach().to_sparse_coo().coalesce().cpu()
+            shape = tuple(coo.shape)
+            rows, cols = coo.indices()
+            vals = coo.values()
+            self.numpy, self.device = False, affinity.device
+            self.out_dtype = vals.dtype if vals.is_floating_point() else torch.float64
+        else:
+            m = affinity.tocoo()
+            shape = m.shape
+            rows, cols = (
+                torch.from_numpy(m.row.astype(np.int64)),
+                torch.from_numpy(m.col.astype(np.int64)),
+            )
+            vals = torch.from_numpy(np.asarray(m.data))
+            self.numpy, self.device = True, torch.device("cpu")
+            self.out_dtype = vals.dtype if vals.is_floating_point() else torch.float64
+        if len(shape) != 2 or shape[0] != shape[1]:
+            raise InputError(name, f"must be a square (n, n) matrix, got {tuple(shape)}")
+        if vals.is_complex():
+            raise TypeError(f"{name}: affinities must be real")
+        vals = vals.to(torch.float64)
+        if not bool(torch.isfinite(vals).all()):
+            raise InputError(name, "contains NaN or Inf")
+        n = int(shape[0])
+        self.layout = layout_from_counts(torch.tensor([n]), n)
+        keep = (rows != cols) & (vals != 0)
+        self.edges = Edges(self.layout, rows[keep], cols[keep], vals[keep])
+        entries = Entries(self.layout, self.edges.src, self.edges.dst, self.edges.weight)
+        require_undirected(entries, 1e-8)
+
     @staticmethod
     def _counts(num_nodes: Any, g: int, n: int) -> torch.Tensor:
         if num_nodes is None:
@@ -116,13 +162,18 @@ class Affinities:
             torch.cat(w) if w else torch.zeros(0, dtype=torch.float64),
         )
 
-    def spectra(self, norm_laplacian: bool, eigh_options: Any = None) -> GraphSpectra:
-        return edge_spectra(
-            self.edges,
-            "rw" if norm_laplacian else None,
-            undirected_tol=1e-8,
-            **dict(eigh_options or {}),
-        )
+    def spectra(
+        self, norm_laplacian: bool, lowest: Lowest | None = None, eigh_options: Any = None
+    ) -> GraphSpectra:
+        """The eigenpairs (large graphs: only the ``lowest``, on the sparse path)."""
+        with glue_threads(self.layout.n_max):
+            return edge_spectra(
+                self.edges,
+                "rw" if norm_laplacian else None,
+                undirected_tol=None,  # checked on the affinities
+                lowest=lowest,
+                **dict(eigh_options or {}),
+            )
 
     def padded(self, nodes: torch.Tensor, fill: float = 0.0) -> torch.Tensor:
         """``(N, F)`` per-node values -> ``(G, n_max, F)``, ``fill`` on padded rows."""

@@ -10,6 +10,7 @@ from ._affinity import Affinities
 from ._kmeans import batched_kmeans
 from ._layout import check_count
 from ._parts import GraphSpectra
+from ._sparse_path import Lowest
 
 
 def _columns(spec: GraphSpectra, start: int, count: int) -> torch.Tensor:
@@ -26,6 +27,7 @@ def spectral_embedding(
     norm_laplacian: bool = True,
     drop_first: bool = True,
     num_nodes: Any = None,
+    eigh_options: Any = None,
 ) -> Any:
     """Laplacian eigenmaps of many graphs at once, as ``sklearn.manifold.spectral_embedding``.
 
@@ -43,11 +45,15 @@ def spectral_embedding(
     Parameters
     ----------
     adjacency : symmetric, non-negative affinities ``(n, n)`` or a batch ``(..., n, n)``
-        (torch or NumPy), or a list of ``(n_i, n_i)`` matrices of different sizes. The
-        diagonal is ignored.
+        (torch or NumPy), a list of ``(n_i, n_i)`` matrices of different sizes (each solved
+        at its own size), or one SciPy sparse matrix / torch sparse tensor (never
+        densified). The diagonal is ignored.
     n_components : number of columns of the embedding.
     norm_laplacian, drop_first : as scikit-learn.
     num_nodes : for a padded batch, the real size of each graph (rows beyond are padding).
+    eigh_options : as :func:`spectra.graph.laplacian_pe`: graphs of at least
+        ``sparse_from`` nodes (default 1,000) take the sparse path (the
+        ``n_components + drop_first`` lowest eigenpairs of the sparse Laplacian).
 
     Returns
     -------
@@ -67,7 +73,7 @@ def spectral_embedding(
     """
     check_count("n_components", n_components)
     aff = Affinities(adjacency, num_nodes, "adjacency")
-    spec = aff.spectra(norm_laplacian)
+    spec = aff.spectra(norm_laplacian, Lowest(n_components + int(drop_first)), eigh_options)
     emb = _columns(spec, 1 if drop_first else 0, n_components)
     return aff.give_back(emb, aff.out_dtype)
 
@@ -81,6 +87,7 @@ def spectral_clustering(
     max_iter: int = 300,
     random_state: int = 0,
     num_nodes: Any = None,
+    eigh_options: Any = None,
 ) -> Any:
     """Spectral clustering of many graphs at once, as ``sklearn.cluster.spectral_clustering``
     (``SpectralClustering(affinity="precomputed", assign_labels="kmeans")``).
@@ -96,6 +103,7 @@ def spectral_clustering(
     n_clusters : clusters per graph.
     n_components, n_init, max_iter, random_state : as scikit-learn.
     num_nodes : for a padded batch, the real size of each graph.
+    eigh_options : as :func:`spectral_embedding` (large graphs: the sparse path).
 
     Returns
     -------
@@ -110,11 +118,10 @@ def spectral_clustering(
     >>> spectral_clustering(blocks, n_clusters=2)
     tensor([0, 0, 0, 1, 1])
     """
-    if isinstance(n_clusters, bool) or not isinstance(n_clusters, int) or n_clusters < 1:
-        raise ValueError(f"n_clusters must be a positive integer, got {n_clusters!r}")
+    check_count("n_clusters", n_clusters, minimum=1)
     n_comp = n_clusters if n_components is None else n_components
     aff = Affinities(affinity, num_nodes, "affinity")
-    spec = aff.spectra(norm_laplacian=True)
+    spec = aff.spectra(True, Lowest(n_comp), eigh_options)
     maps = aff.padded(_columns(spec, 0, n_comp))
     labels, _ = batched_kmeans(
         maps,

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 
-from ._layout import glue_threads, graph_input
+from ..core.domain import InputError
+from ._layout import check_count, glue_threads, graph_input
 from ._parts import GraphSpectra
+from ._sparse_path import Lowest
 from ._spectrum import LaplacianSpectrum, edge_spectra
 
 
@@ -17,7 +19,7 @@ def _times(
 ) -> torch.Tensor:
     t = torch.as_tensor(times, dtype=dtype, device=device).reshape(-1)
     if not bool(torch.isfinite(t).all()) or bool((t < 0).any()):
-        raise ValueError(f"diffusion times must be finite and >= 0, got {t.tolist()}")
+        raise InputError("times", f"are diffusion times: must be finite and >= 0, got {t.tolist()}")
     return t
 
 
@@ -66,6 +68,8 @@ def heat_kernel_diagonal(
     normalization: str | None = "sym",
     dtype: torch.dtype = torch.float32,
     device: Any = "cpu",
+    k: int | None = None,
+    eigh_options: Mapping[str, Any] | None = None,
 ) -> Any:
     r"""Heat-kernel node features: ``diag(exp(-t L))`` at several diffusion times ``t``.
 
@@ -81,6 +85,13 @@ def heat_kernel_diagonal(
     times : diffusion times ``t >= 0`` (``T`` of them).
     dtype : output dtype (the solve runs in float64).
     device : where to solve (default ``"cpu"``; ``None``: where the input lives).
+    k : ``None`` (default): the sum runs over every eigenpair (exact, dense). An integer:
+        the **low-frequency part**, the null space (one vector per component) and the
+        ``k`` lowest eigenpairs above it; graphs of at least ``sparse_from`` nodes (see
+        ``eigh_options``) then take the sparse path (memory ``O(nnz + n k)``). The omitted
+        terms are each at most ``exp(-t w_{k+1})``, so it is accurate for large ``t``.
+        Smaller graphs are still summed over all their eigenpairs.
+    eigh_options : as :func:`spectra.graph.laplacian_pe`.
 
     Returns
     -------
@@ -98,7 +109,13 @@ def heat_kernel_diagonal(
     edges, _, from_numpy, out_device = graph_input(
         edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64
     )
+    _times(times, torch.float64, torch.device("cpu"))  # refuse bad times before solving
+    lowest = None
+    if k is not None:
+        check_count("k", k, minimum=1)
+        lowest = Lowest(k, deflate=True)
     with glue_threads(edges.layout.n_max):
-        nodes = heat_nodes(edge_spectra(edges, normalization), times)
+        opts = dict(eigh_options or {})
+        nodes = heat_nodes(edge_spectra(edges, normalization, lowest=lowest, **opts), times)
     nodes = nodes.to(device=out_device, dtype=dtype)
     return nodes.numpy() if from_numpy else nodes

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from ..core.domain import InputError
+
 
 def _sample(weights: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """One index per row drawn with probability proportional to ``weights`` (``(B, N)``)."""
@@ -79,9 +81,9 @@ def batched_kmeans(
     tensor([[0, 0, 1, 1]])
     """
     if x.ndim != 3:
-        raise ValueError(f"x must be (B, N, d), got shape {tuple(x.shape)}")
+        raise InputError("x", f"must be (B, N, d), got shape {tuple(x.shape)}")
     if k < 1 or n_init < 1:
-        raise ValueError(f"need k >= 1 and n_init >= 1, got k={k}, n_init={n_init}")
+        raise InputError("k", f"and n_init must be >= 1, got k={k}, n_init={n_init}")
     b, n, _ = x.shape
     if valid is None:
         valid = torch.ones((b, n), dtype=torch.bool, device=x.device)

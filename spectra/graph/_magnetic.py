@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from ..core.domain import InputError
 from ._assemble import magnetic_entries
 from ._layout import (
     Edges,
@@ -34,7 +35,9 @@ from ._layout import (
     make_layout,
     to_numpy_fields,
 )
+from ._options import PEColumns, refuse_unknown, take_legacy
 from ._pe import select_pe
+from ._sparse_path import Lowest
 from ._spectrum import count_edge_components, solve_entries
 
 SYMMETRIZE = ("max", "mean")
@@ -64,11 +67,11 @@ class MagneticPEResult(NamedTuple):
 
 def _check(q: float, normalization: str | None, symmetrize: str) -> None:
     if not isinstance(q, (int, float)) or isinstance(q, bool) or not math.isfinite(q):
-        raise ValueError(f"q must be a finite number, got {q!r}")
+        raise InputError("q", f"must be a finite number, got {q!r}")
     if normalization not in (None, "sym"):
-        raise ValueError(f"normalization must be None or 'sym', got {normalization!r}")
+        raise InputError("normalization", f"must be None or 'sym', got {normalization!r}")
     if symmetrize not in SYMMETRIZE:
-        raise ValueError(f"symmetrize must be 'max' or 'mean', got {symmetrize!r}")
+        raise InputError("symmetrize", f"must be 'max' or 'mean', got {symmetrize!r}")
 
 
 def magnetic_from_edges(
@@ -140,12 +143,11 @@ def magnetic_laplacian_pe(
     num_graphs: int | None = None,
     normalization: str | None = "sym",
     symmetrize: str = "max",
-    drop_trivial: bool = False,
-    trivial_tol: float = 1e-8,
-    multiplicity_tol: float = 1e-6,
+    columns: PEColumns | None = None,
     dtype: torch.dtype = torch.float32,
     device: Any = "cpu",
     eigh_options: Mapping[str, Any] | None = None,
+    **legacy: Any,
 ) -> MagneticPEResult:
     """Magnetic Laplacian eigenvector encodings of directed graphs, one complex core call.
 
@@ -167,9 +169,12 @@ def magnetic_laplacian_pe(
         of directed edges m; pass that value to reproduce their relative q).
     normalization : ``"sym"`` (default) or ``None`` (the combinatorial ``D_s - ...``).
     symmetrize : ``"max"`` (default) or ``"mean"``, the symmetrized adjacency ``A_s``.
-    drop_trivial : drop the eigenvalues below ``trivial_tol`` (the null space: one vector
-        per component at ``q = 0``; none for most directed graphs at ``q > 0``).
-    multiplicity_tol : eigenvalue gap that separates multiplicity ``groups``.
+    columns : a :class:`~spectra.graph.PEColumns`: ``drop_trivial`` (default False: drop
+        the eigenvalues below ``trivial_tol``, the null space: one vector per component at
+        ``q = 0``; none for most directed graphs at ``q > 0``) and ``multiplicity_tol``
+        (the gap that separates multiplicity ``groups``); the keywords ``drop_trivial``,
+        ``trivial_tol`` and ``multiplicity_tol`` are still accepted. Graphs from
+        ``sparse_from`` nodes (see :func:`spectra.graph.laplacian_pe`) take the sparse path.
     dtype : real dtype of the eigenvalues (``pe`` is the matching complex dtype); the solve
         runs in complex128.
     device, eigh_options : as :func:`spectra.graph.laplacian_pe`.
@@ -190,10 +195,16 @@ def magnetic_laplacian_pe(
     >>> out.features().shape
     torch.Size([3, 6])
     """
-    check_count("k", k)
+    check_count("k", k, minimum=1)
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
     _check(q, normalization, symmetrize)
+    legacy = dict(legacy)
+    names = ("drop_trivial", "trivial_tol", "multiplicity_tol")
+    columns, _ = take_legacy(legacy, columns, None, names)
+    refuse_unknown(legacy, "magnetic_laplacian_pe()")
+    drop_trivial = bool(columns.drop_trivial)
+    trivial_tol, multiplicity_tol = columns.trivial_tol, columns.multiplicity_tol
     edges, _, from_numpy, out_device = graph_input(
         edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64
     )
@@ -236,7 +247,8 @@ def magnetic_pe_from_edges(
         comps = count_edge_components(edges)
         bound_two = normalization == "sym" and bool((edges.weight >= 0).all())
         opts = dict(eigh_options or {})
-        spec = solve_entries(entries, deg, comps, normalization, bound_two, opts)
+        lowest = Lowest(k, plus_components=drop_trivial)
+        spec = solve_entries(entries, deg, comps, normalization, bound_two, opts, lowest)
         if drop_trivial:
             drop = spec.count_below(trivial_tol)
         else:

@@ -9,7 +9,12 @@ import torch
 
 from ._layout import Layout, check_count
 from ._magnetic import _check, magnetic_pe_from_edges
+from ._options import PEAttrs, PEColumns, refuse_unknown, take_legacy
 from ._transform_base import PETransform
+
+#: the flat keywords of earlier releases MagneticLaplacianPE still accepts
+LEGACY = ("drop_trivial", "trivial_tol", "multiplicity_tol", "mask_attr", "eigenvalues_attr",
+          "weight_attr")  # fmt: skip
 
 
 class MagneticLaplacianPE(PETransform):
@@ -24,15 +29,18 @@ class MagneticLaplacianPE(PETransform):
 
     Parameters
     ----------
-    k : eigenvectors per graph.
+    k : eigenvectors per graph (at least 1).
     q : the potential (0 gives the symmetrized graph's Laplacian PE).
     attr_name : node attribute (``None``: concatenated to ``data.x``).
     normalization : ``"sym"`` (default) or ``None``.
     symmetrize : ``"max"`` (default, ``A OR A^T``) or ``"mean"`` (``(A + A^T) / 2``).
-    drop_trivial, trivial_tol, multiplicity_tol : as the function.
-    mask_attr : node attribute for the ``(N, k)`` mask (default ``f"{attr_name}_mask"``).
-    eigenvalues_attr : node attribute for the ``(N, k)`` eigenvalues, if wanted.
-    weight_attr, dtype, device, eigh_options : as :class:`LaplacianPE`.
+    attrs : a :class:`~spectra.graph.PEAttrs` (``mask``, default ``f"{attr_name}_mask"``;
+        ``eigenvalues``; ``weight``), as :class:`LaplacianPE`.
+    columns : a :class:`~spectra.graph.PEColumns` (``drop_trivial``, default False;
+        ``trivial_tol``; ``multiplicity_tol``), as the function.
+    dtype, device, eigh_options : as :class:`LaplacianPE`.
+    **legacy : the older flat keywords ``drop_trivial``, ``trivial_tol``,
+        ``multiplicity_tol``, ``mask_attr``, ``eigenvalues_attr``, ``weight_attr``.
 
     Examples
     --------
@@ -55,25 +63,27 @@ class MagneticLaplacianPE(PETransform):
         *,
         normalization: str | None = "sym",
         symmetrize: str = "max",
-        drop_trivial: bool = False,
-        trivial_tol: float = 1e-8,
-        multiplicity_tol: float = 1e-6,
-        mask_attr: str | None = "default",
-        eigenvalues_attr: str | None = None,
-        weight_attr: str | None = "edge_weight",
+        attrs: PEAttrs | None = None,
+        columns: PEColumns | None = None,
         dtype: torch.dtype = torch.float32,
         device: Any = "cpu",
         eigh_options: Mapping[str, Any] | None = None,
+        **legacy: Any,
     ) -> None:
-        check_count("k", k)
+        check_count("k", k, minimum=1)
         _check(q, normalization, symmetrize)
-        self._store(attr_name, weight_attr, dtype, device, dict(eigh_options or {}))
+        legacy = dict(legacy)
+        columns, attrs = take_legacy(legacy, columns, attrs, LEGACY)
+        refuse_unknown(legacy, "MagneticLaplacianPE")
+        self.attrs, self.columns = attrs, columns
+        self._store(attr_name, attrs.weight, dtype, device, dict(eigh_options or {}))
+        drop = bool(columns.drop_trivial)  # None: False, the magnetic default
         self._store_columns(
-            k, normalization, drop_trivial, multiplicity_tol, mask_attr, eigenvalues_attr
+            k, normalization, drop, columns.multiplicity_tol, attrs.mask, attrs.eigenvalues
         )
         self.q = q
         self.symmetrize = symmetrize
-        self.trivial_tol = trivial_tol
+        self.trivial_tol = columns.trivial_tol
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}(k={self.k}, q={self.q})"

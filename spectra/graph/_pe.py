@@ -7,7 +7,9 @@ from typing import Any, NamedTuple
 
 import torch
 
+from ..core.domain import InputError
 from ._layout import Edges, check_count, glue_threads, graph_input, to_numpy_fields
+from ._options import PEColumns, refuse_unknown, sign_generator, take_legacy
 from ._parts import GraphSpectra
 from ._sparse_path import Lowest
 from ._spectrum import edge_spectra
@@ -100,12 +102,14 @@ def pe_pipeline(
     """The one PE pipeline (``laplacian_pe`` and ``LaplacianPE``): one core call for all
     graphs, column selection, optional random signs. Returns the spectrum (for heat
     features) and ``(pe (N, k), mask (G, k), eigenvalues (G, k), groups (G, k))``."""
-    check_count("k", k)
+    check_count("k", k, minimum=1)
     if convention not in CONVENTIONS:
-        raise ValueError(f"convention must be 'spectra' or 'pyg', got {convention!r}")
+        raise InputError("convention", f"must be 'spectra' or 'pyg', got {convention!r}")
     pyg = convention == "pyg"
     if pyg and normalization != "sym":
-        raise ValueError("convention='pyg' is PyG's sym-normalized Laplacian: normalization='sym'")
+        raise InputError(
+            "convention", "'pyg' is PyG's sym-normalized Laplacian: normalization='sym'"
+        )
     layout = edges.layout
     with glue_threads(layout.n_max):
         lowest = Lowest(k + int(drop_trivial)) if pyg else Lowest(k, deflate=drop_trivial)
@@ -130,14 +134,13 @@ def laplacian_pe(
     batch: Any = None,
     num_graphs: int | None = None,
     normalization: str | None = "sym",
-    drop_trivial: bool = True,
-    random_sign: bool = False,
-    generator: torch.Generator | None = None,
-    multiplicity_tol: float = 1e-6,
+    columns: PEColumns | None = None,
+    random_sign: bool | torch.Generator = False,
     dtype: torch.dtype = torch.float32,
     device: Any = "cpu",
     eigh_options: Mapping[str, Any] | None = None,
     convention: str = "spectra",
+    **legacy: Any,
 ) -> LaplacianPEResult:
     """Laplacian eigenvector positional encodings of one or many graphs, one core call.
 
@@ -160,14 +163,21 @@ def laplacian_pe(
     edge_index, num_nodes, edge_weight, batch, num_graphs, normalization :
         as :func:`spectra.graph.laplacian`; graphs must be undirected. ``"rw"`` gives
         ``D``-orthonormal eigenvectors of ``I - D^{-1} A``.
-    k : number of eigenvectors per graph.
-    drop_trivial : drop the ``c`` null eigenvectors (default) or keep them.
-    random_sign, generator : random column signs, drawn from ``generator``.
-    multiplicity_tol : eigenvalues closer than this (relative to ``max(1, |w|)``) share a
-        multiplicity group.
+    k : number of eigenvectors per graph (at least 1).
+    columns : a :class:`~spectra.graph.PEColumns`: ``drop_trivial`` (drop the ``c`` null
+        eigenvectors, the default, or keep them) and ``multiplicity_tol`` (eigenvalues
+        closer than this, relative to ``max(1, |w|)``, share a multiplicity group). The
+        keywords ``drop_trivial=`` and ``multiplicity_tol=`` are still accepted.
+    random_sign : random column signs: ``True`` (the global generator) or the
+        ``torch.Generator`` to draw from (``generator=`` is still accepted).
     dtype : output dtype (default float32); the solve always runs in float64.
     eigh_options : execution options passed to :func:`spectra.eigh` (``workers``,
-        ``chunk_size``, ``max_memory``, ``strategy``).
+        ``chunk_size``, ``max_memory``, ``strategy``), the sparse path's ``tol``,
+        ``maxiter``, ``precondition`` (``"jacobi"``, ``"amg"``), ``method`` and
+        ``on_fail``, and ``sparse_from`` (default 1,000: graphs of at least this many nodes
+        take the sparse path, their ``k`` lowest eigenpairs after the deflated null space
+        from the sparse Laplacian, memory ``O(nnz + n k)``; the others are solved densely,
+        similar small graphs in one padded call and the rest at their own sizes).
     device : where to solve (default ``"cpu"``; ``None``: where the input lives). Results
         come back on ``edge_index``'s device.
     convention : ``"spectra"`` (default) or ``"pyg"``: PyG's ``AddLaplacianEigenvectorPE``
@@ -200,6 +210,12 @@ def laplacian_pe(
     """
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
+    legacy = dict(legacy)
+    columns, _ = take_legacy(legacy, columns, None, ("drop_trivial", "multiplicity_tol"))
+    random_sign, generator = sign_generator(random_sign, legacy)
+    refuse_unknown(legacy, "laplacian_pe()")
+    drop_trivial = True if columns.drop_trivial is None else columns.drop_trivial
+    multiplicity_tol = columns.multiplicity_tol
     edges, _, from_numpy, out_device = graph_input(
         edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64
     )

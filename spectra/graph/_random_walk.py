@@ -95,7 +95,7 @@ def random_walk_pe(
             [0.0000, 1.0000, 0.0000],
             [0.0000, 0.5000, 0.0000]])
     """
-    check_count("walk_length", walk_length)
+    check_count("walk_length", walk_length, minimum=1)
     edges, _, from_numpy, out_device = graph_input(
         edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64
     )

@@ -39,7 +39,7 @@ class RandomWalkPE(PETransform):
         device: Any = "cpu",
         eigh_options: Mapping[str, Any] | None = None,
     ) -> None:
-        check_count("walk_length", walk_length)
+        check_count("walk_length", walk_length, minimum=1)
         self._store(attr_name, weight_attr, dtype, device, dict(eigh_options or {}))
         self.walk_length = walk_length
 

@@ -10,10 +10,15 @@ from torch_geometric.data import Batch, Data
 
 from ..core.domain import InputError
 from ._heat import heat_nodes
-from ._layout import Layout, check_count, glue_threads
-from ._pe import multiplicity_groups, pe_pipeline, random_signs
+from ._layout import Layout, check_count, check_normalization, glue_threads
+from ._options import PEAttrs, PEColumns, sign_generator, take_legacy
+from ._pe import CONVENTIONS, multiplicity_groups, pe_pipeline, random_signs
 from ._single import single_columns, single_heat, single_spectrum, single_takes
 from ._transform_base import PETransform, split_pyg_kwargs
+
+#: the flat keywords of earlier releases LaplacianPE still accepts
+LEGACY = ("mask_attr", "eigenvalues_attr", "groups_attr", "heat_attr", "weight_attr",
+          "drop_trivial", "multiplicity_tol")  # fmt: skip
 
 
 class LaplacianPE(PETransform):
@@ -43,7 +48,8 @@ class LaplacianPE(PETransform):
 
     Parameters
     ----------
-    k : number of eigenvectors per graph.
+    k : number of eigenvectors per graph, at least 1 (``k=0`` raises: an encoding without
+        columns is a mistake, as is ``k=-2``).
     attr_name : node attribute for the ``(N, k)`` encodings; ``None`` concatenates them
         to ``data.x`` (as PyG).
     is_undirected : PyG's flag, accepted for a one-line swap: the graphs must be undirected
@@ -51,20 +57,24 @@ class LaplacianPE(PETransform):
         ``torch_geometric.utils.to_undirected``).
     normalization : ``"sym"`` (default, as PyG), ``"rw"`` or ``None``.
     convention : ``"spectra"`` (default) or ``"pyg"`` (see above).
-    mask_attr : node attribute for the ``(N, k)`` bool mask (the graph's column mask,
-        repeated per node); default ``f"{attr_name}_mask"``; ``None`` to skip.
-    eigenvalues_attr : node attribute for the ``(N, k)`` eigenvalues (repeated per node,
-        as GraphGPS stores them; 0 where masked), e.g. ``"laplacian_eigenvalues"``.
-    groups_attr : node attribute for the ``(N, k)`` multiplicity group of each column
-        (BasisNet: columns with equal ids span one eigenspace; -1 where masked). A group
-        cut by the ``k``-th column is incomplete.
-    heat_times, heat_attr : also store heat-kernel features ``diag(exp(-t L))`` ``(N, T)``
-        at these times, from the same eigenpairs (``heat_attr`` default
-        ``"heat_kernel_diag"``).
-    random_sign, generator : random column signs on every call.
-    drop_trivial : drop the null eigenvectors (one per component).
-    multiplicity_tol : eigenvalue gap that separates multiplicity groups.
-    weight_attr : edge attribute read as weights (default ``"edge_weight"``, if present).
+    attrs : a :class:`~spectra.graph.PEAttrs`: the attributes read and written besides
+        ``attr_name``: ``mask`` (the ``(N, k)`` bool column mask of each node's graph;
+        default ``f"{attr_name}_mask"``; ``None`` to skip), ``eigenvalues`` (``(N, k)``,
+        repeated per node as GraphGPS stores them; 0 where masked), ``groups`` (``(N, k)``
+        multiplicity group of each column, BasisNet's eigenspaces; -1 where masked; a group
+        cut by the ``k``-th column is incomplete), ``heat`` (for ``heat_times``) and
+        ``weight`` (the edge weights read, default ``"edge_weight"`` if present). The older
+        keywords ``mask_attr``, ``eigenvalues_attr``, ``groups_attr``, ``heat_attr`` and
+        ``weight_attr`` are still accepted.
+    columns : a :class:`~spectra.graph.PEColumns`: ``drop_trivial`` (drop the null
+        eigenvectors, one per component; default True) and ``multiplicity_tol`` (the gap
+        that separates multiplicity groups); the keywords ``drop_trivial`` and
+        ``multiplicity_tol`` are still accepted.
+    heat_times : also store heat-kernel features ``diag(exp(-t L))`` ``(N, T)`` at these
+        times, from the same eigenpairs (graphs on the sparse path: from the ``c + k``
+        lowest eigenpairs only, the low-frequency part, exact as ``t`` grows).
+    random_sign : random column signs on every call: ``True`` (the global generator) or a
+        ``torch.Generator`` to draw from (``generator=`` is still accepted).
     dtype : dtype of the stored features.
     device : where to solve (default ``"cpu"``; ``None``: where the graph lives).
     eigh_options : execution options passed to :func:`spectra.eigh` (``workers``,
@@ -77,9 +87,10 @@ class LaplacianPE(PETransform):
     --------
     >>> import torch
     >>> from torch_geometric.data import Data
-    >>> from spectra.graph import LaplacianPE
+    >>> from spectra.graph import LaplacianPE, PEAttrs
     >>> ring = torch.tensor([[0, 1, 2, 3, 4, 1, 2, 3, 4, 0], [1, 2, 3, 4, 0, 0, 1, 2, 3, 4]])
-    >>> data = LaplacianPE(k=3, groups_attr="pe_groups")(Data(edge_index=ring, num_nodes=5))
+    >>> pe = LaplacianPE(k=3, attrs=PEAttrs(groups="pe_groups"))
+    >>> data = pe(Data(edge_index=ring, num_nodes=5))
     >>> data.laplacian_eigenvector_pe.shape, data.pe_groups[0].tolist()
     (torch.Size([5, 3]), [0, 0, 1])
     """
@@ -94,38 +105,34 @@ class LaplacianPE(PETransform):
         *,
         normalization: str | None = "sym",
         convention: str = "spectra",
-        mask_attr: str | None = "default",
-        eigenvalues_attr: str | None = None,
-        groups_attr: str | None = None,
+        attrs: PEAttrs | None = None,
+        columns: PEColumns | None = None,
         heat_times: Sequence[float] | None = None,
-        heat_attr: str = "heat_kernel_diag",
-        random_sign: bool = False,
-        generator: torch.Generator | None = None,
-        drop_trivial: bool = True,
-        multiplicity_tol: float = 1e-6,
-        weight_attr: str | None = "edge_weight",
+        random_sign: bool | torch.Generator = False,
         dtype: torch.dtype = torch.float32,
         device: Any = "cpu",
         eigh_options: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        check_count("k", k)
-        if normalization not in (None, "sym", "rw"):
-            raise ValueError(f"normalization must be None, 'sym' or 'rw', got {normalization!r}")
-        if convention not in ("spectra", "pyg"):
-            raise ValueError(f"convention must be 'spectra' or 'pyg', got {convention!r}")
-        self._store(attr_name, weight_attr, dtype, device, split_pyg_kwargs(kwargs, eigh_options))
+        check_count("k", k, minimum=1)
+        check_normalization(normalization)
+        if convention not in CONVENTIONS:
+            raise InputError("convention", f"must be 'spectra' or 'pyg', got {convention!r}")
+        kwargs = dict(kwargs)
+        columns, attrs = take_legacy(kwargs, columns, attrs, LEGACY)
+        self.random_sign, self.generator = sign_generator(random_sign, kwargs)
+        self.attrs, self.columns = attrs, columns
+        self._store(attr_name, attrs.weight, dtype, device, split_pyg_kwargs(kwargs, eigh_options))
+        drop = True if columns.drop_trivial is None else columns.drop_trivial
         self._store_columns(
-            k, normalization, drop_trivial, multiplicity_tol, mask_attr, eigenvalues_attr
+            k, normalization, drop, columns.multiplicity_tol, attrs.mask, attrs.eigenvalues
         )
         self.is_undirected = is_undirected
         self.kwargs = kwargs
         self.convention = convention
-        self.groups_attr = groups_attr
+        self.groups_attr = attrs.groups
         self.heat_times = None if heat_times is None else tuple(float(t) for t in heat_times)
-        self.heat_attr = heat_attr
-        self.random_sign = random_sign
-        self.generator = generator
+        self.heat_attr = attrs.heat
 
     def __repr__(self) -> str:
         return (
