@@ -20,6 +20,7 @@ import torch
 from ..core.domain import InputError
 from ._checks import SELF_CORRECTING, batch_indices, not_finite, require_on_manifold
 from ._manifold import Stiefel
+from ._polar import polar_no_grad
 
 
 def manifold_of(p: torch.Tensor) -> Stiefel | None:
@@ -50,15 +51,16 @@ def euclidean_grad(p: torch.Tensor, group: dict, optimizer: str) -> torch.Tensor
 
 @dataclass
 class Job:
-    """One pending Stiefel update: retract ``param`` along ``step``, transport ``vectors``.
+    """One pending Stiefel update: retract ``param`` along ``scale * direction``, then
+    transport ``vectors`` (the state's tangent vectors) to the new point.
 
-    ``where`` is ``(group index, parameter index)`` for error messages; ``state`` names the
-    vectors (``"momentum buffer"``, ``"first moment"``).
+    ``where`` is ``(group index, parameter index)`` for error messages.
     """
 
     param: torch.Tensor
     manifold: Stiefel
-    step: torch.Tensor
+    direction: torch.Tensor
+    scale: float
     method: str
     vectors: list[torch.Tensor] = field(default_factory=list)
     where: tuple[int, int] = (0, 0)
@@ -69,14 +71,22 @@ def _stack(tensors: list[torch.Tensor], shape: tuple[int, ...]) -> torch.Tensor:
     return flat[0] if len(flat) == 1 else torch.cat(flat)
 
 
-def _retract(manifold: Stiefel, method: str, x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
-    """The metric's retraction on checked tensors; Cayley refuses points off the manifold."""
+def _retract(
+    manifold: Stiefel, method: str, x: torch.Tensor, d: torch.Tensor, scale: float
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(y, step)``: the metric's retraction of ``x`` along ``step = scale * d`` on checked
+    tensors (``step`` is ``None`` for polar: ``x + scale d`` is formed in one operation and
+    the transport does not need the step). Cayley refuses points off the manifold; polar
+    and QR check their own results (Gram eigenvalues, diagonal of R)."""
+    if method == "polar":
+        return polar_no_grad(torch.add(x, d, alpha=scale), "retract(method='polar')"), None
+    step = d.mul(scale)
     if method not in SELF_CORRECTING:
         require_on_manifold(x, f"retract(method={method!r})")
-    y = manifold.metric.retraction(method)(x, xi)
-    if method != "polar" and bool(not_finite(y).any()):  # polar checked its Gram matrices
+    y = manifold.metric.retraction(method)(x, step)
+    if method != "qr" and bool(not_finite(y).any()):
         raise InputError(f"retract(method={method!r}) output", "contains NaN or Inf")
-    return y
+    return y, step
 
 
 def run_jobs(jobs: list[Job], optimizer: str = "optimizer", state: str = "state") -> None:
@@ -85,12 +95,12 @@ def run_jobs(jobs: list[Job], optimizer: str = "optimizer", state: str = "state"
         job = jobs[0]
         x = job.param.detach()
         try:
-            y = _retract(job.manifold, job.method, x, job.step)
+            y, step = _retract(job.manifold, job.method, x, job.direction, job.scale)
         except ValueError as exc:
             _blame(jobs, optimizer, state, exc)
             raise
         for v in job.vectors:
-            v.copy_(job.manifold.metric.transport(x, job.step, y, v, job.method))
+            v.copy_(job.manifold.metric.transport(x, step, y, v, job.method))
         job.param.copy_(y)
         return
     buckets: dict[tuple, list[Job]] = {}
@@ -103,9 +113,9 @@ def run_jobs(jobs: list[Job], optimizer: str = "optimizer", state: str = "state"
     for (shape, _, _, method, _), members in buckets.items():
         manifold = members[0].manifold
         x = _stack([j.param.detach() for j in members], shape)
-        xi = _stack([j.step for j in members], shape)
+        d = _stack([j.direction.mul(j.scale) for j in members], shape)
         try:
-            y = _retract(manifold, method, x, xi)
+            y, _ = _retract(manifold, method, x, d, 1.0)
         except ValueError as exc:
             _blame(members, optimizer, state, exc)
             raise
@@ -114,7 +124,7 @@ def run_jobs(jobs: list[Job], optimizer: str = "optimizer", state: str = "state"
             count = j.param.numel() // (shape[0] * shape[1])
             new = y[start : start + count].reshape(j.param.shape)
             old = x[start : start + count].reshape(j.param.shape)
-            step = xi[start : start + count].reshape(j.param.shape)
+            step = d[start : start + count].reshape(j.param.shape)
             start += count
             for v in j.vectors:
                 v.copy_(manifold.metric.transport(old, step, new, v, method))
@@ -131,7 +141,7 @@ def _blame(jobs: list[Job], optimizer: str, state: str, exc: ValueError) -> None
             ("the gradient of", p.grad),
             ("", p.detach()),
             *((f"the {state} of", v) for v in job.vectors),
-            ("the step of", job.step),
+            ("the update direction of", job.direction),
         ]
         for what, t in suspects:
             if t is None:

@@ -98,7 +98,7 @@ class Stiefel:
         self.retraction = retraction
 
     def __repr__(self) -> str:
-        if isinstance(self.metric, EuclideanMetric):
+        if type(self.metric) is EuclideanMetric:
             return f"Stiefel(retraction={self.retraction!r})"
         name = self.metric.name or self.metric
         return f"Stiefel(retraction={self.retraction!r}, metric={name!r})"
@@ -267,10 +267,10 @@ class Stiefel:
         True
         """
         check_frames(x)
+        check_finite(x.detach(), "X")
         try:
             return polar(x, where="projx", precise=True)
         except LinAlgError as exc:
-            check_finite(x.detach(), "X")
             raise InputError(
                 "X",
                 "is not of full column rank: its nearest point on the manifold is not unique",

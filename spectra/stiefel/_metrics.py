@@ -40,7 +40,9 @@ from ._retractions import RETRACTIONS, Retraction
 def project(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """Orthogonal projection onto the tangent space at ``x``: ``u - x herm(x^H u)``."""
     s = x.mH @ u
-    return u - x @ (0.5 * (s + s.mH))
+    if x.ndim == 2 and u.ndim == 2:  # one matrix: the fused u - x (s + s^H) / 2
+        return u.addmm(x, s + s.mH, alpha=-0.5)
+    return torch.sub(u, x @ (s + s.mH), alpha=0.5)
 
 
 def euclidean_inner(u: torch.Tensor, v: torch.Tensor, keepdim: bool = False) -> torch.Tensor:
@@ -78,9 +80,15 @@ class Metric:
         return RETRACTIONS[method]
 
     def transport(
-        self, x: torch.Tensor, xi: torch.Tensor, y: torch.Tensor, v: torch.Tensor, method: str
+        self,
+        x: torch.Tensor,
+        xi: torch.Tensor | None,
+        y: torch.Tensor,
+        v: torch.Tensor,
+        method: str,
     ) -> torch.Tensor:
-        """Move ``v`` (tangent at ``x``) to ``y = retraction(method)(x, xi)``: by projection."""
+        """Move ``v`` (tangent at ``x``) to ``y = retraction(method)(x, xi)``: by projection
+        (``xi`` may be ``None`` where the transport does not need it: polar and QR)."""
         return project(y, v)
 
     def retract_transport(
@@ -134,9 +142,15 @@ class CanonicalMetric(Metric):
         return retract_cayley_canonical if method == "cayley" else RETRACTIONS[method]
 
     def transport(
-        self, x: torch.Tensor, xi: torch.Tensor, y: torch.Tensor, v: torch.Tensor, method: str
+        self,
+        x: torch.Tensor,
+        xi: torch.Tensor | None,
+        y: torch.Tensor,
+        v: torch.Tensor,
+        method: str,
     ) -> torch.Tensor:
         if method == "cayley":
+            assert xi is not None
             return _cayley_apply(x, xi, v)
         return project(y, v)
 

@@ -144,5 +144,5 @@ class RiemannianOptimizer(torch.optim.Optimizer):
             if flag and not any(group is g2 for g2 in due):
                 due.append(group)
             method = group["retraction"] or manifold.retraction
-            jobs.append(Job(p, manifold, d.mul(-group["lr"]), method, vectors, (gi, pi)))
+            jobs.append(Job(p, manifold, d, -group["lr"], method, vectors, (gi, pi)))
         run_jobs(jobs, name, self.state_label)

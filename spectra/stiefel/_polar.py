@@ -53,10 +53,9 @@ def small_kernels(t: torch.Tensor) -> AbstractContextManager[None]:
 
 def _singular(w: torch.Tensor) -> torch.Tensor:
     """Batch mask: Gram eigenvalues ``w`` (ascending) of a numerically rank-deficient ``Y``
-    (smallest below ``10 p eps`` times the largest) or not finite."""
-    eps = torch.finfo(w.dtype).eps
-    top = w[..., -1].clamp_min(torch.finfo(w.dtype).tiny)
-    return ~(w[..., 0] > 10 * w.shape[-1] * eps * top) | ~torch.isfinite(top)
+    (smallest not above ``10 p eps`` times the largest) or not finite (NaN and Inf fail the
+    comparison: one elementwise operation)."""
+    return ~(w[..., 0] > (10 * w.shape[-1] * torch.finfo(w.dtype).eps) * w[..., -1])
 
 
 def _singular_error(where: str, bad: torch.Tensor) -> LinAlgError:
@@ -194,7 +193,22 @@ def polar(y: torch.Tensor, *, where: str = "polar", precise: bool = False) -> to
         raise InputError(f"{where}:", f"expected frames (..., n, p), got shape {tuple(y.shape)}")
     # small frames: one OpenMP thread for the batched products in this thread only
     with small_kernels(y):
-        return _polar(y, where, precise)
+        try:
+            return _polar(y, where, precise)
+        except RuntimeError as exc:  # LAPACK may refuse NaN/Inf instead of returning NaN
+            err = _not_finite_error(where, y)
+            if err is None:
+                raise
+            raise err from exc
+
+
+def _not_finite_error(where: str, y: torch.Tensor) -> LinAlgError | None:
+    """After a failed solve: a :class:`LinAlgError` naming the members of ``y`` that are not
+    finite, ``None`` when all are (the solver's own error then stands)."""
+    bad = ~torch.isfinite(y.detach().sum((-2, -1)))
+    if not bool(bad.any()):
+        return None
+    return LinAlgError(f"{where}:", "Y is not finite (contains NaN or Inf)", _batch_indices(bad))
 
 
 def polar_no_grad(y: torch.Tensor, where: str) -> torch.Tensor:
@@ -203,10 +217,19 @@ def polar_no_grad(y: torch.Tensor, where: str) -> torch.Tensor:
     reads its lower triangle), singular or non-finite members refused by index."""
     if y.shape[-1] == 0 or y.numel() == 0:
         return y.clone()
-    w, v = eigh(y.mH @ y, check=False)
-    bad = _singular(w)
-    if bool(bad.any()):
-        raise _singular_error(where, bad)
+    try:
+        w, v = eigh(y.mH @ y, check=False)
+    except RuntimeError as exc:  # LAPACK may refuse NaN/Inf instead of returning NaN
+        err = _not_finite_error(where, y)
+        if err is None:
+            raise
+        raise err from exc
+    rel = 10 * w.shape[-1] * torch.finfo(w.dtype).eps
+    if w.numel() <= 256:  # a few matrices: one transfer, compared in Python (NaN fails)
+        if not all(r[0] > rel * r[-1] for r in w.reshape(-1, w.shape[-1]).tolist()):
+            raise _singular_error(where, _singular(w))
+    elif not bool((w[..., 0] > rel * w[..., -1]).all()):
+        raise _singular_error(where, _singular(w))
     return y @ ((v * w.rsqrt().unsqueeze(-2)) @ v.mH)
 
 

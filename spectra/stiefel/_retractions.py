@@ -16,12 +16,13 @@ points with orthonormal columns; all agree to first order: ``R_X(t xi) = X + t x
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from types import MappingProxyType
 
 import torch
 
-from ..core.domain import cpu_count, fan_out
+from ..core.domain import InputError, cpu_count, fan_out
 from ._polar import polar
 
 Retraction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -41,9 +42,9 @@ def _fanned(fn: Retraction, x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
     need gradients, or off the CPU, run directly.
     """
     grad = torch.is_grad_enabled() and (x.requires_grad or xi.requires_grad)
-    if grad or x.device.type != "cpu":
-        return fn(x, xi)
-    shape = torch.broadcast_shapes(x.shape, xi.shape)
+    if grad or x.device.type != "cpu" or (x.ndim == 2 and xi.ndim == 2):
+        return fn(x, xi)  # one matrix: nothing to split
+    shape = x.shape if x.shape == xi.shape else torch.broadcast_shapes(x.shape, xi.shape)
     xb = x.expand(shape).reshape(-1, *shape[-2:])
     xib = xi.expand(shape).reshape(-1, *shape[-2:])
     if xb.shape[0] == 0:
@@ -65,14 +66,25 @@ def retract_cayley(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
 def _qr(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
     q, r = torch.linalg.qr(x + xi)
     d = torch.diagonal(r, dim1=-2, dim2=-1)
+    # NaN/Inf anywhere in column j of X + xi reaches R[j, j] (and Q only from column j on)
+    finite = d.isfinite() if d.numel() > 256 else None
+    if finite is not None and not bool(finite.all()):
+        raise _not_finite("qr", ~finite.all(-1))
+    if finite is None and not all(map(math.isfinite, d.abs().reshape(-1).tolist())):
+        raise _not_finite("qr", ~d.isfinite().all(-1))
     if d.is_complex():
         mag = d.abs()
         phase = torch.where(
             mag > 0, d / mag.clamp_min(torch.finfo(mag.dtype).tiny), torch.ones_like(d)
         )
     else:
-        phase = torch.where(d < 0, -torch.ones_like(d), torch.ones_like(d))
+        phase = torch.where(d < 0, -1.0, 1.0)  # q * (+-1) promotes to q's dtype, exactly
     return q * phase.unsqueeze(-2)
+
+
+def _not_finite(method: str, bad: torch.Tensor) -> InputError:
+    idx = [()] if bad.ndim == 0 else [tuple(i) for i in bad.nonzero().tolist()]
+    return InputError(f"retract(method={method!r}) output", "contains NaN or Inf", idx)
 
 
 def _cayley(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
