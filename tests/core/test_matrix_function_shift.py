@@ -286,3 +286,29 @@ def test_once_differentiable_f_keeps_its_exact_gradient_and_refuses_a_second():
     )
     with pytest.raises(RuntimeError, match="differentiate twice"):
         g.sum().backward()
+
+
+def _worst_first_difference_errors() -> None:
+    """Print the worst error of F over the gap ratios, per dtype, f and offset (``python
+    tests/core/test_matrix_function_shift.py``): the figures docs/guarantees.md quotes."""
+    for dtype, family in itertools.product([torch.float64, torch.float32], _families()):
+        scale, f, derivs = _families()[family]
+        row = []
+        for offset in OFFSETS:
+            worst = 0.0
+            for r in [0.0, *torch.logspace(-12, 0, 37, dtype=torch.float64).tolist()]:
+                w, c = _spectrum(dtype, scale, offset, r)
+                fw, d1, d2 = _derivatives(lambda x, c=c, f=f: f(x, c), w)
+                got = divided_differences(w, fw, d1, d2).to(torch.complex128)
+                pts = [mpmath.mpf(float(x)) for x in w]
+                ref = torch.tensor(
+                    [[complex(_exact_dd([p, q], derivs, c)) for q in pts] for p in pts],
+                    dtype=torch.complex128,
+                )
+                worst = max(worst, float((got - ref).abs().max() / ref.abs().max()))
+            row.append(f"{offset:g}: {worst:.1e}")
+        print(f"{dtype!s:15} {family:8}", "  ".join(row))
+
+
+if __name__ == "__main__":
+    _worst_first_difference_errors()
