@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             print(format_finding(f))
         if args.fix and fixed:
             print(f"Rewrote {len(fixed)} call(s) in place.")
-        if findings or not fixed:
+        if (findings or not fixed) and (parsed or not errors):  # nothing scanned: errors only
             print(summary(findings))
     for e in errors:
         print(f"spectra scan: error: {e}", file=sys.stderr)

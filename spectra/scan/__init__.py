@@ -24,7 +24,7 @@ from ._api import (
     scan_source,
 )
 from ._detect import CODES, Finding
-from ._fix import GAUGE_NOTE
+from ._edits import GAUGE_NOTE
 from ._report import as_json, format_finding, summary
 
 __all__ = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 import io
 import re
@@ -12,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._detect import CODES, Finding, detect
-from ._fix import GAUGE_NOTE, Edit, Unsafe, apply_edits, overlaps, plan_fix, spectra_import
+from ._edits import GAUGE_NOTE, Edit, Unsafe, apply_edits, overlaps
+from ._fix import plan_fix, spectra_import
+from ._index import TreeIndex
 from ._notebook import NotebookError, notebook_source
 from ._resolve import collect_names
 
@@ -163,19 +166,41 @@ def _mark_fixable(parsed: ParsedFile) -> list[tuple[Edit, Finding]]:
             f.fix_blocker = str(exc)
         return []
     names = collect_names(parsed.tree)
+    loops = [f.context.node for f in parsed.findings if f.context is not None]
+    index = TreeIndex(parsed.tree, loops)
     chosen: list[tuple[Edit, Finding]] = []
+    spans = _Spans()
     for f in parsed.findings:
         try:
-            edit = plan_fix(f, parsed.tree, parsed.lines, names, sp)
+            edit = plan_fix(f, parsed.tree, parsed.lines, names, sp, index)
         except Unsafe as exc:
             f.fix_blocker = str(exc)
             continue
-        if any(overlaps(edit, other) for other, _ in chosen):
+        if not spans.add(edit):
             f.fix_blocker = "overlaps another rewrite"
             continue
         f.fixable, f.fix_blocker = True, None
         chosen.append((edit, f))
     return chosen
+
+
+class _Spans:
+    """The text ranges of the edits chosen so far, sorted, for a logarithmic overlap test."""
+
+    def __init__(self) -> None:
+        self.starts: list[tuple[int, int]] = []
+        self.edits: list[Edit] = []
+
+    def add(self, edit: Edit) -> bool:
+        """Keep ``edit`` unless it overlaps a kept one (kept edits never overlap each other)."""
+        key = (edit.first, edit.start_col or 0)
+        at = bisect.bisect_left(self.starts, key)
+        for other in self.edits[max(at - 1, 0) : at + 1]:
+            if overlaps(edit, other):
+                return False
+        self.starts.insert(at, key)
+        self.edits.insert(at, edit)
+        return True
 
 
 def _files(paths: Sequence[str | Path]) -> Iterable[Path]:

@@ -249,6 +249,7 @@ class _Visitor:
                 code = {"for": "SPX001", "while": "SPX001", "comp": "SPX002", "map": "SPX003"}
                 outer = set().union(*(c.targets for c in stack if c is not ctx))
                 repl, ragged = suggest(node, solver, ctx, outer)
+                repl = with_element_part(repl, node, solver, ctx)
                 tail = " (a list of matrices, sizes may differ; lists come back)" if ragged else ""
                 message = (
                     f"`{_short(text)}` runs once per {ctx.describe()}; "
@@ -284,6 +285,41 @@ def suggest(
     if all(s is not None for s in stacked):
         return f"spectra.{kind}({', '.join(stacked)})", False  # type: ignore[arg-type]
     return f"spectra.{kind}({', '.join(batched_list(m, ctx) for m in mats)})", True
+
+
+_RESULT_PARTS = ("eigenvalues", "eigenvectors")
+
+
+def element_part(call: ast.Call, ctx: Context) -> int | str | None:
+    """What a comprehension keeps of each call: ``[eigvalsh(x)[0] ...]`` -> 0,
+    ``[eigh(x).eigenvectors ...]`` -> "eigenvectors"; None for the whole result (or when
+    the element is not the call indexed by a constant)."""
+    elt = getattr(ctx.node, "elt", None) if ctx.kind == "comp" else None
+    if isinstance(elt, ast.Subscript) and elt.value is call:
+        index = elt.slice
+        sign = 1
+        if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+            index, sign = index.operand, -1
+        if isinstance(index, ast.Constant) and type(index.value) is int:
+            return sign * index.value
+    if isinstance(elt, ast.Attribute) and elt.value is call and elt.attr in _RESULT_PARTS:
+        return elt.attr
+    return None
+
+
+def with_element_part(repl: str, call: ast.Call, solver: str, ctx: Context) -> str:
+    """``repl`` (the batched call) keeping what the comprehension keeps of each result:
+    ``[w[0] for w in spectra.eigvalsh(X)]`` for ``[eigvalsh(X[i])[0] ...]``."""
+    part = element_part(call, ctx)
+    if part is None:
+        return repl
+    if solver_kind(call, solver) == "eigvalsh":
+        return f"[w[{part}] for w in {repl}]" if isinstance(part, int) else repl
+    if part in (0, "eigenvalues"):
+        return repl.replace("spectra.eigh(", "spectra.eigvalsh(", 1)
+    if part in (1, "eigenvectors"):
+        return f"{repl}.eigenvectors"
+    return repl
 
 
 def _stacked(expr: ast.AST, ctx: Context, outer: set[str]) -> str | None:

@@ -15,14 +15,12 @@ and NumPy/SciPy/torch do not.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
-from ._detect import Finding, batched_list, matrix_args, solver_kind
+from ._detect import Finding, batched_list, element_part, matrix_args, solver_kind
+from ._edits import Edit, Unsafe
+from ._index import TreeIndex
 from ._resolve import SOLVERS, Names
-from ._safety import impure_part, live_after, parents_of, reiterable, scope_of
-
-#: The header of every diff and the comment above every rewrite.
-GAUGE_NOTE = "eigenvalues as before; eigenvectors equal up to sign/phase (spectra fixes the gauge)"
+from ._safety import impure_part, live_after, reiterable, scope_of
 
 _SAFE_KWARGS = {
     "numpy": set(),
@@ -34,25 +32,19 @@ _SAFE_KWARGS = {
 _PARTS = ("eigenvalues", "eigenvectors")
 
 
-@dataclass
-class Edit:
-    """Replace lines ``[first, last]`` (1-based) or, for a span, columns within them."""
+def plan_fix(
+    finding: Finding,
+    tree: ast.Module,
+    lines: list[str],
+    names: Names,
+    sp: str,
+    index: TreeIndex | None = None,
+) -> Edit:
+    """The edit that rewrites ``finding``, or raise :class:`Unsafe` saying why not.
 
-    first: int
-    last: int
-    text: str
-    start_col: int | None = None  # byte offset in line ``first`` (span edits)
-    end_col: int | None = None  # byte offset in line ``last``
-    comment_line: int | None = None  # insert the explanation above this line
-    indent: str = ""
-
-
-class Unsafe(Exception):
-    """Why a finding cannot be rewritten (shown as ``fix_blocker``)."""
-
-
-def plan_fix(finding: Finding, tree: ast.Module, lines: list[str], names: Names, sp: str) -> Edit:
-    """The edit that rewrites ``finding``, or raise :class:`Unsafe` saying why not."""
+    ``index``: the file's :class:`TreeIndex`, built once for all its findings (a file's
+    findings must share one, else each builds its own and a scan is quadratic).
+    """
     ctx = finding.context
     if ctx is None or finding.code not in ("SPX001", "SPX002"):
         raise Unsafe("map() is reported, not rewritten")
@@ -81,11 +73,12 @@ def plan_fix(finding: Finding, tree: ast.Module, lines: list[str], names: Names,
     targets = [g.target for g in ctx.node.generators] if ctx.kind == "comp" else [ctx.node.target]
     if not all(_plain_target(t) for t in targets):
         raise Unsafe("the loop assigns to an attribute or an item")
-    parents = parents_of(tree)
+    if index is None:
+        index = TreeIndex(tree, [ctx.node])
     if isinstance(ctx.node, ast.ListComp):
-        return _plan_comprehension(finding, ctx.node, mats, parents, names, sp, lines)
+        return _plan_comprehension(finding, ctx.node, mats, index, names, sp, lines)
     if isinstance(ctx.node, ast.For):
-        return _plan_loop(finding, ctx.node, mats, parents, names, sp, lines)
+        return _plan_loop(finding, ctx.node, mats, index, names, sp, lines)
     raise Unsafe("only for loops and list comprehensions are rewritten")
 
 
@@ -108,30 +101,33 @@ def _batched(kind: str, finding: Finding, mats: list[ast.expr], sp: str) -> str:
     return f"{sp}.{kind}({', '.join(batched_list(m, finding.context) for m in mats)})"
 
 
-def _plan_comprehension(finding, comp, mats, parents, names, sp, lines) -> Edit:
+def _plan_comprehension(finding, comp, mats, index: TreeIndex, names, sp, lines) -> Edit:
     call = finding.node
     kind = solver_kind(call, finding.solver)
-    part = None
     elt = comp.elt
-    if isinstance(elt, ast.Subscript) and elt.value is call:
-        index = elt.slice.value if isinstance(elt.slice, ast.Constant) else None
-        if isinstance(index, int) and index in (0, 1):
-            part = _PARTS[index]
-    elif isinstance(elt, ast.Attribute) and elt.value is call and elt.attr in _PARTS:
-        part = elt.attr
-    if elt is not call and part is None:
-        raise Unsafe("the comprehension does more than collect the solver's results")
-    if kind == "eigvalsh" and part is not None:
-        raise Unsafe("indexes the eigenvalues of each item")
+    item = element_part(call, finding.context)
+    part = _PARTS[item] if item in (0, 1) and kind == "eigh" else item
+    if elt is not call and item is None:
+        raise Unsafe(
+            "the comprehension does more than collect the solver's results (or one "
+            "constant index of them)"
+        )
+    if kind == "eigh" and part not in (None, *_PARTS):
+        raise Unsafe(f"keeps item [{item}] of each (eigenvalues, eigenvectors) pair")
+    if kind == "eigvalsh" and not isinstance(item, (int, type(None))):
+        raise Unsafe(f"`.{item}` of an eigenvalue array")
     for gen in comp.generators:
         if gen.ifs or gen.is_async:
             raise Unsafe("the comprehension has a condition")
+    parents = index.parents
     scope = scope_of(comp, parents)
     if len(mats) > 1:
         for gen in comp.generators:
-            if impure_part(gen.iter, names) or not reiterable(gen.iter, scope, names):
+            if impure_part(gen.iter, names) or not reiterable(gen.iter, scope, names, index):
                 raise Unsafe(f"`{ast.unparse(gen.iter)}` would be iterated twice")
-    if kind == "eigvalsh" or part == "eigenvalues":
+    if kind == "eigvalsh" and isinstance(item, int):  # one eigenvalue of each matrix
+        text = f"[w[{item}] for w in {_batched('eigvalsh', finding, mats, sp)}]"
+    elif kind == "eigvalsh" or part == "eigenvalues":
         text = f"list({_batched('eigvalsh', finding, mats, sp)})"
     elif part == "eigenvectors":
         text = f"list({_batched('eigh', finding, mats, sp)}.eigenvectors)"
@@ -155,7 +151,7 @@ def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
-def _plan_loop(finding, loop: ast.For, mats, parents, names, sp, lines) -> Edit:
+def _plan_loop(finding, loop: ast.For, mats, index: TreeIndex, names, sp, lines) -> Edit:
     call = finding.node
     if loop.orelse:
         raise Unsafe("the loop has an else clause")
@@ -199,27 +195,29 @@ def _plan_loop(finding, loop: ast.For, mats, parents, names, sp, lines) -> Edit:
         raise Unsafe("the loop keeps no result in a list")
     if "whole" in appends.values() and len(appends) > 1:
         raise Unsafe("appends the whole result and a part of it")
-    block, index = _block_of(loop, parents)
-    inits = _inits(block, index, set(appends))
+    block, at = _block_of(loop, index)
+    inits = _inits(block, at, set(appends))
     if inits is None:
         raise Unsafe("the lists are not created empty right before the loop")
     read = set().union(*(_loads_of(m) for m in mats), _loads_of(loop.iter))
     if read & set(appends):
         raise Unsafe("the loop reads the lists it fills")
-    scope = scope_of(loop, parents)
+    scope = scope_of(loop, index.parents)
     from ._flow import target_names
 
-    for name in target_names(loop.target) | set(result):
-        use = live_after(loop, name, scope, parents)
+    for name in sorted(target_names(loop.target) | set(result)):
+        use = live_after(loop, name, scope, index)
         if use is not None:
             line = getattr(use, "lineno", "?")
             raise Unsafe(f"`{name}` is used outside the loop (line {line})")
-    if len(mats) > 1 and (impure_part(loop.iter, names) or not reiterable(loop.iter, scope, names)):
+    if len(mats) > 1 and (
+        impure_part(loop.iter, names) or not reiterable(loop.iter, scope, names, index)
+    ):
         raise Unsafe(f"`{ast.unparse(loop.iter)}` would be iterated twice")
     start, end = inits[0], loop.end_lineno or loop.lineno
-    if index > len(inits) and (block[index - len(inits) - 1].end_lineno or 0) >= start.lineno:
+    if at > len(inits) and (block[at - len(inits) - 1].end_lineno or 0) >= start.lineno:
         raise Unsafe("shares a line with another statement")
-    if index + 1 < len(block) and block[index + 1].lineno <= end:
+    if at + 1 < len(block) and block[at + 1].lineno <= end:
         raise Unsafe("shares a line with another statement")
     if lines[start.lineno - 1][: start.col_offset].strip():
         raise Unsafe("shares a line with another statement")
@@ -268,16 +266,11 @@ def _append(stmt: ast.stmt) -> tuple[str | None, ast.AST | None]:
     return None, None
 
 
-def _block_of(stmt: ast.stmt, parents) -> tuple[list[ast.stmt], int]:
-    parent = parents[stmt]
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and stmt in block:
-            return block, block.index(stmt)
-    for handler in getattr(parent, "handlers", []):
-        if stmt in handler.body:
-            return handler.body, handler.body.index(stmt)
-    raise Unsafe("the loop is in an unusual place")
+def _block_of(stmt: ast.stmt, index: TreeIndex) -> tuple[list[ast.stmt], int]:
+    pos = index.position(stmt)
+    if pos is None:
+        raise Unsafe("the loop is in an unusual place")
+    return pos
 
 
 def _is_empty_list(node: ast.AST) -> bool:
@@ -356,54 +349,3 @@ def spectra_import(tree: ast.Module) -> tuple[str, int | None]:
     if last is None:
         return "spectra", body[0].lineno
     return "spectra", (last.end_lineno or last.lineno) + 1
-
-
-def comment(code: str, indent: str) -> list[str]:
-    """The two comment lines placed above a rewrite."""
-    return [
-        f"{indent}# spectra scan --fix ({code}): one batched call instead of one per matrix;\n",
-        f"{indent}# {GAUGE_NOTE}.\n",
-    ]
-
-
-def apply_edits(lines: list[str], edits: list[tuple[Edit, str]], import_at: int | None) -> str:
-    """Apply non-overlapping edits (with their codes) to ``lines`` (with line ends)."""
-    ops: list[tuple[int, int, object]] = []
-    comments: dict[int, tuple[str, str]] = {}
-    for edit, code in edits:
-        col = edit.start_col if edit.start_col is not None else 0
-        ops.append((edit.first, col, edit))
-        if edit.comment_line is not None:
-            comments.setdefault(edit.comment_line, (code, edit.indent))
-        else:
-            comments.setdefault(edit.first, (code, edit.indent))
-    for line, (code, indent) in comments.items():
-        ops.append((line, -1, comment(code, indent)))
-    if import_at is not None:
-        ops.append((import_at, -2, ["import spectra\n"]))
-    out = list(lines)
-    unterminated = bool(out) and not out[-1].endswith("\n")
-    if unterminated:
-        out[-1] += "\n"
-    for line, _, op in sorted(ops, key=lambda o: (o[0], o[1]), reverse=True):
-        if isinstance(op, list):
-            out[line - 1 : line - 1] = op
-            continue
-        assert isinstance(op, Edit)
-        if op.start_col is None:
-            out[op.first - 1 : op.last] = [op.text + "\n"]
-        else:
-            head = out[op.first - 1].encode()[: op.start_col].decode()
-            tail = out[op.last - 1].encode()[op.end_col :].decode()
-            out[op.first - 1 : op.last] = [head + op.text + tail]
-    text = "".join(out)
-    return text[:-1] if unterminated and text.endswith("\n") else text
-
-
-def overlaps(a: Edit, b: Edit) -> bool:
-    """Whether two edits touch the same text."""
-    a0 = (a.first, a.start_col or 0)
-    a1 = (a.last, a.end_col if a.end_col is not None else 1 << 30)
-    b0 = (b.first, b.start_col or 0)
-    b1 = (b.last, b.end_col if b.end_col is not None else 1 << 30)
-    return not (a1 <= b0 or b1 <= a0)

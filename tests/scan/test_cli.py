@@ -38,8 +38,18 @@ def test_notebook_lines_name_the_cell(capsys):
 
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
     assert main(["scan", str(tmp_path / "nope.py")]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
     assert err == [f"spectra scan: error: {tmp_path / 'nope.py'}: no such file or folder"]
+    assert captured.out == ""  # no "No per-matrix eigensolver calls found." for no file
+    (tmp_path / "broken.py").write_text("x = (\n")
+    assert main(["scan", str(tmp_path / "broken.py")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "syntax error" in captured.err
+    shutil.copy(CORPUS / "single_calls.py", tmp_path / "clean.py")
+    assert main(["scan", str(tmp_path / "clean.py"), str(tmp_path / "nope.py")]) == 2
+    captured = capsys.readouterr()  # one file was scanned: its (empty) result is reported
+    assert captured.out == "No per-matrix eigensolver calls found.\n"
     assert main(["scan", "--select", "E501", str(CORPUS)]) == 2
     assert "unknown code 'E501'" in capsys.readouterr().err
 

@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+import torch
 
 import spectra
 from spectra.scan import GAUGE_NOTE, fix, fix_source, scan, scan_source
@@ -159,6 +160,17 @@ def test_gauge_comparison_is_not_vacuous():
         "print(locals())\n",
         # an argument with a side effect
         "import numpy as np\nws = [np.linalg.eigh((y := a)) for a in A]\n",
+        # read after the loop by a function defined later (called who knows when)
+        "import numpy as np\nws = []\nfor a in A:\n    ws.append(np.linalg.eigh(a))\n"
+        "a = 0\nprint(a)\ndef g():\n    return a\n",
+        # rebound only conditionally before the read
+        "import numpy as np\nws = []\nfor a in A:\n    ws.append(np.linalg.eigh(a))\n"
+        "if c:\n    a = 0\nprint(a)\n",
+        # a global statement elsewhere
+        "import numpy as np\ndef f():\n    global a\nws = []\nfor a in A:\n"
+        "    ws.append(np.linalg.eigh(a))\n",
+        # more than one constant index of each result
+        "import numpy as np\nws = [np.linalg.eigvalsh(a)[0:2] for a in A]\n",
         "import numpy as np\nws = [np.linalg.eigh(np.add(a, a, out=a)) for a in A]\n",
     ],
 )
@@ -186,6 +198,48 @@ def test_rewritten_when_provably_safe(src):
     new = fix_source(src).fixed
     ast.parse(new)
     assert new.count("import spectra\n") == 1
+
+
+def test_loops_reusing_names_at_module_level_are_all_rewritten():
+    src = (
+        "import numpy as np\nws = []\nfor a in A:\n    ws.append(np.linalg.eigh(a))\n"
+        "vs = []\nfor a in B:\n    vs.append(np.linalg.eigh(a))\na = 1\nprint(a)\n"
+    )
+    findings = scan_source(src)
+    assert [f.fixable for f in findings] == [True, True], [f.fix_blocker for f in findings]
+
+
+def test_one_eigenvalue_of_each_matrix_is_rewritten_and_suggested_with_its_index():
+    src = (
+        "import numpy as np\nimport scipy.linalg as sla\nimport torch\n"
+        "rng = np.random.default_rng(1)\n"
+        "mats = rng.standard_normal((5, 4, 4))\nmats = mats + mats.transpose(0, 2, 1)\n"
+        "ragged = [mats[i, : i % 3 + 2, : i % 3 + 2] for i in range(5)]\n"
+        "t = torch.from_numpy(mats)\n"
+        "lows = [sla.eigvalsh(mats[i])[0] for i in range(len(mats))]\n"
+        "highs = [np.linalg.eigvalsh(m)[-1] for m in ragged]\n"
+        "mids = [torch.linalg.eigvalsh(x)[2] for x in t]\n"
+        "vals = [np.linalg.eigh(m)[0] for m in mats]\n"
+    )
+    findings = scan_source(src)
+    assert [f.replacement for f in findings] == [
+        "[w[0] for w in spectra.eigvalsh(mats)]",
+        "[w[-1] for w in spectra.eigvalsh(list(ragged))]",
+        "[w[2] for w in spectra.eigvalsh(list(t))]",
+        "spectra.eigvalsh(list(mats))",
+    ]
+    assert all(f.fixable for f in findings), [f.fix_blocker for f in findings]
+    result = fix_source(src)
+    assert "lows = [w[0] for w in spectra.eigvalsh(" in result.fixed
+    before, after = run_script(src), run_script(result.fixed)
+    for key in ("lows", "highs", "mids", "vals"):
+        assert len(before[key]) == len(after[key]) == 5, key
+        for b, a in zip(before[key], after[key], strict=True):
+            assert type(b) is type(a), key
+            assert_same(b if isinstance(b, torch.Tensor) else np.asarray(b),
+                        a if isinstance(a, torch.Tensor) else np.asarray(a), key)  # fmt: skip
+    reference = np.linalg.eigvalsh(before["mats"])[:, 0]  # the independent NumPy answer
+    np.testing.assert_allclose(after["lows"], reference, rtol=0, atol=1e-12)
 
 
 def test_existing_import_alias_is_used():
