@@ -49,19 +49,21 @@ def fock_overlap(kmf: Any, kpts: Any, *, dm: Any = None) -> tuple[np.ndarray, np
     """``(F(k), S(k))`` at the band k-points, as ``get_bands`` builds them, once for all k:
     ``F = hcore(k) + veff(k)`` with the SCF density, ``S`` from ``kmf.get_ovlp``.
 
-    ``hcore(k)`` of a pseudopotential cell with PySCF's default FFTDF is built batched over
-    the k-points (:func:`~spectra.tightbinding._pyscf_hcore.hcore_kpts`: the same sums,
-    by PySCF's kernels, several k-points per call instead of one); other SCF objects use
-    ``kmf.get_hcore``. ``veff(k)`` is ``kmf.get_veff(..., kpts_band=k)``, one call."""
+    For a pseudopotential cell with PySCF's default FFTDF, the non-local pseudopotential
+    is built batched over the k-points (the same sums by PySCF's kernels, several k-points
+    per call instead of one), and for restricted LDA/GGA Kohn-Sham the local
+    pseudopotential, Hartree and xc potentials are summed on the grid and integrated once
+    per k (``get_bands`` evaluates the band AOs three times); anything else uses
+    ``kmf.get_hcore`` and ``kmf.get_veff(..., kpts_band=k)``
+    (:func:`~spectra.tightbinding._pyscf_hcore.fock_kpts`)."""
     _require_pyscf()
-    from ._pyscf_hcore import hcore_kpts
+    from ._pyscf_hcore import fock_kpts
 
     kb = np.asarray(kpts, dtype=float).reshape(-1, 3)
     cell = kmf.cell
     if dm is None:
         dm = kmf.make_rdm1()
-    fock = hcore_kpts(kmf, kb)
-    fock = fock + kmf.get_veff(cell, dm, kpts=kmf.kpts, kpts_band=kb)
+    fock = fock_kpts(kmf, dm, kb)
     ovlp = kmf.get_ovlp(cell, kb)
     return np.asarray(fock), np.asarray(ovlp)
 

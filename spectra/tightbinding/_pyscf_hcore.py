@@ -133,21 +133,38 @@ def _nonlocal(cell: Any, mesh: Any, kpts: np.ndarray) -> np.ndarray:
     return out / cell.vol
 
 
+def _combine(kmf: Any, kpts: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """``local + V_nl + T`` as ``get_hcore`` adds them (real at the Gamma point)."""
+    from pyscf.pbc.lib.kpts_helper import is_zero
+
+    cell = kmf.cell
+    vnl = _nonlocal(cell, kmf.with_df.mesh, kpts)
+    gamma = np.array([is_zero(k) for k in kpts])
+    local[gamma] = local[gamma].real + vnl[gamma].real
+    local[~gamma] += vnl[~gamma]
+    return local + np.asarray(cell.pbc_intor("int1e_kin", 1, 1, kpts))
+
+
 def hcore_kpts(kmf: Any, kpts: np.ndarray) -> np.ndarray:
     """``kmf.get_hcore(cell, kpts)`` for ``(nk, 3)`` absolute ``kpts``, batched over k
     (:func:`fast_path_applies`), else PySCF's own."""
     if not fast_path_applies(kmf):
         return np.asarray(kmf.get_hcore(kmf.cell, kpts))
-    from pyscf.pbc.lib.kpts_helper import is_zero
-
-    cell, df = kmf.cell, kmf.with_df
-    vpp = _local(df, kpts)
-    vnl = _nonlocal(cell, df.mesh, kpts)
-    gamma = np.array([is_zero(k) for k in kpts])
-    vpp[gamma] = vpp[gamma].real + vnl[gamma].real
-    vpp[~gamma] += vnl[~gamma]
-    kin = np.asarray(cell.pbc_intor("int1e_kin", 1, 1, kpts))
-    return vpp + kin
+    return _combine(kmf, kpts, _local(kmf.with_df, kpts))
 
 
-__all__ = ["fast_path_applies", "hcore_kpts"]
+def fock_kpts(kmf: Any, dm: Any, kpts: np.ndarray) -> np.ndarray:
+    """``hcore(k) + veff(k)`` at the band ``kpts``: for restricted LDA/GGA Kohn-Sham on
+    FFTDF, the local potentials summed on the grid and integrated once per k
+    (:func:`~spectra.tightbinding._pyscf_local.local_fock`); otherwise :func:`hcore_kpts`
+    plus ``kmf.get_veff(..., kpts_band=kpts)``."""
+    from ._pyscf_local import local_fock
+
+    local = local_fock(kmf, dm, kpts)
+    if local is not None:
+        return _combine(kmf, kpts, local)
+    veff = kmf.get_veff(kmf.cell, dm, kpts=kmf.kpts, kpts_band=kpts)
+    return hcore_kpts(kmf, kpts) + np.asarray(veff)
+
+
+__all__ = ["fast_path_applies", "fock_kpts", "hcore_kpts"]

@@ -155,3 +155,33 @@ def test_fermi_level_smeared_matches_root_finding(method):
     ref = brentq(count, -10, 10, xtol=1e-14)
     got = fermi_level(e, 3.3, weights=w, degeneracy=2, smearing=kt, method=method)
     assert got == pytest.approx(ref, abs=1e-10)
+
+
+def _plain_gaussian_sum(e, grid, sigma, w):
+    """The reference: every energy against every state, in NumPy, no cutoff."""
+    z = (grid[:, None] - e.reshape(-1)[None, :]) / sigma
+    wf = np.repeat(w, e.shape[1])
+    return (np.exp(-0.5 * z * z) * wf).sum(1) / (sigma * np.sqrt(2 * np.pi))
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 500, 2**22])
+@pytest.mark.parametrize("sigma", [1e-3, 0.05, 3.0])
+def test_gaussian_dos_equals_the_plain_sum(chunk, sigma):
+    rng = np.random.default_rng(5)
+    e = np.sort(rng.standard_normal((40, 6)) * 2, axis=1)
+    w = rng.random(40)
+    w /= w.sum()
+    grid = rng.permutation(np.linspace(-8, 8, 301))  # unsorted on purpose
+    got = dos(e, grid, sigma=sigma, weights=w, chunk=chunk)
+    ref = _plain_gaussian_sum(e, grid, sigma, w)
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * ref.max())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gaussian_dos_of_float32_energies(dtype):
+    rng = np.random.default_rng(6)
+    e = rng.standard_normal((50, 3)).astype(dtype)
+    grid = np.linspace(-4, 4, 161)
+    ref = _plain_gaussian_sum(e.astype(np.float64), grid, 0.1, np.full(50, 1 / 50))
+    tol = {np.float32: 1e-5, np.float64: 1e-12}[dtype]
+    np.testing.assert_allclose(dos(e, grid, sigma=0.1), ref, rtol=tol, atol=tol * ref.max())

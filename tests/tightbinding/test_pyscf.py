@@ -139,3 +139,33 @@ def test_bands_to_1e9_hartree_and_fallback_for_an_overridden_hcore(diamond):
     e2, _ = pyscf_bands(shifted, kpts)
     assert np.abs(e2 - (e + 0.1)).max() < 1e-9
     assert np.abs(e2 - np.asarray(shifted.get_bands(kpts)[0])).max() < 1e-9
+
+
+@pytest.mark.parametrize("xc", ["lda", "pbe"])
+def test_one_pass_local_potential_equals_pyscf_veff(diamond, xc):
+    import copy
+
+    from spectra.tightbinding._pyscf_local import _applies
+
+    cell, kmf = diamond
+    other = copy.copy(kmf)  # any density works: the SCF one, with another functional
+    other.xc = xc
+    assert _applies(other, np.asarray(other.make_rdm1())) == xc.upper().replace("PBE", "GGA")
+    kpts = cell.get_abs_kpts(np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.5], [0.1, 0.2, 0.3]]))
+    dm = other.make_rdm1()
+    ref = np.asarray(other.get_hcore(cell, kpts)) + np.asarray(
+        other.get_veff(cell, dm, kpts=other.kpts, kpts_band=kpts)
+    )
+    f, _ = fock_overlap(other, kpts)
+    np.testing.assert_allclose(f, ref, rtol=0, atol=1e-11)
+
+
+def test_one_pass_is_not_used_for_hybrids(diamond):
+    import copy
+
+    from spectra.tightbinding._pyscf_local import _applies
+
+    _, kmf = diamond
+    hybrid = copy.copy(kmf)
+    hybrid.xc = "pbe0"
+    assert _applies(hybrid, np.asarray(hybrid.make_rdm1())) is None
