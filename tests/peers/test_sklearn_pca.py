@@ -493,3 +493,124 @@ def test_variance_correctness():
     pca_var = pca.explained_variance_ / pca.explained_variance_ratio_
     true_var = np.var(X, ddof=1, axis=0).sum()
     np.testing.assert_allclose(pca_var, true_var)
+
+
+# ---------------------------------------------------------------------------------------
+# The randomized solver (svd_solver="randomized"), added with it: sklearn's tests of that
+# solver, with sklearn's inputs and tolerances. DIFFERENCE 5: random_state is an int seed
+# (sklearn also takes a RandomState object); DIFFERENCE 6: the error message for
+# n_components=0 is spectra's (same ValueError); DIFFERENCE 7: svd_solver="auto" picks
+# randomized by its own cost rule (D >= 1000, docs/pca.md), so sklearn's
+# test_pca_svd_solver_auto is not ported. arpack has no counterpart.
+
+
+def test_pca_randomized_singular_values_consistency():
+    rng = np.random.RandomState(0)
+    n_samples, n_features = 100, 80
+    X = rng.randn(n_samples, n_features)
+    pca_full = BatchPCA(n_components=2, svd_solver="full").fit(X)
+    pca_other = BatchPCA(n_components=2, svd_solver="randomized", random_state=0).fit(X)
+    assert_allclose(pca_full.singular_values_, pca_other.singular_values_, rtol=5e-3)
+
+
+def test_pca_randomized_check_projection():
+    rng = np.random.RandomState(0)
+    n, p = 100, 3
+    X = rng.randn(n, p) * 0.1
+    X[:10] += np.array([3, 4, 5])
+    Xt = 0.1 * rng.randn(1, p) + np.array([3, 4, 5])
+    Yt = BatchPCA(n_components=2, svd_solver="randomized").fit(X).transform(Xt)
+    Yt /= np.sqrt((Yt**2).sum())
+    assert_allclose(np.abs(Yt[0][0]), 1.0, rtol=5e-3)
+
+
+def test_pca_randomized_check_projection_list():
+    X = [[1.0, 0.0], [0.0, 1.0]]
+    pca = BatchPCA(n_components=1, svd_solver="randomized", random_state=0)
+    X_trans = pca.fit_transform(X)
+    assert X_trans.shape, (2, 1)
+    assert_allclose(X_trans.mean(), 0.00, atol=1e-12)
+    assert_allclose(X_trans.std(), 0.71, rtol=5e-3)
+
+
+@pytest.mark.parametrize("whiten", [False, True])
+def test_pca_randomized_inverse(whiten):
+    rng = np.random.RandomState(0)
+    n, p = 50, 3
+    X = rng.randn(n, p)  # spherical data
+    X[:, 1] *= 0.00001  # make middle component relatively small
+    X += [5, 4, 3]  # make a large mean
+    pca = BatchPCA(n_components=2, svd_solver="randomized", whiten=whiten).fit(X)
+    Y = pca.transform(X)
+    Y_inverse = pca.inverse_transform(Y)
+    assert_allclose(X, Y_inverse, rtol=5e-6)
+
+
+@pytest.mark.parametrize(
+    "data", [np.array([[0, 1, 0], [1, 0, 0]]), np.array([[0, 1, 0], [1, 0, 0]]).T]
+)
+def test_pca_randomized_validation(data):
+    with pytest.raises(ValueError, match="must be an int >= 1"):  # DIFFERENCE 6
+        BatchPCA(0, svd_solver="randomized").fit(data)
+
+
+def test_pca_randomized_score():
+    n, p = 1000, 3
+    rng = np.random.RandomState(0)
+    X = rng.randn(n, p) * 0.1 + np.array([3, 4, 5])
+    pca = BatchPCA(n_components=2, svd_solver="randomized").fit(X)
+    ll1 = pca.score(X)
+    h = -0.5 * np.log(2 * np.pi * np.exp(1) * 0.1**2) * p
+    assert_allclose(ll1 / h, 1, rtol=5e-2)
+    ll2 = pca.score(rng.randn(n, p) * 0.2 + np.array([3, 4, 5]))
+    assert ll1 > ll2
+    pca = BatchPCA(n_components=2, whiten=True, svd_solver="randomized").fit(X)
+    ll2 = pca.score(X)
+    assert ll1 > ll2
+
+
+def test_pca_randomized_sanity_noise_variance():
+    X, _ = datasets.load_digits(return_X_y=True)
+    pca = BatchPCA(n_components=30, svd_solver="randomized", random_state=0).fit(X)
+    assert np.all((pca.explained_variance_ - pca.noise_variance_) >= 0)
+
+
+def test_pca_randomized_score_consistency_solvers():
+    X, _ = datasets.load_digits(return_X_y=True)
+    pca_full = BatchPCA(n_components=30, svd_solver="full").fit(X)
+    pca_other = BatchPCA(n_components=30, svd_solver="randomized", random_state=0).fit(X)
+    assert_allclose(pca_full.score(X), pca_other.score(X), rtol=5e-6)
+
+
+def test_pca_randomized_zero_noise_variance_edge_cases():
+    n, p = 100, 3
+    rng = np.random.RandomState(0)
+    X = rng.randn(n, p) * 0.1 + np.array([3, 4, 5])
+    pca = BatchPCA(n_components=p, svd_solver="randomized")
+    pca.fit(X)
+    assert pca.noise_variance_ == 0
+    pca.score(X)
+    pca.fit(X.T)
+    assert pca.noise_variance_ == 0
+    pca.score(X.T)
+
+
+def test_pca_randomized_deterministic_output():
+    rng = np.random.RandomState(0)
+    X = rng.rand(10, 10)
+    transformed_X = np.zeros((20, 2))
+    for i in range(20):
+        pca = BatchPCA(n_components=2, svd_solver="randomized", random_state=i)  # DIFFERENCE 5
+        transformed_X[i, :] = pca.fit_transform(X)[0]
+    assert_allclose(transformed_X, np.tile(transformed_X[0, :], 20).reshape(20, 2))
+
+
+def test_pca_randomized_svd_n_oversamples():
+    rng = np.random.RandomState(0)
+    n_features = 100
+    X = rng.randn(1_000, n_features)
+    pca_randomized = BatchPCA(
+        n_components=1, svd_solver="randomized", n_oversamples=n_features, random_state=0
+    ).fit(X)
+    pca_full = BatchPCA(n_components=1, svd_solver="full").fit(X)
+    assert_allclose(np.abs(pca_randomized.components_), np.abs(pca_full.components_))
