@@ -1,7 +1,7 @@
 """Benchmark: one optimizer step on ONE ``St(50, 5)`` parameter, spectra vs geoopt, interleaved.
 
     .venv/bin/python -m benchmarks.bench_stiefel_step [--quick] [--threads N] [--json FILE]
-        [--dtype float32|float64] [--rounds R] [--steps K]
+        [--dtype float32|float64] [--rounds R] [--steps K] [--clock wall|cpu]
 
 The case users meet most: a model with one orthogonal weight, stepped once per batch. Each
 round times ``K`` consecutive ``opt.step()`` calls (the gradient is set, not recomputed) of
@@ -16,6 +16,11 @@ Rows (spectra against the geoopt optimizer on the manifold users would pick ther
 - ``RSGD qr``: spectra's QR retraction vs the same geoopt step;
 - ``RAdam polar``: spectra's ``RiemannianAdam`` vs geoopt's on ``EuclideanStiefel``;
 - ``RSGD canonical``: ``Stiefel(metric="canonical")`` (Cayley) vs geoopt's ``Stiefel()``.
+
+``--clock cpu`` times with ``time.thread_time`` (this thread's CPU time) instead of the wall
+clock: with ``--threads 1`` every row runs in this thread alone, and on a shared, loaded
+machine the CPU time is what stays comparable between rows (preemption by other processes
+is not counted; their cache pressure still is).
 
 Two more show where spectra's time goes: ``spectra RSGD polar, torch eigh`` is the same step
 with the core's ``eigh`` replaced by a bare ``torch.linalg.eigh`` (through
@@ -140,6 +145,7 @@ def run(
     dtype: str = "float32",
     rounds: int | None = None,
     steps: int | None = None,
+    clock: str = "wall",
 ) -> list[dict[str, Any]]:
     if device != "cpu":
         raise SystemExit("bench_stiefel_step times the CPU step (one small parameter)")
@@ -151,16 +157,17 @@ def run(
     for fn in impls.values():  # warm up: imports, plans, kernels
         for _ in range(20):
             fn()
+    now = time.thread_time if clock == "cpu" else time.perf_counter
     names = list(impls)
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
         order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
             fn = impls[name]
-            t0 = time.perf_counter()
+            t0 = now()
             for _ in range(steps):
                 fn()
-            times[name].append((time.perf_counter() - t0) / steps)
+            times[name].append((now() - t0) / steps)
     rows = []
     for row, ours, peer in ROWS:
         ratio = paired(times[peer], times[ours])
@@ -176,6 +183,8 @@ def run(
                 "threads": torch.get_num_threads(),
                 "rounds": rounds,
                 "steps_per_round": steps,
+                "clock": clock,
+                "torch": torch.__version__,
             }
         )
     return rows
@@ -192,7 +201,8 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
         r0 = rows[0]
         print(
             f"one St({N}, {P}) parameter, {r0['dtype']}, {r0['threads']} torch thread(s), "
-            f"{r0['rounds']} rounds x {r0['steps_per_round']} steps; us per step, median [q1, q3]"
+            f"{r0['rounds']} rounds x {r0['steps_per_round']} steps, {r0['clock']} clock; "
+            "us per step, median [q1, q3]"
         )
     for r in rows:
         s, p, q = r["spectra_us"], r["peer_us"], r["ratio_peer_over_spectra"]
@@ -211,10 +221,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--clock", default="wall", choices=["wall", "cpu"])
     own, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
 
     def runner(**kw: Any) -> list[dict[str, Any]]:
-        return run(dtype=own.dtype, rounds=own.rounds, steps=own.steps, **kw)
+        return run(dtype=own.dtype, rounds=own.rounds, steps=own.steps, clock=own.clock, **kw)
 
     bench_main(__doc__, runner, print_rows, rest, threads=True)
 

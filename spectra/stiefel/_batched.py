@@ -21,6 +21,7 @@ from ..core.domain import InputError
 from ._checks import SELF_CORRECTING, batch_indices, not_finite, require_on_manifold
 from ._manifold import Stiefel
 from ._polar import polar_no_grad
+from ._retractions import qr_factor
 
 
 def manifold_of(p: torch.Tensor) -> Stiefel | None:
@@ -80,6 +81,8 @@ def _retract(
     and QR check their own results (Gram eigenvalues, diagonal of R)."""
     if method == "polar":
         return polar_no_grad(torch.add(x, d, alpha=scale), "retract(method='polar')"), None
+    if method == "qr" and x.ndim == 2:  # one matrix: nothing to fan out
+        return qr_factor(torch.add(x, d, alpha=scale)), None
     step = d.mul(scale)
     if method not in SELF_CORRECTING:
         require_on_manifold(x, f"retract(method={method!r})")

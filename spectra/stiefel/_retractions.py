@@ -64,13 +64,23 @@ def retract_cayley(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
 
 
 def _qr(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
-    q, r = torch.linalg.qr(x + xi)
+    return qr_factor(x + xi)
+
+
+def qr_factor(y: torch.Tensor) -> torch.Tensor:
+    """``Q`` of ``Y = QR`` with a real positive diagonal of ``R``; NaN/Inf refused.
+
+    NaN/Inf anywhere in column ``j`` of ``Y`` reaches ``R[j, j]`` (and ``Q`` only from
+    column ``j`` on), so the diagonal of ``R`` is the only thing checked: for a few matrices
+    in one transfer, compared in Python.
+    """
+    q, r = torch.linalg.qr(y)
     d = torch.diagonal(r, dim1=-2, dim2=-1)
-    # NaN/Inf anywhere in column j of X + xi reaches R[j, j] (and Q only from column j on)
-    finite = d.isfinite() if d.numel() > 256 else None
-    if finite is not None and not bool(finite.all()):
-        raise _not_finite("qr", ~finite.all(-1))
-    if finite is None and not all(map(math.isfinite, d.abs().reshape(-1).tolist())):
+    if d.numel() > 256 or d.is_complex():
+        finite = d.isfinite()
+        if not bool(finite.all()):
+            raise _not_finite("qr", ~finite.all(-1))
+    elif not all(map(math.isfinite, d.reshape(-1).tolist())):
         raise _not_finite("qr", ~d.isfinite().all(-1))
     if d.is_complex():
         mag = d.abs()
