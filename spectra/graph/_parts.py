@@ -54,6 +54,7 @@ class GraphSpectra:
     num_components: torch.Tensor  # (G,)
     degree: torch.Tensor  # (N,) weighted degree
     normalization: str | None
+    vector_dtype: torch.dtype  # the eigenvectors' (complex for magnetic Laplacians)
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -67,7 +68,7 @@ class GraphSpectra:
         eigenvalues (G, k))``, zero where a graph has fewer eigenpairs."""
         lay = self.layout
         dtype, device = self.degree.dtype, self.degree.device
-        vdtype = self.parts[0].eigenvectors.dtype if self.parts else dtype
+        vdtype = self.vector_dtype
         pe = torch.zeros((lay.num_nodes, k), dtype=vdtype, device=device)
         mask = torch.zeros((lay.num_graphs, k), dtype=torch.bool, device=device)
         vals = torch.zeros((lay.num_graphs, k), dtype=dtype, device=device)
@@ -121,7 +122,7 @@ class GraphSpectra:
         (the public :class:`~spectra.graph.LaplacianSpectrum`; memory ``G n_max^2``)."""
         lay = self.layout
         g, n = lay.num_graphs, lay.n_max
-        vdtype = self.parts[0].eigenvectors.dtype if self.parts else self.degree.dtype
+        vdtype = self.vector_dtype
         w = torch.zeros((g, n), dtype=self.degree.dtype, device=self.degree.device)
         v = torch.zeros((g, n, n), dtype=vdtype, device=self.degree.device)
         for part in self.parts:

@@ -18,6 +18,7 @@ from ..core import eigh, fix_gauge
 from ..core.domain import InputError
 from ._assemble import check_degree, directed_error
 from ._layout import check_normalization
+from ._sparse_path import split_options
 
 #: one ``Data`` of at most this many nodes takes the direct path (above, the solve
 #: dominates and the batched path's bookkeeping costs nothing noticeable)
@@ -31,11 +32,11 @@ class SingleSpectrum:
         self.w, self.v, self.comps, self.deg = w, v, comps, deg
 
 
-def single_takes(data: Any, device: Any, weight: Any) -> bool:
-    """Whether one ``Data`` takes the direct path: small, on the CPU, solved there, and no
-    gradient to carry through the edge weights."""
+def single_takes(data: Any, device: Any, weight: Any, eigh_options: Any) -> bool:
+    """Whether one ``Data`` takes the direct path: small (below the sparse path's size too),
+    on the CPU, solved there, and no gradient to carry through the edge weights."""
     n = data.num_nodes
-    if n is None or n > SINGLE_MAX_N or n == 0:
+    if n is None or n > SINGLE_MAX_N or n == 0 or n >= split_options(eigh_options)[2]:
         return False
     ei = data.edge_index
     if not isinstance(ei, torch.Tensor) or ei.device.type != "cpu":
@@ -131,7 +132,7 @@ def single_spectrum(
         inv_sqrt = np.where(connected, 1.0 / np.sqrt(np.where(connected, deg, 1.0)), 0.0)
         np.add.at(lap, (src, dst), 0.0 - w * (inv_sqrt[src] * inv_sqrt[dst]))
         lap[np.diag_indices(n)] += 1.0 if isolated_one else connected.astype(np.float64)
-    kw = dict(eigh_options)
+    kw, _, _ = split_options(eigh_options)  # the sparse path's keywords do not apply here
     kw.setdefault("check", False)
     vals, vecs = eigh(lap, **kw)
     if normalization == "rw":

@@ -196,7 +196,7 @@ def solve_entries(
         parts.extend(_ragged_parts(entries, large, kw))
     if normalization == "rw":
         parts = [_rw(p, degree, lay) for p in parts]
-    return GraphSpectra(lay, tuple(parts), components, degree, normalization)
+    return GraphSpectra(lay, tuple(parts), components, degree, normalization, entries.values.dtype)
 
 
 def _padded_part(

@@ -147,7 +147,8 @@ class LaplacianPE(PETransform):
         :func:`spectra.graph.laplacian_pe`)."""
         one = isinstance(data, Data) and not isinstance(data, Batch)
         if one and getattr(data, "edge_index", None) is not None:
-            return "single" if single_takes(data, self.device, self._weight(data)) else "batch"
+            takes = single_takes(data, self.device, self._weight(data), self.eigh_options)
+            return "single" if takes else "batch"
         return "batch"
 
     def forward(self, data: Any) -> Any:

@@ -110,3 +110,49 @@ def assert_batch_equals_singles(batch, singles, names, atol: float) -> None:
             torch.testing.assert_close(batch[name], whole, atol=atol, rtol=0)
         else:
             assert torch.equal(batch[name], whole)
+
+
+def geometric_graph(n: int, degree: float = 10.0, seed: int = 0, weighted: bool = False):
+    """A random geometric graph in the unit square (mean degree ~``degree``), both edge
+    directions, as the large graphs of node-level tasks; may have several components."""
+    from scipy.spatial import cKDTree
+
+    rng = np.random.default_rng(seed)
+    pts = rng.random((n, 2))
+    pairs = cKDTree(pts).query_pairs(np.sqrt(degree / (np.pi * n)), output_type="ndarray")
+    ei = np.concatenate([pairs.T, pairs[:, ::-1].T], axis=1)
+    ew = None
+    if weighted:
+        w = rng.uniform(0.5, 2.0, size=pairs.shape[0])
+        ew = torch.from_numpy(np.concatenate([w, w]))
+    return torch.from_numpy(np.ascontiguousarray(ei)).long(), ew
+
+
+def scipy_sparse_laplacian(edge_index: torch.Tensor, n: int, edge_weight=None, normed=True):
+    """The sym (or D - A) Laplacian as a SciPy CSR matrix (isolated nodes: zero rows),
+    written independently of spectra."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import laplacian as csgraph_laplacian
+
+    ei = edge_index.numpy()
+    w = np.ones(ei.shape[1]) if edge_weight is None else np.asarray(edge_weight)
+    keep = ei[0] != ei[1]
+    a = sp.coo_matrix((w[keep], (ei[0][keep], ei[1][keep])), shape=(n, n)).tocsr()
+    return csgraph_laplacian(a, normed=normed).tocsr()
+
+
+def scipy_lowest(lap, k: int):
+    """The k smallest eigenpairs by shift-invert ARPACK (sigma just below 0)."""
+    import scipy.sparse.linalg as sla
+
+    w, v = sla.eigsh(lap, k=k, sigma=-1e-3, which="LM", tol=1e-12)
+    order = np.argsort(w)
+    return w[order], v[:, order]
+
+
+def principal_angle(a: np.ndarray, b: np.ndarray) -> float:
+    """Sine of the largest principal angle between the column spaces of a and b."""
+    qa, _ = np.linalg.qr(a)
+    qb, _ = np.linalg.qr(b)
+    s = np.linalg.svd(qa.T @ qb, compute_uv=False)
+    return float(np.sqrt(max(0.0, 1.0 - float(s.min()) ** 2)))

@@ -1,0 +1,155 @@
+"""A Batch of mixed sizes is never padded to its largest graph: similar small graphs go in
+one padded core call, the others through the core's ragged path, each at its own size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Batch, Data
+
+import spectra.graph._spectrum as spectrum
+from spectra.graph import (
+    LaplacianPE,
+    MagneticLaplacianPE,
+    RandomWalkPE,
+    heat_kernel_diagonal,
+    laplacian_eigh,
+    laplacian_pe,
+    magnetic_laplacian_pe,
+    random_walk_pe,
+)
+from spectra.graph._spectrum import padded_members
+
+from .graphs import assert_batch_equals_singles, batch_of, random_graph
+
+
+def spy(monkeypatch):
+    """Record every core call of the dense paths: a shape, or the list of shapes."""
+    calls = []
+    real = spectrum.eigh
+
+    def counting(a, *args, **kwargs):
+        calls.append([tuple(x.shape) for x in a] if isinstance(a, list) else tuple(a.shape))
+        return real(a, *args, **kwargs)
+
+    monkeypatch.setattr(spectrum, "eigh", counting)
+    return calls
+
+
+def mixed(rng, small=(20, 50), count=12, large=(160,), weighted=True):
+    graphs = [(*random_graph(rng, int(n), weighted=weighted), int(n))
+              for n in rng.integers(small[0], small[1], size=count)]  # fmt: skip
+    for n in large:
+        graphs.append((*random_graph(rng, n, p=0.05, weighted=weighted), n))
+    perm = rng.permutation(len(graphs))
+    return [graphs[i] for i in perm]
+
+
+def test_padded_members_rule():
+    assert padded_members([25] * 100) == 25  # one size: one padded call
+    assert padded_members([5, 10, 30, 2000]) == 30  # the large graph is never padded to
+    assert padded_members([]) == 0
+    sizes = [20, 30, 40, 50] * 10 + [5000]
+    assert padded_members(sizes) == 50
+
+
+def test_mixed_batch_is_not_padded_to_the_largest(monkeypatch):
+    rng = np.random.default_rng(60)
+    graphs = mixed(rng)
+    ei, ew, batch, sizes = batch_of(graphs)
+    calls = spy(monkeypatch)
+    out = laplacian_pe(ei, k=6, edge_weight=ew, batch=batch, dtype=torch.float64)
+    n_max = max(sizes)
+    small = sorted(n for n in sizes if n < n_max)
+    # the small graphs in one padded call at their own largest size, the large one alone
+    assert calls[0] == (len(small), max(small), max(small))
+    assert calls[1] == [(n_max, n_max)]
+    for shape in calls:
+        if isinstance(shape, tuple):
+            assert shape[-1] < n_max
+    # equals each graph solved on its own
+    ptr = np.cumsum([0, *sizes])
+    for g, (gei, gew, n) in enumerate(graphs):
+        one = laplacian_pe(gei, n, k=6, edge_weight=gew, dtype=torch.float64)
+        torch.testing.assert_close(out.pe[ptr[g] : ptr[g + 1]], one.pe, atol=1e-9, rtol=0)
+        assert torch.equal(out.mask[g], one.mask[0])
+        torch.testing.assert_close(out.eigenvalues[g], one.eigenvalues[0], atol=1e-12, rtol=0)
+        assert torch.equal(out.groups[g], one.groups[0])
+
+
+def test_memory_grows_with_the_sum_of_squares(monkeypatch):
+    # 30 small graphs and one of 400 nodes: no core call ever sees 31 x 400 x 400
+    rng = np.random.default_rng(61)
+    graphs = mixed(rng, count=30, large=(400,), weighted=False)
+    ei, _, batch, sizes = batch_of(graphs)
+    calls = spy(monkeypatch)
+    laplacian_pe(ei, k=4, batch=batch)
+    entries = 0
+    for shape in calls:
+        for s in shape if isinstance(shape, list) else [shape]:
+            entries += int(np.prod(s))
+    assert entries <= 2 * sum(n * n for n in sizes)
+    assert entries < len(sizes) * max(sizes) ** 2 / 10
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_transform_on_a_mixed_batch_equals_per_graph(dtype):
+    rng = np.random.default_rng(62)
+    datas = []
+    for gei, gew, n in mixed(rng, count=8, large=(150, 180)):
+        datas.append(Data(edge_index=gei, edge_weight=gew, num_nodes=n))
+    t = LaplacianPE(5, eigenvalues_attr="ev", groups_attr="gr", heat_times=[0.5, 3.0], dtype=dtype)
+    singles = [t(d) for d in datas]
+    batch = t(Batch.from_data_list(datas))
+    atol = 1e-9 if dtype == torch.float64 else 1e-5
+    names = ("laplacian_eigenvector_pe", "laplacian_eigenvector_pe_mask", "ev", "gr",
+             "heat_kernel_diag")  # fmt: skip
+    assert_batch_equals_singles(batch, singles, names, atol=atol)
+
+
+@pytest.mark.parametrize("normalization", ["sym", "rw", None])
+def test_spectra_heat_and_walks_on_mixed_sizes(normalization):
+    rng = np.random.default_rng(63)
+    graphs = mixed(rng, count=6, large=(130,))
+    ei, ew, batch, sizes = batch_of(graphs)
+    spec = laplacian_eigh(ei, edge_weight=ew, batch=batch, normalization=normalization)
+    heat = heat_kernel_diagonal(ei, edge_weight=ew, batch=batch, normalization=normalization,
+                                times=[0.3, 2.0], dtype=torch.float64)  # fmt: skip
+    walks = random_walk_pe(ei, edge_weight=ew, batch=batch, walk_length=5, dtype=torch.float64)
+    ptr = np.cumsum([0, *sizes])
+    for g, (gei, gew, n) in enumerate(graphs):
+        one = laplacian_eigh(gei, n, gew, normalization)
+        torch.testing.assert_close(spec.eigenvalues[g, :n], one.eigenvalues[0], atol=1e-12, rtol=0)
+        assert not spec.eigenvalues[g, n:].any() and not spec.eigenvectors[g, n:].any()
+        np.testing.assert_allclose(  # simple spectra: the same vectors (the gauge)
+            spec.eigenvectors[g, :n, :n].numpy(), one.eigenvectors[0].numpy(), atol=1e-8
+        )
+        h = heat_kernel_diagonal(gei, n, [0.3, 2.0], edge_weight=gew, dtype=torch.float64,
+                                 normalization=normalization)  # fmt: skip
+        torch.testing.assert_close(heat[ptr[g] : ptr[g + 1]], h, atol=1e-12, rtol=0)
+        rw = random_walk_pe(gei, n, 5, edge_weight=gew, dtype=torch.float64)
+        torch.testing.assert_close(walks[ptr[g] : ptr[g + 1]], rw, atol=1e-12, rtol=0)
+
+
+def test_magnetic_and_walk_transforms_on_mixed_sizes():
+    rng = np.random.default_rng(64)
+    datas = []
+    for n in (5, 9, 7, 120):
+        src = rng.integers(0, n, size=3 * n)
+        dst = rng.integers(0, n, size=3 * n)
+        datas.append(Data(edge_index=torch.from_numpy(np.stack([src, dst])), num_nodes=n))
+    t = MagneticLaplacianPE(4, q=0.1, dtype=torch.float64)
+    singles = [t(d) for d in datas]
+    batch = t(Batch.from_data_list(datas))
+    names = ("magnetic_laplacian_pe", "magnetic_laplacian_pe_mask")
+    assert_batch_equals_singles(batch, singles, names, atol=1e-9)
+    ei, _, bt, sizes = batch_of([(d.edge_index, None, d.num_nodes) for d in datas])
+    whole = magnetic_laplacian_pe(ei, k=4, q=0.1, batch=bt, dtype=torch.float64)
+    assert whole.pe.shape == (sum(sizes), 4)
+    undirected = [Data(edge_index=torch.cat([d.edge_index, d.edge_index.flip(0)], 1),
+                       num_nodes=d.num_nodes) for d in datas]  # fmt: skip
+    w = RandomWalkPE(4, dtype=torch.float64)
+    assert_batch_equals_singles(
+        w(Batch.from_data_list(undirected)), [w(d) for d in undirected], ("random_walk_pe",), 1e-12
+    )
