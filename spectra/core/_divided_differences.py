@@ -91,9 +91,8 @@ def _choose(
     e_arg = e_q + 4 * eps * (awi * d1i.abs() + awj * d1j.abs()) * inv
     disagreement = (quotient - derivative).abs()
     use_d = tied | (disagreement <= e_q) | ((e_d <= e_q) & (disagreement <= e_arg))
-    noise_d = 4 * eps * (mean_ad + (derivative - mean_d).abs()) + torch.fmin(
-        e_d, e_q
-    )  # fmin: e_q is NaN at an exact tie of zeros
+    # fmin, not minimum: e_q is NaN at an exact tie of zero values
+    noise_d = 4 * eps * (mean_ad + (derivative - mean_d).abs()) + torch.fmin(e_d, e_q)
     return torch.where(use_d, derivative, quotient), torch.where(use_d, noise_d, e_q)
 
 
@@ -124,10 +123,12 @@ def loewner(
     b, i, j = review.reshape(-1, *review.shape[-2:]).nonzero(as_tuple=True)
     if b.numel():
         n = w.shape[-1]
-        # one gather per side: (w, f, f', f'') stacked, complex when f is
-        cols = [w.to(out.dtype), fw.to(out.dtype), dfw.to(out.dtype)]
+        # one gather per side: (w, f, f', f'') stacked in a dtype that holds all four
+        # exactly (complex when f is)
+        common = torch.promote_types(torch.promote_types(w.dtype, fw.dtype), dfw.dtype)
+        cols = [w.to(common), fw.to(common), dfw.to(common)]
         if d2fw is not None:
-            cols.append(d2fw.to(out.dtype))
+            cols.append(d2fw.to(common))
         table = torch.stack(cols, -1).reshape(-1, n, len(cols))
         left, right = table[b, i], table[b, j]
         wi, wj = left[:, 0].real, right[:, 0].real
@@ -146,9 +147,9 @@ def loewner(
             wj.abs(),
             eps,
         )
-        out[review] = value
+        out[review] = value.to(out.dtype)
         if err is not None:
-            err[review] = e
+            err[review] = e.to(err.dtype)
     return out, err
 
 
