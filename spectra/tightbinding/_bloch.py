@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from ..core import eigh, eigvalsh
-from ..core.domain import as_tensor, restore
+from ..core.domain import InputError, as_tensor, restore
 
 CONVENTIONS = ("lattice", "orbital")
 
@@ -48,7 +48,7 @@ class BlochData:
 
 def _check_convention(convention: str) -> str:
     if convention not in CONVENTIONS:
-        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+        raise InputError("convention", f"must be one of {CONVENTIONS}, got {convention!r}")
     return convention
 
 
@@ -62,13 +62,14 @@ def as_kpoints(k: Any, dim: int) -> tuple[torch.Tensor, Any, tuple[int, ...]]:
     if kt.ndim == 1:
         kt = kt[None, :]
     if kt.shape[-1] != dim:
-        raise ValueError(
-            f"k must have shape (nk, {dim}) (reduced coordinates of the "
-            f"{dim} periodic directions), got {tuple(kt.shape)}"
+        raise InputError(
+            "k",
+            f"must have shape (nk, {dim}) (reduced coordinates of the "
+            f"{dim} periodic directions), got {tuple(kt.shape)}",
         )
     if not bool(torch.isfinite(kt).all()):
         bad = torch.nonzero(~torch.isfinite(kt).all(-1)).flatten()[:10].tolist()
-        raise ValueError(f"k contains NaN/Inf at k-point indices {bad}")
+        raise InputError("k", f"contains NaN/Inf at k-point indices {bad}")
     batch = tuple(kt.shape[:-1])
     return kt.reshape(math.prod(batch), dim), origin, batch
 
@@ -155,7 +156,7 @@ def chunk_length(
     """k-points per chunk so the Bloch sums, the solve and its work fit ``max_memory``."""
     budget = DEFAULT_MAX_MEMORY if max_memory is None else int(max_memory)
     if budget <= 0:
-        raise ValueError(f"max_memory must be positive, got {max_memory}")
+        raise InputError("max_memory", f"must be positive, got {max_memory}")
     per_k = itemsize * (nr + nstates + nstates * nstates * (4 + 2 * overlap + 2 * vectors))
     return int(max(1, min(max(nk, 1), budget // max(per_k, 1))))
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.domain import InputError
 from ._model import Model
 
 
@@ -74,21 +75,22 @@ def supercell(model: Model, matrix: Any) -> Model:
     elif mat.ndim == 1:
         mat = np.diag(mat)
     if mat.shape != (dim, dim):
-        raise ValueError(f"supercell matrix must be ({dim}, {dim}), got shape {mat.shape}")
+        raise InputError("supercell", f"matrix must be ({dim}, {dim}), got shape {mat.shape}")
     if mat.dtype.kind not in "iu" and not np.all(mat == np.round(mat)):
-        raise ValueError("supercell matrix must be integer")
+        raise InputError("supercell", "matrix must be integer")
     mat = np.round(mat).astype(int)
     det = round(float(np.linalg.det(mat)))
     if det == 0:
-        raise ValueError("supercell matrix is singular")
+        raise InputError("supercell", "matrix is singular")
     for d in range(dim):
         if d not in model.periodic and (
             mat[d, d] != 1
             or np.any(mat[d, np.arange(dim) != d])
             or np.any(mat[np.arange(dim) != d, d])
         ):
-            raise ValueError(
-                f"direction {d} is not periodic: the supercell matrix must leave it alone"
+            raise InputError(
+                "supercell:",
+                f"direction {d} is not periodic: the supercell matrix must leave it alone",
             )
     points = _cell_points(mat.astype(float))
     if len(points) != abs(det):
@@ -120,12 +122,13 @@ def cut(model: Model, direction: int, ncells: int) -> Model:
     True
     """
     if direction not in model.periodic:
-        raise ValueError(
+        raise InputError(
+            "cut:",
             f"direction {direction} is not periodic in this model "
-            f"(periodic: {list(model.periodic)})"
+            f"(periodic: {list(model.periodic)})",
         )
     if isinstance(ncells, bool) or int(ncells) != ncells or ncells < 1:
-        raise ValueError(f"ncells must be a positive integer, got {ncells!r}")
+        raise InputError("ncells", f"must be a positive integer, got {ncells!r}")
     mat = np.eye(model.dim, dtype=int)
     mat[direction, direction] = int(ncells)
     big = supercell(model, mat)

@@ -86,16 +86,19 @@ def run(args: argparse.Namespace) -> int:
     """Compute and plot the bands; prints a one-line summary."""
     import numpy as np
 
+    from spectra._commands.validate import check_kpoints  # sizes against free memory
+
+    from ..core.domain import InputError
     from ._dos import dos, fermi_level
     from ._kpoints import monkhorst_pack
     from ._plot import plot_bands
 
     if args.nk < 2:
-        raise ValueError(f"--nk must be at least 2, got {args.nk}")
+        raise InputError("--nk", f"must be at least 2, got {args.nk}")
     if args.grid is not None and args.grid < 1:
-        raise ValueError(f"--grid must be at least 1, got {args.grid}")
+        raise InputError("--grid", f"must be at least 1, got {args.grid}")
     if Path(args.out).suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise ValueError(f"--out {args.out}: use a .png, .svg or .pdf file name")
+        raise InputError("--out", f"{args.out}: use a .png, .svg or .pdf file name")
     model, name = _load(args)
     degeneracy = args.spin_degeneracy
     if degeneracy is None:
@@ -104,15 +107,17 @@ def run(args: argparse.Namespace) -> int:
     else:
         counting = f"{degeneracy:g} electron(s) per band (--spin-degeneracy)"
     if not degeneracy > 0:
-        raise ValueError(f"--spin-degeneracy must be positive, got {degeneracy:g}")
+        raise InputError("--spin-degeneracy", f"must be positive, got {degeneracy:g}")
     if args.electrons is not None:
         capacity = model.nstates * degeneracy
         if not 0 <= args.electrons <= capacity:
-            raise ValueError(
-                f"--electrons {args.electrons:g} is outside [0, {capacity:g}]: the model's "
+            raise InputError(
+                "--electrons",
+                f"{args.electrons:g} is outside [0, {capacity:g}]: the model's "
                 f"{model.nstates} bands hold {degeneracy:g} electrons each "
-                "(see --spin-degeneracy)"
+                "(see --spin-degeneracy)",
             )
+    check_kpoints(args.nk, model.nstates, f"--nk {args.nk}")
     path = model.kpath(args.path, args.nk)
     energies = model.bands(path.k)
     dos_panel = None
@@ -121,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dos or args.electrons is not None:
         nside = args.grid or {1: 2000, 2: 120, 3: 30}.get(model.dim_k, 20)
         kgrid = [nside] * model.dim_k
+        check_kpoints(nside**model.dim_k, model.nstates, f"--grid {nside}", per_state=64)
         egrid = model.bands(monkhorst_pack(kgrid, gamma_centered=True))
         lo, hi = float(egrid.min()), float(egrid.max())
         pad = 0.05 * (hi - lo or 1.0)

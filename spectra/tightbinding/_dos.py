@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 from scipy.special import erfc, expit
 
+from ..core.domain import InputError
+
 # corners of the unit cube (bit i of the index = offset along axis i) and their simplices
 _TETRA = ((0, 1, 3, 7), (0, 1, 5, 7), (0, 2, 3, 7), (0, 2, 6, 7), (0, 4, 5, 7), (0, 4, 6, 7))
 _TRIANGLES = ((0, 1, 3), (0, 2, 3))
@@ -21,7 +23,7 @@ def _to_numpy(x: Any, name: str) -> np.ndarray:
         x = x.detach().cpu().numpy()
     arr = np.asarray(x, dtype=float)
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN/Inf")
+        raise InputError(name, "contains NaN/Inf")
     return arr
 
 
@@ -30,9 +32,9 @@ def _weights(weights: Any, nk: int) -> np.ndarray:
         return np.full(nk, 1.0 / max(nk, 1))
     w = _to_numpy(weights, "weights").reshape(-1)
     if w.shape != (nk,):
-        raise ValueError(f"weights must have one value per k-point ({nk}), got {w.shape}")
+        raise InputError("weights", f"must have one value per k-point ({nk}), got {w.shape}")
     if np.any(w < 0):
-        raise ValueError("weights must be non-negative")
+        raise InputError("weights", "must be non-negative")
     return w
 
 
@@ -77,17 +79,17 @@ def dos(
     if e.ndim == 1:
         e = e[:, None]
     if e.ndim != 2:
-        raise ValueError(f"energies must be (nk, nbands), got shape {e.shape}")
+        raise InputError("energies", f"must be (nk, nbands), got shape {e.shape}")
     x = _to_numpy(grid, "grid").reshape(-1)
     if method == "gaussian":
         return _gaussian(e, x, sigma, _weights(weights, e.shape[0]), chunk)
     if method == "tetrahedron":
         if weights is not None:
-            raise ValueError("the tetrahedron method uses the grid's own (uniform) weights")
+            raise InputError("dos:", "the tetrahedron method uses the grid's own (uniform) weights")
         if kgrid is None:
-            raise ValueError("method='tetrahedron' needs kgrid, the shape of the k grid")
+            raise InputError("dos:", "method='tetrahedron' needs kgrid, the shape of the k grid")
         return _tetrahedron(e, x, tuple(int(q) for q in kgrid), chunk)
-    raise ValueError(f"method must be 'gaussian' or 'tetrahedron', got {method!r}")
+    raise InputError("method", f"must be 'gaussian' or 'tetrahedron', got {method!r}")
 
 
 def _gaussian(
@@ -95,10 +97,10 @@ def _gaussian(
 ) -> np.ndarray:
     if sigma is None:
         if x.size < 2:
-            raise ValueError("give sigma for a grid of fewer than two energies")
+            raise InputError("gaussian:", "give sigma for a grid of fewer than two energies")
         sigma = 2.0 * float(np.abs(np.diff(x)).mean())
     if not sigma > 0:
-        raise ValueError(f"sigma must be positive, got {sigma}")
+        raise InputError("sigma", f"must be positive, got {sigma}")
     flat = e.reshape(-1)
     wf = np.repeat(w, e.shape[1])
     order = np.argsort(flat, kind="stable")
@@ -159,13 +161,18 @@ def _simplices(e: np.ndarray, kgrid: tuple[int, ...]) -> np.ndarray:
 def _tetrahedron(e: np.ndarray, x: np.ndarray, kgrid: tuple[int, ...], chunk: int) -> np.ndarray:
     dim = len(kgrid)
     if not 1 <= dim <= 3:
-        raise ValueError(f"tetrahedron DOS needs a 1D, 2D or 3D grid, got kgrid={kgrid}")
+        raise InputError(
+            "tetrahedron:", f"tetrahedron DOS needs a 1D, 2D or 3D grid, got kgrid={kgrid}"
+        )
     if int(np.prod(kgrid)) != e.shape[0]:
-        raise ValueError(
-            f"kgrid {kgrid} has {int(np.prod(kgrid))} points but energies has {e.shape[0]} k-points"
+        raise InputError(
+            "kgrid",
+            f"{kgrid} has {int(np.prod(kgrid))} points but energies has {e.shape[0]} k-points",
         )
     if x.size < 2 or np.any(np.diff(x) <= 0):
-        raise ValueError("the tetrahedron DOS needs an increasing grid of at least 2 energies")
+        raise InputError(
+            "tetrahedron:", "the tetrahedron DOS needs an increasing grid of at least 2 energies"
+        )
     simp = _simplices(e, kgrid)
     nsimp_per_band = simp.shape[0] / e.shape[1]
     mid = 0.5 * (x[1:] + x[:-1])
@@ -182,10 +189,10 @@ def integrated_dos(energies: Any, grid: Any, kgrid: Sequence[int]) -> np.ndarray
     x = _to_numpy(grid, "grid").reshape(-1)
     kg = tuple(int(q) for q in kgrid)
     if int(np.prod(kg)) != e.shape[0] or not 1 <= len(kg) <= 3:
-        raise ValueError(f"kgrid {kg} does not match {e.shape[0]} k-points (1D-3D grids)")
+        raise InputError("kgrid", f"{kg} does not match {e.shape[0]} k-points (1D-3D grids)")
     simp = _simplices(e, kg)
     if x.size > 1 and np.any(np.diff(x) < 0):
-        raise ValueError("grid must be non-decreasing")
+        raise InputError("grid", "must be non-decreasing")
     return _simplex_count(simp, x, len(kg)) / (simp.shape[0] / e.shape[1])
 
 
@@ -300,16 +307,17 @@ def fermi_level(
         e = e[:, None]
     if degeneracy is None:
         if nspin not in (1, 2):
-            raise ValueError(f"nspin must be 1 or 2, got {nspin!r}")
+            raise InputError("nspin", f"must be 1 or 2, got {nspin!r}")
         degeneracy = 2.0 / nspin
     if not degeneracy > 0:
-        raise ValueError(f"degeneracy must be positive, got {degeneracy}")
+        raise InputError("degeneracy", f"must be positive, got {degeneracy}")
     w = _weights(weights, e.shape[0]) * float(degeneracy)
     capacity = float(w.sum() * e.shape[1])
     if not 0 <= nelectrons <= capacity * (1 + 1e-12):
-        raise ValueError(
+        raise InputError(
+            "fermi_level:",
             f"nelectrons={nelectrons:g} is outside [0, {capacity:g}]: {e.shape[1]} bands hold "
-            f"{float(degeneracy):g} electrons each"
+            f"{float(degeneracy):g} electrons each",
         )
     if smearing == 0:
         flat = e.reshape(-1)
@@ -327,7 +335,7 @@ def fermi_level(
                 return float(0.5 * (se[i] + se[j]))
         return float(se[i])
     if smearing < 0:
-        raise ValueError(f"smearing must be >= 0, got {smearing}")
+        raise InputError("smearing", f"must be >= 0, got {smearing}")
     if method == "fermi-dirac":
 
         def occ(z: np.ndarray) -> np.ndarray:
@@ -337,7 +345,7 @@ def fermi_level(
         def occ(z: np.ndarray) -> np.ndarray:
             return 0.5 * erfc(z)
     else:
-        raise ValueError(f"method must be 'fermi-dirac' or 'gaussian', got {method!r}")
+        raise InputError("method", f"must be 'fermi-dirac' or 'gaussian', got {method!r}")
     lo = float(e.min()) - 50 * smearing
     hi = float(e.max()) + 50 * smearing
     for _ in range(200):

@@ -8,6 +8,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..core.domain import InputError
+
 _F = 1.0 / 3.0
 
 #: Canonical lattices (rows, unit scale) and their special points (reduced coordinates of
@@ -112,7 +114,7 @@ def monkhorst_pack(
         grid = [int(grid)] * (1 if dim is None else dim)
     sizes = [int(q) for q in grid]
     if any(q < 1 for q in sizes) or any(q != g for q, g in zip(sizes, grid, strict=True)):
-        raise ValueError(f"grid sizes must be positive integers, got {list(grid)}")
+        raise InputError("grid", f"sizes must be positive integers, got {list(grid)}")
     axes = [
         np.arange(q) / q if gamma_centered else (2 * np.arange(1, q + 1) - q - 1) / (2 * q)
         for q in sizes
@@ -180,7 +182,9 @@ def special_points(lattice: Any) -> tuple[str, dict[str, np.ndarray], str]:
     if found is not None:
         kind, pts, path = found
         return kind, {n: np.asarray(p, float) for n, p in pts.items()}, path
-    raise ValueError("no standard high-symmetry points for this lattice: pass points={...}")
+    raise InputError(
+        "special_points:", "no standard high-symmetry points for this lattice: pass points={...}"
+    )
 
 
 def _normalize(name: str) -> str:
@@ -232,7 +236,7 @@ def kpath(
     True
     """
     if convention not in ("spectra", "pythtb"):
-        raise ValueError(f"convention must be 'spectra' or 'pythtb', got {convention!r}")
+        raise InputError("convention", f"must be 'spectra' or 'pythtb', got {convention!r}")
     lat = _lattice_of(lattice)
     dim = lat.shape[0]
     named: dict[str, np.ndarray] = {}
@@ -257,7 +261,9 @@ def kpath(
     ]
     nnodes = sum(len(seg) for seg in segments)
     if npoints < nnodes:
-        raise ValueError(f"npoints={npoints} is less than the {nnodes} named points of the path")
+        raise InputError(
+            "kpath:", f"npoints={npoints} is less than the {nnodes} named points of the path"
+        )
     total = sum(lengths) or 1.0
     free = npoints - nnodes
     # points strictly inside each leg, proportional to its length (largest remainders)
@@ -309,11 +315,13 @@ def _pythtb_path(
 ) -> KPath:
     """PythTB's ``k_path`` placement and distances (see :func:`kpath`)."""
     if len(segments) != 1:
-        raise ValueError("convention='pythtb' does not support path breaks ('|')")
+        raise InputError("pythtb_path:", "convention='pythtb' does not support path breaks ('|')")
     names = [name for name, _ in segments[0]]
     nodes = np.array([k for _, k in segments[0]])
     if npoints < len(nodes):
-        raise ValueError(f"npoints={npoints} is less than the {len(nodes)} nodes of the path")
+        raise InputError(
+            "pythtb_path:", f"npoints={npoints} is less than the {len(nodes)} nodes of the path"
+        )
     steps = np.diff(nodes, axis=0)
     legs = np.sqrt(np.einsum("ni,ij,nj->n", steps, metric, steps))
     dnode = np.concatenate([[0.0], np.cumsum(legs)])
@@ -339,7 +347,7 @@ def _lattice_of(lattice: Any) -> np.ndarray:
         return np.linalg.cholesky(rows @ rows.T)
     lat = np.atleast_2d(np.asarray(lattice, dtype=float))
     if lat.ndim != 2 or lat.shape[0] != lat.shape[1]:
-        raise ValueError(f"lattice must be (dim, dim), got shape {lat.shape}")
+        raise InputError("lattice", f"must be (dim, dim), got shape {lat.shape}")
     return lat
 
 
@@ -360,18 +368,20 @@ def _parse_path(
             if isinstance(item, str):
                 key = _normalize(item)
                 if key not in named:
-                    raise ValueError(f"unknown k-point {item!r}; known: {sorted(named)}")
+                    raise InputError(
+                        "parse_path:", f"unknown k-point {item!r}; known: {sorted(named)}"
+                    )
                 seg.append((key, np.asarray(named[key], float)))
             else:
                 arr = np.asarray(item, float).reshape(-1)
                 if arr.shape != (dim,):
-                    raise ValueError(f"k-point {item!r} must have {dim} reduced coordinates")
+                    raise InputError("k-point", f"{item!r} must have {dim} reduced coordinates")
                 seg.append((np.array2string(arr, precision=3), arr))
         if not seg:
-            raise ValueError(f"empty segment in path {path!r}")
+            raise InputError("parse_path:", f"empty segment in path {path!r}")
         segments.append(seg)
     if sum(len(s) for s in segments) < 2:
-        raise ValueError("a path needs at least two points")
+        raise InputError("parse_path:", "a path needs at least two points")
     return segments
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.domain import is_dask_collection, restore
+from ..core.domain import InputError, is_dask_collection, restore
 from ._bloch import (
     CONVENTIONS,
     BlochData,
@@ -24,14 +24,14 @@ from ._terms import Key, Terms
 def _as_lattice(lattice: Any) -> np.ndarray:
     lat = np.atleast_2d(np.asarray(lattice, dtype=float))
     if lat.ndim != 2 or lat.shape[0] != lat.shape[1]:
-        raise ValueError(
-            f"lattice must be a square (dim, dim) array of lattice vectors (rows), "
-            f"got shape {lat.shape}"
+        raise InputError(
+            "lattice",
+            f"must be a square (dim, dim) array of lattice vectors (rows), got shape {lat.shape}",
         )
     if not np.all(np.isfinite(lat)):
-        raise ValueError("lattice contains NaN/Inf")
+        raise InputError("lattice", "contains NaN/Inf")
     if lat.shape[0] and abs(np.linalg.det(lat)) < 1e-12 * max(1.0, np.abs(lat).max()) ** 3:
-        raise ValueError("lattice vectors are linearly dependent (zero cell volume)")
+        raise InputError("lattice", "vectors are linearly dependent (zero cell volume)")
     return lat
 
 
@@ -85,16 +85,16 @@ class Model(Terms):
         if orb.ndim == 1 and dim == 1:
             orb = orb[:, None]
         if orb.ndim != 2 or orb.shape[1] != dim:
-            raise ValueError(
-                f"orbitals must have shape (norb, {dim}) (reduced coordinates), got {orb.shape}"
+            raise InputError(
+                "orbitals", f"must have shape (norb, {dim}) (reduced coordinates), got {orb.shape}"
             )
         if not np.all(np.isfinite(orb)):
-            raise ValueError("orbital positions contain NaN/Inf")
+            raise InputError("orbitals", "positions contain NaN/Inf")
         if nspin not in (1, 2):
-            raise ValueError(f"nspin must be 1 or 2, got {nspin!r}")
+            raise InputError("nspin", f"must be 1 or 2, got {nspin!r}")
         per = list(range(dim)) if periodic is None else sorted({int(p) for p in periodic})
         if any(p < 0 or p >= dim for p in per):
-            raise ValueError(f"periodic directions must be in [0, {dim}), got {per}")
+            raise InputError("periodic", f"directions must be in [0, {dim}), got {per}")
         self.orbitals = orb
         self.nspin = nspin
         self.periodic = tuple(per)
@@ -236,7 +236,7 @@ class Model(Terms):
         The hoppings of ``self`` stay given: adding one again is refused.
         """
         if self.nspin != 1:
-            raise ValueError("the model is already spinful (nspin=2)")
+            raise InputError("with_spin:", "the model is already spinful (nspin=2)")
         new = self._like(nspin=2)
         eye = np.eye(2)
         overlap = None

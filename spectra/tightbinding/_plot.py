@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.domain import InputError
+
 
 def _pyplot() -> Any:
     try:
@@ -74,14 +76,14 @@ def plot_bands(
     e = _np(energies)
     x = _np(path.distance)
     if e.ndim != 2 or e.shape[0] != x.shape[0]:
-        raise ValueError(f"energies must be (nk={x.shape[0]}, nbands), got {e.shape}")
+        raise InputError("energies", f"must be (nk={x.shape[0]}, nbands), got {e.shape}")
     if ylabel is None:
         ylabel = f"E ({units})" if units else "E"
     side = None
     if ax is not None:
         if dos is not None:
             if not (isinstance(ax, (tuple, list)) and len(ax) == 2):
-                raise ValueError("with dos=, ax must be a pair (bands_ax, dos_ax)")
+                raise InputError("plot_bands:", "with dos=, ax must be a pair (bands_ax, dos_ax)")
             ax, side = ax
         fig = ax.figure
     elif dos is None:

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..core import eigh
+from ..core.domain import InputError
 
 #: PySCF's energy for orbitals dropped by canonical orthogonalization
 #: (``pyscf.pbc.scf.hf.INVALID_ORBITAL_ENERGY``).
@@ -99,7 +100,7 @@ def pyscf_bands(
     fock, ovlp = fock_overlap(kmf, kpts)
     threshold = lindep_threshold() if lindep == "pyscf" else lindep
     if threshold is not None and not isinstance(threshold, (int, float)):
-        raise ValueError(f"lindep must be a float, None or 'pyscf', got {lindep!r}")
+        raise InputError("lindep", f"must be a float, None or 'pyscf', got {lindep!r}")
     if ovlp.shape != fock.shape:  # unrestricted: one overlap for both spins
         ovlp = np.ascontiguousarray(np.broadcast_to(ovlp, fock.shape))
     w, v = eigh(fock, ovlp, lindep=threshold, lindep_fill=lindep_fill, **eigh_kw)

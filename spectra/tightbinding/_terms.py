@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core.domain import InputError
+
 Key = tuple[int, int, tuple[int, ...]]
 Blocks = dict[tuple[int, ...], np.ndarray]
 
@@ -74,25 +76,28 @@ class Terms:
             full[list(self.periodic)] = arr
             arr = full
         if arr.shape != (self.dim,):
-            raise ValueError(f"R must have {self.dim} integer components, got {r!r}")
+            raise InputError("R", f"must have {self.dim} integer components, got {r!r}")
         if arr.dtype.kind not in "iu" and (
             arr.dtype.kind != "f" or not np.all(arr == np.round(arr))
         ):
-            raise ValueError(f"R must be integer lattice vectors, got {r!r}")
+            raise InputError("R", f"must be integer lattice vectors, got {r!r}")
         vec = tuple(int(x) for x in np.round(arr).astype(int))
         for d in range(self.dim):
             if d not in self.periodic and vec[d] != 0:
-                raise ValueError(f"R={vec} has a component along the non-periodic direction {d}")
+                raise InputError(
+                    "lattice_vector:",
+                    f"R={vec} has a component along the non-periodic direction {d}",
+                )
         return vec
 
     def _amplitude(self, t: Any, name: str) -> np.ndarray:
         arr = np.asarray(t, dtype=complex)
         if arr.ndim == 0 or (self.nspin == 2 and arr.shape == (2, 2)):
             if not np.all(np.isfinite(arr)):
-                raise ValueError(f"{name} is not finite (NaN/Inf), got {t!r}")
+                raise InputError(name, f"is not finite (NaN/Inf), got {t!r}")
             return arr * np.eye(self.nspin) if arr.ndim == 0 else arr
         want = "a scalar or a (2, 2) spin matrix" if self.nspin == 2 else "a scalar"
-        raise ValueError(f"{name} must be {want}, got shape {arr.shape}")
+        raise InputError(name, f"must be {want}, got shape {arr.shape}")
 
     def _slice(self, i: int) -> slice:
         return slice(i * self.nspin, (i + 1) * self.nspin)
@@ -125,8 +130,8 @@ class Terms:
             else:
                 values = list(value)
             if len(values) != self.norb:
-                raise ValueError(
-                    f"set_onsite needs {self.norb} values (one per orbital), got {len(values)}"
+                raise InputError(
+                    "set_onsite", f"needs {self.norb} values (one per orbital), got {len(values)}"
                 )
             for idx, v in enumerate(values):
                 self.set_onsite(v, idx)
@@ -134,8 +139,9 @@ class Terms:
         i = self._orbital_index(i, "i")
         amp = self._amplitude(value, f"onsite energy of orbital {i}")
         if not np.allclose(amp, amp.conj().T, atol=1e-12, rtol=0):
-            raise ValueError(
-                f"onsite energy of orbital {i} must be real (Hermitian), got {value!r}"
+            raise InputError(
+                "set_onsite:",
+                f"onsite energy of orbital {i} must be real (Hermitian), got {value!r}",
             )
         zero = (0,) * self.dim
         self._blocks[zero][self._slice(i), self._slice(i)] = 0.5 * (amp + amp.conj().T)
@@ -159,15 +165,17 @@ class Terms:
         amp = self._amplitude(t, f"{what} ({i}, {j}, R={vec})")
         key = min((i, j, vec), (j, i, neg))
         if i == j and not any(vec):
-            raise ValueError(
+            raise InputError(
+                "add_term:",
                 f"({i}, {i}, R=0) is an on-site term, not a {what}: "
-                f"use set_onsite" + (" / set_overlap_onsite" if what == "overlap" else "")
+                f"use set_onsite" + (" / set_overlap_onsite" if what == "overlap" else ""),
             )
         if key in keys and not replace:
-            raise ValueError(
+            raise InputError(
+                "add_term:",
                 f"{what} ({i}, {j}, R={vec}) was already given (its Hermitian "
                 f"partner ({j}, {i}, R={neg}) is implied); use replace=True to "
-                f"overwrite it"
+                f"overwrite it",
             )
         if (i, j, vec) != key:  # store in the canonical direction
             i, j, vec, neg, amp = j, i, neg, vec, amp.conj().T
@@ -209,7 +217,10 @@ class Terms:
         i = self._orbital_index(i, "i")
         amp = self._amplitude(value, f"onsite overlap of orbital {i}")
         if not np.allclose(amp, amp.conj().T, atol=1e-12, rtol=0):
-            raise ValueError(f"onsite overlap of orbital {i} must be Hermitian, got {value!r}")
+            raise InputError(
+                "set_overlap_onsite:",
+                f"onsite overlap of orbital {i} must be Hermitian, got {value!r}",
+            )
         overlap[(0,) * self.dim][self._slice(i), self._slice(i)] = amp
         self._data = None
 
@@ -238,11 +249,11 @@ class Terms:
         b = np.asarray(blocks, dtype=complex)
         n = self.nstates
         if r.ndim != 2 or r.shape[1] != self.dim:
-            raise ValueError(f"R vectors must have shape (nR, {self.dim}), got {r.shape}")
+            raise InputError("R", f"vectors must have shape (nR, {self.dim}), got {r.shape}")
         if b.shape != (r.shape[0], n, n):
-            raise ValueError(f"{name} must have shape ({r.shape[0]}, {n}, {n}), got {b.shape}")
+            raise InputError(name, f"must have shape ({r.shape[0]}, {n}, {n}), got {b.shape}")
         if not np.all(np.isfinite(b)):
-            raise ValueError(f"{name} is not finite (contains NaN/Inf)")
+            raise InputError(name, "is not finite (contains NaN/Inf)")
         out: Blocks = {}
         for vec, blk in zip(map(self._lattice_vector, r), b, strict=True):
             if vec in out:
@@ -255,15 +266,16 @@ class Terms:
         for vec, blk in out.items():
             neg = tuple(-x for x in vec)
             if neg not in out:
-                raise ValueError(
-                    f"{name}: R={vec} is given but its partner -R={neg} is not "
-                    f"(H(-R) = H(R)^H must hold)"
+                raise InputError(
+                    name,
+                    f"R={vec} is given but its partner -R={neg} is not (H(-R) = H(R)^H must hold)",
                 )
             err = float(np.abs(out[neg] - blk.conj().T).max())
             if err > tol * scale:
-                raise ValueError(
-                    f"{name} is not Hermitian: |{name[0]}(-R) - {name[0]}(R)^H| = "
-                    f"{err:.3g} at R={vec} (tol {tol * scale:.3g})"
+                raise InputError(
+                    name,
+                    f"is not Hermitian: |{name[0]}(-R) - {name[0]}(R)^H| = "
+                    f"{err:.3g} at R={vec} (tol {tol * scale:.3g})",
                 )
             sym[vec] = 0.5 * (blk + out[neg].conj().T)
         return sym

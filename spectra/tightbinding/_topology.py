@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from ..core import eigvalsh, matrix_function
-from ..core.domain import LinAlgError, as_tensor, restore
+from ..core.domain import InputError, LinAlgError, as_tensor, restore
 from ._bloch import BlochData, solve_chunk
 from ._model import Model
 
@@ -20,11 +20,11 @@ def _band_index(bands: int | Sequence[int], n: int) -> list[int]:
         raise TypeError(f"bands must be a count or a list of band indices, got {bands!r}")
     if isinstance(bands, (int, np.integer)):
         if not 0 < int(bands) <= n:
-            raise ValueError(f"bands={bands}: need between 1 and {n} occupied bands")
+            raise InputError("band_index:", f"bands={bands}: need between 1 and {n} occupied bands")
         return list(range(int(bands)))
     idx = [int(b) for b in bands]
     if not idx or any(b < 0 or b >= n for b in idx) or len(set(idx)) != len(idx):
-        raise ValueError(f"bands must be distinct indices in [0, {n}), got {list(bands)}")
+        raise InputError("bands", f"must be distinct indices in [0, {n}), got {list(bands)}")
     return sorted(idx)
 
 
@@ -64,16 +64,18 @@ def _loop_matrix(model: Model, kloop: Any, bands: int | Sequence[int]) -> tuple[
     if kt.ndim == 1 and model.dim_k == 1:
         kt = kt[:, None]
     if kt.ndim < 2 or kt.shape[-1] != model.dim_k or kt.shape[-2] < 3:
-        raise ValueError(
-            f"kloop must have shape (..., npoints >= 3, {model.dim_k}) with the "
+        raise InputError(
+            "kloop",
+            f"must have shape (..., npoints >= 3, {model.dim_k}) with the "
             f"end point equal to the start plus a reciprocal lattice vector; got "
-            f"{tuple(kt.shape)}"
+            f"{tuple(kt.shape)}",
         )
     g = kt[..., -1, :] - kt[..., 0, :]
     if not bool(torch.all(torch.abs(g - torch.round(g)) < 1e-8)):
-        raise ValueError(
-            "kloop is not closed: its last point must equal the first plus an "
-            "integer reciprocal lattice vector (reduced coordinates)"
+        raise InputError(
+            "kloop",
+            "is not closed: its last point must equal the first plus an "
+            "integer reciprocal lattice vector (reduced coordinates)",
         )
     g = torch.round(g)
     idx = _band_index(bands, data.nstates)
@@ -220,10 +222,10 @@ def berry_flux(
     data = _check_model(model, "a Chern number")
     n1, n2 = (int(g) for g in grid)
     if n1 < 2 or n2 < 2:
-        raise ValueError(f"grid must be at least 2 x 2, got {tuple(grid)}")
+        raise InputError("grid", f"must be at least 2 x 2, got {tuple(grid)}")
     p1, p2 = (int(p) for p in plane)
     if p1 == p2 or not (0 <= p1 < model.dim_k and 0 <= p2 < model.dim_k):
-        raise ValueError(f"plane must be two distinct k directions in [0, {model.dim_k})")
+        raise InputError("plane", f"must be two distinct k directions in [0, {model.dim_k})")
     base = np.zeros(model.dim_k) if k0 is None else np.asarray(k0, float).reshape(model.dim_k)
     idx = _band_index(bands, data.nstates)
     k = np.broadcast_to(base, (n1, n2, model.dim_k)).copy()
