@@ -312,6 +312,45 @@ def test_stabilize_is_validated_and_projects_back():
     assert st.check_tangent(x, buf, atol=1e-14)
 
 
+# -- one St(50, 5) parameter: the optimizers' one-parameter path (bench_stiefel_step) -------
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize(
+    ("optimizer", "params"),
+    [("sgd", {"lr": 1e-2}), ("adam", {"lr": 1e-2}), ("adam", {"lr": 1e-2, "amsgrad": True})],
+)
+def test_one_parameter_qr_steps_equal_geoopt_euclidean_stiefel(optimizer, params, dtype):
+    g = torch.Generator().manual_seed(11)
+    x0 = geoopt.EuclideanStiefel().projx(torch.randn(50, 5, dtype=torch.float64, generator=g))
+    x0 = x0.to(dtype)
+    target = torch.randn(50, 5, dtype=dtype, generator=g)
+    ours = StiefelParameter(x0.clone(), manifold=Stiefel("qr"))
+    theirs = geoopt.ManifoldParameter(x0.clone(), manifold=geoopt.EuclideanStiefel())
+    cls = {"sgd": (RiemannianSGD, geoopt.optim.RiemannianSGD)}.get(
+        optimizer, (RiemannianAdam, geoopt.optim.RiemannianAdam)
+    )
+    opt_o, opt_t = cls[0]([ours], **params), cls[1]([theirs], **params)
+    for _ in range(30):
+        for p, opt in ((ours, opt_o), (theirs, opt_t)):
+            opt.zero_grad()
+            (p - target).pow(2).sum().backward()
+            opt.step()
+    atol = 1e-10 if dtype == torch.float64 else 1e-5
+    torch.testing.assert_close(ours.detach(), theirs.detach(), atol=atol, rtol=0)
+
+
+def test_one_parameter_polar_step_is_the_svd_polar_factor_of_geoopts_step():
+    g = torch.Generator().manual_seed(12)
+    man = geoopt.EuclideanStiefel()
+    x0 = man.projx(torch.randn(50, 5, dtype=torch.float64, generator=g))
+    grad = torch.randn(50, 5, dtype=torch.float64, generator=g)
+    ours = StiefelParameter(x0.clone())
+    opt = RiemannianSGD([ours], lr=0.1)
+    ours.grad = grad
+    opt.step()
+    u, _, vh = torch.linalg.svd(x0 - 0.1 * man.egrad2rgrad(x0, grad), full_matrices=False)
+    torch.testing.assert_close(ours.detach(), u @ vh, atol=1e-13, rtol=0)
+
+
 #: Ported tests, counted for the closing note of the trust issue (per geoopt test module).
 PORTED = {
     "test_manifold_basic.py (Stiefel cases)": 7,
