@@ -18,13 +18,17 @@ from ._models import chain, cubic, graphene, haldane, ssh
 from ._plot import plot_bands
 from ._pyscf import Bands, fock_overlap, pyscf_bands
 from ._topology import berry_flux, berry_phase, chern_number, wilson_loop
+from ._tbdat import TBData, parse_tb, write_tb
 from ._wannier90 import read_wannier90, write_wannier90
+from ._win import Win, read_win
 
 __all__ = [
     "CONVENTIONS",
     "Bands",
     "BlochData",
     "KPath",
+    "TBData",
+    "Win",
     "Model",
     "berry_flux",
     "berry_phase",
@@ -42,13 +46,16 @@ __all__ = [
     "integrated_dos",
     "kpath",
     "monkhorst_pack",
+    "parse_tb",
     "plot_bands",
     "pyscf_bands",
     "read_wannier90",
+    "read_win",
     "solve_chunk",
     "special_points",
     "ssh",
     "supercell",
     "wilson_loop",
+    "write_tb",
     "write_wannier90",
 ]
