@@ -17,8 +17,8 @@ from ._model import CONVENTIONS, Model
 from ._models import chain, cubic, graphene, haldane, ssh
 from ._plot import plot_bands
 from ._pyscf import Bands, fock_overlap, pyscf_bands
-from ._topology import berry_flux, berry_phase, chern_number, wilson_loop
 from ._tbdat import TBData, parse_tb, write_tb
+from ._topology import berry_flux, berry_phase, chern_number, wilson_loop
 from ._wannier90 import read_wannier90, write_wannier90
 from ._win import Win, read_win
 
@@ -27,9 +27,9 @@ __all__ = [
     "Bands",
     "BlochData",
     "KPath",
+    "Model",
     "TBData",
     "Win",
-    "Model",
     "berry_flux",
     "berry_phase",
     "bloch_sum",
