@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,8 +12,25 @@ import torch
 SUPPORTED = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 
 #: CPU blocks of at least this many entries take numba's one-pass input check and gauge
-#: whatever the strategy; smaller ones never import numba for them (0.4 s the first time)
+#: whatever the strategy once numba is loaded; smaller ones never use it
 NUMBA_PASS_MIN_ENTRIES = 1 << 16
+#: blocks of at least this many entries import numba for those passes (0.4-0.5 s the first
+#: time in a process, ~100 ms of the torch passes at this size); below it a call never
+#: waits for numba, e.g. a process's first 200 x 40x40 call (both passes make the same
+#: decisions, so which ran never shows in the result)
+NUMBA_IMPORT_MIN_ENTRIES = 1 << 23
+
+
+def numba_pass_ok(entries: int) -> bool:
+    """Whether a CPU block of ``entries`` takes numba's one-pass check/gauge: large
+    enough to pay, and numba already loaded (or the block large enough to pay its import).
+
+    >>> numba_pass_ok(16), numba_pass_ok(1 << 24)
+    (False, True)
+    """
+    if entries < NUMBA_PASS_MIN_ENTRIES:
+        return False
+    return entries >= NUMBA_IMPORT_MIN_ENTRIES or "numba" in sys.modules
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import torch
 
 from ._autotune import autotune, size_class
 from ._cost import matrix_seconds
-from ._kernels._choice import choose_kernel
+from ._kernels._choice import KERNEL_MIN_BATCH, choose_kernel
 from ._memory import default_budget
 from ._options import check_count, check_positive
 from ._strategies import STRATEGIES
@@ -38,6 +38,31 @@ _MIN_PARALLEL_BATCH = 2
 #: broke even and 16,384 (48 ms) ran 1.7x faster (2026-11-30, interleaved, quiet machine).
 #: Batches whose serial solve is estimated below this stay in the caller's thread.
 _MIN_PARALLEL_SECONDS = 4e-3
+
+
+def direct_path(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
+    """Whether a default CPU call on ``batch`` matrices of size ``n`` is planned as one
+    LAPACK call in the caller's thread on one kernel thread, which the direct path
+    (``_direct``) then runs without the pipeline: no kernel (fewer than
+    ``KERNEL_MIN_BATCH`` matrices, or a size LAPACK wins), too little work to fan out, one
+    chunk (a few small matrices always fit the budget's 64 MiB floor), ``n`` below the
+    threaded-LAPACK size. The planner reports it (``Plan.direct``).
+
+    >>> direct_path(8, 1, torch.float64, True), direct_path(8, 4096, torch.float64, True)
+    (True, False)
+    """
+    if n >= THREADED_LAPACK_MIN_N or batch > DIRECT_MAX_BATCH or batch < 1:
+        return False
+    cpu = torch.device("cpu")
+    if choose_kernel(n, dtype, cpu, vectors, batch) is not None:
+        return False
+    return batch < _MIN_PARALLEL_BATCH or batch * matrix_seconds(n, dtype, cpu) < (
+        _MIN_PARALLEL_SECONDS
+    )
+
+
+#: at most this many matrices take the direct path (``direct_path``)
+DIRECT_MAX_BATCH = 8
 
 
 def format_bytes(n: int) -> str:
@@ -71,6 +96,9 @@ class Plan:
     memory_budget: int
     reasons: tuple[str, ...] = field(default=())
     single_threaded: bool = False  # one intra-op/BLAS thread per solve (CPU)
+    #: one LAPACK call in the caller's thread that a default call runs without the
+    #: pipeline (``direct_path``): same result, none of the fixed cost
+    direct: bool = False
 
     @property
     def n_chunks(self) -> int:
@@ -183,8 +211,15 @@ def choose_strategy(
         shown = ", ".join(f"{k} {1e3 * t:.2f} ms" for k, t in timings)
         return name, [f"autotuned on {min(cls, 256)} sample matrices: {shown}"]
     if device.type == "cpu":
-        kernel = choose_kernel(n, dtype, device, vectors)  # measured: where it beats LAPACK
-        return kernel if kernel is not None else ("torch", [])
+        kernel = choose_kernel(n, dtype, device, vectors, batch)  # measured: where it wins
+        if kernel is not None:
+            return kernel
+        if batch < KERNEL_MIN_BATCH and choose_kernel(n, dtype, device, vectors) is not None:
+            return "torch", [
+                f"{batch} < {KERNEL_MIN_BATCH} matrices: LAPACK (a kernel pays from "
+                f"{KERNEL_MIN_BATCH}, and never makes a small call wait for numba)"
+            ]
+        return "torch", []
     if not (legacy_cuda and n > LEGACY_CUDA_BATCHED_MAX_N):
         return "torch", ["one batched cuSOLVER call per chunk"]
     why = f"torch {torch.__version__} loops syevd for n > 32 on CUDA; "
@@ -269,6 +304,18 @@ def _plan_cached(
             if single
             else f"n >= {THREADED_LAPACK_MIN_N}: threaded LAPACK inside the one call"
         )
+    direct = (
+        device.type == "cpu"
+        and name == "torch"
+        and used_workers == 1
+        and size >= batch
+        and direct_path(n, batch, dtype, vectors)
+    )
+    if direct:
+        reasons.append(
+            "direct path: a default call runs this one LAPACK call without the pipeline "
+            "(quick check, solve, NumPy gauge)"
+        )
     return Plan(
         n,
         batch,
@@ -283,4 +330,5 @@ def _plan_cached(
         budget,
         tuple(reasons),
         single,
+        direct,
     )

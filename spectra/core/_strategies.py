@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._arrays import NUMBA_PASS_MIN_ENTRIES
+from ._arrays import numba_pass_ok
 from ._torch_lapack import torch_eigh, torch_eigh_into
 
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
@@ -134,7 +134,7 @@ def _cupy_syevj(a: torch.Tensor, vectors: bool) -> Result:
 def _numba_check(a: torch.Tensor, tol: float) -> bool | None:
     """The input check in numba's one pass (:mod:`._kernels._numba_check`) for CPU blocks
     large enough to repay importing numba; ``None`` (torch's check runs) otherwise."""
-    if a.device.type != "cpu" or a.numel() < NUMBA_PASS_MIN_ENTRIES:
+    if a.device.type != "cpu" or not numba_pass_ok(a.numel()):
         return None
     from ._kernels import _check_block
 

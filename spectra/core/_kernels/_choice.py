@@ -46,14 +46,23 @@ QL_MAX_N = (32, 28)
 COMPLEX_QL_MAX_N = 12
 #: numba-jacobi below this size (at n = 4, 5 its fewer passes beat the reduction)
 JACOBI_BELOW = 6
+#: Batches smaller than this stay on LAPACK: a kernel computes whole groups of 64 lanes
+#: (one 8x8 matrix cost a full group, 63 us, against LAPACK's 6 us), and the first kernel
+#: call of a process imports numba and its cached kernels (~0.5 s), which a call LAPACK
+#: answers in microseconds must never wait for. From 32 matrices the lanes pay (n = 8:
+#: a group ~190 us against 32 x 6 us). The choice depends on the whole call's batch, never
+#: on a chunk or a worker's part, so a call's results stay bitwise independent of those.
+KERNEL_MIN_BATCH = 32
 
 
 def choose_kernel(
-    n: int, dtype: torch.dtype, device: torch.device, vectors: bool
+    n: int, dtype: torch.dtype, device: torch.device, vectors: bool, batch: int = KERNEL_MIN_BATCH
 ) -> tuple[str, list[str]] | None:
     """The kernel strategy for this batch and why, or ``None`` to keep LAPACK."""
     if device.type != "cpu":
         return None  # not measured on GPUs yet: cuSOLVER's batched path stays
+    if batch < KERNEL_MIN_BATCH:
+        return None
     complex_ = dtype.is_complex
     if n <= 2 or (n == 3 and not complex_):
         return "closed-form", [f"n = {n}: closed form, one SIMD lane per matrix"]

@@ -1,0 +1,148 @@
+"""The direct path: one CPU matrix, or a handful, with no fixed cost above LAPACK's.
+
+A call such as ``spectra.eigh(one_8x8)`` used to pay ~300 us of pipeline (options,
+preparation, planning, the executor, a lane kernel padded to 64 lanes, a gauge of many tiny
+torch ops) for a 6 us solve. When the planner would run the call as one LAPACK call in the
+caller's thread (:func:`~spectra.core._plan.direct_path`: CPU, no ``b``, no options, a batch
+whose serial solve stays below the fan-out threshold, no kernel), this module does exactly
+what that plan would do, without the layers: the executor's quick input check
+(:func:`~spectra.core._checks.quick_check`), the aligned LAPACK call
+(:func:`~spectra.core._torch_lapack.torch_eigh`) on one kernel thread, the gauge (a NumPy
+pass that makes the torch gauge's decisions, :func:`~spectra.core._gauge.fix_gauge_small_`),
+the ``k`` slice. Results are bitwise those of the planned path
+(``tests/core/test_direct.py``); anything unusual (a check that fails, gradients, a
+non-finite result) returns ``None`` and the call takes the full path, which produces the
+errors and the answer.
+
+>>> import torch
+>>> a = torch.tensor([[2.0, 1.0], [1.0, 2.0]], dtype=torch.float64)
+>>> w, v = solve_direct(a, True, None, False, True, None)
+>>> w
+tensor([1., 3.], dtype=torch.float64)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from torch.autograd import forward_ad
+
+from ._autograd import eigh_with_grad
+from ._checks import InputRejected, quick_check
+from ._gauge import fix_gauge_small_
+from ._plan import direct_path
+from ._prepare import check_k
+from ._select import select_k
+from ._threads import restore_thread_kernel_threads, set_thread_kernel_threads
+from ._torch_lapack import lapack_aligned, torch_eigh
+
+_TORCH_DTYPES = frozenset((torch.float32, torch.float64, torch.complex64, torch.complex128))
+_NUMPY_DTYPES = frozenset(np.dtype(d) for d in ("float32", "float64", "complex64", "complex128"))
+
+
+def _as_cpu_tensor(a: Any) -> tuple[torch.Tensor, bool] | None:
+    """``a`` as a CPU tensor without a copy, and whether it came as NumPy; ``None`` for
+    anything the full path must convert (other types, dtypes, layouts, devices, grads)."""
+    if type(a) is torch.Tensor:
+        if (
+            a.device.type != "cpu"
+            or a.dtype not in _TORCH_DTYPES
+            or a.layout != torch.strided
+            or a.is_conj()
+            or a.is_neg()
+            or torch._C._functorch.is_functorch_wrapped_tensor(a)  # vmap, grad, jvp
+            or (forward_ad._current_level >= 0 and forward_ad.unpack_dual(a).tangent is not None)
+        ):
+            return None
+        return a, False
+    if type(a) is np.ndarray:
+        if a.dtype not in _NUMPY_DTYPES or not a.flags.c_contiguous or not a.flags.aligned:
+            return None
+        if not a.dtype.isnative or not a.flags.writeable:
+            return None
+        return torch.from_numpy(a), True
+    return None
+
+
+def _solve(flat: torch.Tensor, vectors: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """LAPACK on ``flat`` (no history) with the plan's one kernel thread, in this thread."""
+    old = set_thread_kernel_threads(1)
+    try:
+        if not lapack_aligned(flat):  # one aligned call per matrix, as the planned path
+            return torch_eigh(flat, vectors)
+        if vectors:
+            w, v = torch.linalg.eigh(flat)
+            return w, v
+        return torch.linalg.eigvalsh(flat), None
+    finally:
+        restore_thread_kernel_threads(old)
+
+
+def _solve_gauged(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eigenpairs in the gauge: the solver the autograd rule wraps."""
+    w, v = _solve(x.detach(), True)
+    assert v is not None
+    return w, fix_gauge_small_(v)
+
+
+@functools.lru_cache(maxsize=4096)
+def _direct(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
+    return direct_path(n, batch, dtype, vectors)
+
+
+def solve_direct(
+    a: Any,
+    vectors: bool,
+    k: Any,
+    largest: bool,
+    check: bool,
+    symmetry_tol: float | None,
+) -> tuple[Any, Any] | None:
+    """``(w, v or None)`` of a small CPU call as its plan would compute them, or ``None``
+    when the call must take the full path."""
+    got = _as_cpu_tensor(a)
+    if got is None:
+        return None
+    t, numpy_in = got
+    shape = t.shape
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        return None
+    n = shape[-1]
+    batch = math.prod(shape[:-2]) if len(shape) > 2 else 1
+    tracked = t.requires_grad and torch.is_grad_enabled()  # eigenpairs for the backward
+    if n == 0 or batch == 0 or not _direct(n, batch, t.dtype, vectors or tracked):
+        return None
+    kk = None if k is None else check_k(k, n)  # the full path's own check: the same errors
+    flat = t.reshape(batch, n, n)
+    if not flat.is_contiguous():
+        flat = flat.contiguous()
+    if check:
+        try:
+            quick_check(flat, symmetry_tol)
+        except InputRejected:
+            return None  # the full path names what is wrong (or accepts it within tolerance)
+    if tracked:  # the planned path's autograd rule around the same solve
+        w, v = eigh_with_grad(flat, _solve_gauged, None, 0.0, "warn")
+        if check and not math.isfinite(w.detach().numpy().sum()):
+            return None
+        v = v if vectors else None
+    else:
+        w, v = _solve(flat, vectors)
+        if check and not math.isfinite(w.numpy().sum()):
+            return None  # e.g. a symmetric Inf: the full path refuses it with its indices
+        if v is not None:
+            fix_gauge_small_(v)
+    if kk is not None:
+        w, v = select_k(w, v, kk, largest)
+    if len(shape) == 2:
+        w, v = w[0], (v[0] if v is not None else None)
+    elif len(shape) > 3:
+        w = w.reshape(*shape[:-2], w.shape[-1])
+        v = v.reshape(*shape[:-2], n, v.shape[-1]) if v is not None else None
+    if numpy_in:
+        return w.numpy(), (v.numpy() if v is not None else None)
+    return w, v

@@ -1,0 +1,198 @@
+"""The direct path for one matrix or a handful (issue 26): the plan says so, the pipeline
+and the pool are not used, and the results are bitwise those of the planned path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import spectra
+from spectra.core import _direct, _execute, _gauge, _threads
+from spectra.core._kernels._choice import KERNEL_MIN_BATCH
+from spectra.core._plan import DIRECT_MAX_BATCH
+
+from .helpers import random_hermitian
+
+DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
+
+
+def _full_path(x, **kw):
+    """The same call through the whole pipeline (an execution keyword skips the direct
+    path; ``workers=1`` is what the plan of a small call says anyway)."""
+    return spectra.eigh(x, workers=1, **kw)
+
+
+def _no_pipeline(monkeypatch):
+    def fail(*args, **kwargs):
+        raise AssertionError("the pipeline ran")
+
+    monkeypatch.setattr(_execute, "execute", fail)
+    monkeypatch.setattr(_threads, "fan_out", fail)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 16, 33, 50, 64, 100])
+@pytest.mark.parametrize("shape", [(), (1,), (3,), (2, 2)])
+def test_direct_results_are_bitwise_the_planned_path(shape, n, dtype):
+    a = random_hermitian(shape or (1,), n, dtype, seed=n)
+    a = a.reshape(*shape, n, n)
+    batch = int(np.prod(shape)) if shape else 1
+    p = spectra.plan(n, batch, dtype)
+    if not p.direct:
+        assert batch * n**3 > 3e5, str(p)  # only work enough to fan out leaves the path
+        pytest.skip("planned on more than one worker")
+    assert p.strategy == "torch" and p.workers == 1 and p.n_chunks == 1
+    assert _direct.solve_direct(a, True, None, False, True, None) is not None
+    w, v = spectra.eigh(a)
+    wf, vf = _full_path(a)
+    assert torch.equal(w, wf) and torch.equal(v, vf)
+    assert w.shape == (*shape, n) and v.shape == (*shape, n, n)
+    assert torch.equal(spectra.eigvalsh(a), spectra.eigvalsh(a, workers=1))
+    k = max(1, n // 2)
+    for largest in (False, True):
+        wk, vk = spectra.eigh(a, k=k, largest=largest)
+        wkf, vkf = _full_path(a, k=k, largest=largest)
+        assert torch.equal(wk, wkf) and torch.equal(vk, vkf)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+def test_numpy_in_numpy_out_on_the_direct_path(monkeypatch, dtype):
+    x = random_hermitian((1,), 6, torch.float64, seed=3)[0].numpy().astype(dtype)
+    full = _full_path(x)
+    _no_pipeline(monkeypatch)
+    w, v = spectra.eigh(x)
+    assert isinstance(w, np.ndarray) and isinstance(v, np.ndarray)
+    assert w.dtype == full.eigenvalues.dtype and v.dtype == x.dtype
+    assert np.array_equal(w, full.eigenvalues) and np.array_equal(v, full.eigenvectors)
+
+
+def test_a_small_call_uses_neither_the_pipeline_nor_the_pool(monkeypatch):
+    a = random_hermitian((4,), 8, torch.float64, seed=1)
+    assert spectra.plan(8, 4, torch.float64).direct
+    _no_pipeline(monkeypatch)
+    w, v = spectra.eigh(a)
+    assert spectra.validate(a, w, v).ok()
+    spectra.eigvalsh(a[0])
+
+
+def test_the_plan_shows_the_direct_path_and_its_limits():
+    p = spectra.plan(8, 1, torch.float64)
+    assert p.direct and any("direct path" in r for r in p.reasons)
+    assert "direct path" in str(p)
+    assert not spectra.plan(8, 4096, torch.float64).direct  # kernels and the pool
+    assert not spectra.plan(8, DIRECT_MAX_BATCH + 1, torch.float64).direct
+    assert not spectra.plan(300, 1, torch.float64).direct  # threaded LAPACK
+    assert not spectra.plan(8, 1, torch.float64, "cpu", chunk_size=1, strategy="jacobi").direct
+
+
+@pytest.mark.parametrize("n", [2, 3, 8])
+def test_kernels_only_from_the_batch_where_they_pay(n):
+    small = spectra.plan(n, KERNEL_MIN_BATCH - 1, torch.float64)
+    big = spectra.plan(n, KERNEL_MIN_BATCH, torch.float64)
+    assert small.strategy == "torch", str(small)
+    assert big.strategy != "torch", str(big)
+    assert any(f"< {KERNEL_MIN_BATCH} matrices" in r for r in small.reasons)
+    # the strategy follows the whole call's batch, never a chunk of it
+    assert spectra.plan(n, 4 * KERNEL_MIN_BATCH, torch.float64, chunk_size=3).strategy == (
+        big.strategy
+    )
+
+
+def test_bad_input_gets_the_full_paths_errors():
+    a = torch.eye(4, dtype=torch.float64)
+    asymmetric, symmetric_inf = a.clone(), a.clone()
+    asymmetric[1, 2] = 5.0
+    symmetric_inf[2, 2] = float("inf")  # passes the exact-symmetry test: caught after the solve
+    for bad, match in [
+        (asymmetric, "not symmetric"),
+        (torch.full((4, 4), float("nan"), dtype=torch.float64), "NaN or Inf"),
+        (symmetric_inf, "NaN or Inf"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            spectra.eigh(bad)
+    with pytest.raises(ValueError, match="k"):
+        spectra.eigh(a, k=5)
+    slightly = a.clone()
+    slightly[0, 1] = 1e-14  # asymmetric within the tolerance: accepted, as the full path does
+    assert torch.equal(spectra.eigh(slightly).eigenvalues, _full_path(slightly).eigenvalues)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_gradients_on_the_direct_path_are_bitwise_the_planned_paths(monkeypatch, dtype):
+    a0 = random_hermitian((2,), 5, dtype, seed=2)
+    grads = []
+    for kw in ({}, {"workers": 1}):  # direct, then the full pipeline
+        a = a0.clone().requires_grad_(True)
+        w, v = spectra.eigh(a, **kw)
+        (w.square().sum() + (v.abs() ** 3).sum()).backward()
+        grads.append((w.detach(), v.detach(), a.grad))
+    for got, want in zip(grads[0], grads[1], strict=True):
+        assert torch.equal(got, want)
+    x = a0.clone().requires_grad_(True)
+    (g,) = torch.autograd.grad(spectra.eigvalsh(x).sum(), [x])
+    torch.testing.assert_close(g, torch.eye(5, dtype=dtype).expand(2, 5, 5))
+    _no_pipeline(monkeypatch)
+    a = a0.clone().requires_grad_(True)
+    spectra.eigh(a).eigenvalues.sum().backward()  # forward and backward without the pipeline
+    assert a.grad is not None
+
+
+def test_transforms_and_unusual_tensors_leave_the_direct_path():
+    a = random_hermitian((1,), 5, torch.float64, seed=2)[0]
+    assert _direct.solve_direct(a, True, None, False, True, None) is not None
+    assert _direct.solve_direct(a.to(torch.float16), True, None, False, True, None) is None
+    c = a.to(torch.complex128)
+    assert _direct.solve_direct(c.conj(), True, None, False, True, None) is None  # conj bit
+    got = torch.func.vmap(lambda m: spectra.eigvalsh(m))(a.expand(3, 5, 5))
+    torch.testing.assert_close(got, spectra.eigvalsh(a.expand(3, 5, 5).contiguous()))
+    import torch.autograd.forward_ad as fwAD
+
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(a, torch.eye(5, dtype=torch.float64))
+        assert _direct.solve_direct(dual, True, None, False, True, None) is None
+        w = spectra.eigvalsh(dual)
+        torch.testing.assert_close(fwAD.unpack_dual(w).tangent.sum(), torch.tensor(5.0).double())
+
+
+def _gauge_cases(dtype: torch.dtype) -> torch.Tensor:
+    """Eigenvector-like blocks with exact and near ties of both signs, zeros, -0.0."""
+    gen = torch.Generator().manual_seed(5)
+    real = torch.float32 if dtype in (torch.float32, torch.complex64) else torch.float64
+    tol = 1e-4 if real == torch.float32 else 1e-10
+    v = torch.randn(40, 6, 6, generator=gen, dtype=real)
+    v[0, :, 0] = torch.tensor([0.5, -0.5, 0.1, 0.0, -0.0, 0.2])  # exact opposite tie
+    v[1, :, 1] = torch.tensor([-0.5, 0.5 * (1 - tol / 3), 0.0, 0.1, 0.2, 0.3])  # near tie
+    v[2, :, 2] = torch.tensor([0.3, 0.3, -0.3, 0.1, 0.0, 0.0])
+    v[3, :, 3] = torch.tensor([-0.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # a zero column
+    v[4, :, 4] = torch.tensor([0.4 * (1 - 2 * tol), -0.4, 0.4, 0.0, 0.0, 0.0])  # outside
+    if dtype.is_complex:
+        im = torch.randn(40, 6, 6, generator=gen, dtype=real)
+        im[0, :, 0] = torch.tensor([0.5, -0.5, 0.0, 0.0, 0.0, 0.0])
+        v = torch.complex(v, im)
+    return v.mT.contiguous().mT  # column-major, as LAPACK writes eigenvectors
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_small_gauge_is_bitwise_the_torch_gauge(dtype):
+    v = _gauge_cases(dtype)
+    want = _gauge.fix_gauge_(v.clone())
+    got = _gauge.fix_gauge_small_(v.clone())
+    assert torch.equal(got, want)
+    for i in range(v.shape[0]):  # one block at a time, as the direct path runs
+        assert torch.equal(_gauge.fix_gauge_small_(v[i : i + 1].clone()), want[i : i + 1])
+
+
+def test_a_first_small_call_never_imports_numba():
+    code = (
+        "import sys, torch, spectra\n"
+        "a = torch.randn(200, 40, 40, dtype=torch.float64)\n"
+        "spectra.eigh(a + a.mT)\n"
+        "for n in (2, 3, 8, 16):\n"
+        "    x = torch.randn(n, n); spectra.eigh(x + x.mT)\n"
+        "assert 'numba' not in sys.modules, 'numba imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
