@@ -1,0 +1,111 @@
+"""LaplacianPE on one Data (``dataset.transform = ...``) takes the direct path: no layouts,
+masks or parts meant for a Batch, the same features as the batched path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Batch, Data
+
+import spectra.graph._transform as transform
+from spectra.core import InputError
+from spectra.graph import LaplacianPE, PEAttrs
+
+from .graphs import random_graph
+
+ATTRS = PEAttrs(eigenvalues="ev", groups="gr")
+NAMES = ("laplacian_eigenvector_pe", "laplacian_eigenvector_pe_mask", "ev", "gr",
+         "heat_kernel_diag")  # fmt: skip
+
+
+def graphs(rng):
+    out = []
+    for n, connected, weighted in [(25, True, False), (12, False, True), (7, True, True),
+                                   (3, True, False), (30, False, False)]:  # fmt: skip
+        ei, ew = random_graph(rng, n, p=0.15, connected=connected, weighted=weighted)
+        out.append(Data(edge_index=ei, edge_weight=ew, num_nodes=n + 2))  # 2 isolated nodes
+    out.append(Data(edge_index=torch.zeros(2, 0, dtype=torch.long), num_nodes=4))
+    return out
+
+
+def test_one_data_takes_the_direct_path(monkeypatch):
+    t = LaplacianPE(4)
+    ei, _ = random_graph(np.random.default_rng(0), 25)
+    data = Data(edge_index=ei, num_nodes=25)
+    assert t.path(data) == "single"
+
+    def no_batch_path(*args, **kwargs):
+        raise AssertionError("the batched pipeline ran for one Data")
+
+    monkeypatch.setattr(transform, "pe_pipeline", no_batch_path)
+    out = t(data)
+    assert out.laplacian_eigenvector_pe.shape == (25, 4)
+    batch = Batch.from_data_list([data, data])
+    assert t.path(batch) == "batch"
+    with pytest.raises(AssertionError, match="batched pipeline"):
+        t(batch)
+
+
+def test_what_leaves_the_direct_path():
+    ei, ew = random_graph(np.random.default_rng(1), 10, weighted=True)
+    t = LaplacianPE(3)
+    assert t.path(Data(edge_index=ei, edge_weight=ew.requires_grad_(), num_nodes=10)) == "batch"
+    assert LaplacianPE(3, device=None).path(Data(edge_index=ei, num_nodes=10)) == "single"
+    small = LaplacianPE(3, eigh_options={"sparse_from": 5})
+    assert small.path(Data(edge_index=ei, num_nodes=10)) == "batch"
+    assert t.path(Data(edge_index=ei, num_nodes=0)) == "batch"
+
+
+@pytest.mark.parametrize("normalization", ["sym", "rw", None])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_direct_path_equals_batched_path(normalization, dtype):
+    rng = np.random.default_rng(2)
+    t = LaplacianPE(5, normalization=normalization, attrs=ATTRS, heat_times=[0.5, 4.0],
+                    dtype=dtype)  # fmt: skip
+    atol = 1e-10 if dtype == torch.float64 else 2e-6
+    for d in graphs(rng):
+        assert t.path(d) == "single"
+        one = t(d)
+        via_batch = t(Batch.from_data_list([d]))
+        for name in NAMES:
+            a, b = one[name], via_batch[name]
+            assert a.dtype == b.dtype and a.shape == b.shape, name
+            if a.is_floating_point():
+                torch.testing.assert_close(a, b, atol=atol, rtol=0)
+            else:
+                assert torch.equal(a, b), name
+
+
+def test_direct_path_pyg_convention_and_random_signs():
+    rng = np.random.default_rng(3)
+    for d in graphs(rng):
+        for kw in ({"convention": "pyg"}, {"random_sign": 5}):
+            if "random_sign" in kw:
+                kw = {"random_sign": torch.Generator().manual_seed(5)}
+            t = LaplacianPE(3, dtype=torch.float64, **kw)
+            torch.manual_seed(11)
+            one = t(d).laplacian_eigenvector_pe
+            if "random_sign" in kw:
+                kw = {"random_sign": torch.Generator().manual_seed(5)}
+            t = LaplacianPE(3, dtype=torch.float64, **kw)
+            torch.manual_seed(11)
+            batched = t(Batch.from_data_list([d])).laplacian_eigenvector_pe
+            torch.testing.assert_close(one, batched, atol=1e-10, rtol=0)
+
+
+def test_direct_path_concatenates_to_x_and_refuses_bad_input():
+    ei, _ = random_graph(np.random.default_rng(4), 6)
+    d = Data(edge_index=ei, x=torch.ones(6, 2), num_nodes=6)
+    assert LaplacianPE(2, attr_name=None)(d).x.shape == (6, 4)
+    with pytest.raises(InputError, match="directed"):
+        LaplacianPE(2)(Data(edge_index=torch.tensor([[0, 1], [1, 2]]), num_nodes=3))
+    with pytest.raises(InputError, match=r"outside \[0, num_nodes=3\)"):
+        LaplacianPE(2)(Data(edge_index=torch.tensor([[0, 5], [5, 0]]), num_nodes=3))
+    bad = Data(edge_index=ei, edge_weight=torch.full((ei.shape[1],), float("nan")), num_nodes=6)
+    with pytest.raises(InputError, match="NaN"):
+        LaplacianPE(2)(bad)
+    neg = Data(edge_index=ei, edge_weight=-torch.ones(ei.shape[1]), num_nodes=6)
+    with pytest.raises(InputError, match="negative weighted degree"):
+        LaplacianPE(2)(neg)
+    assert LaplacianPE(2, normalization=None)(neg).laplacian_eigenvector_pe.shape == (6, 2)
