@@ -149,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
         f"{'-'.join(path.labels)}; E in [{energies.min():.4g}, {energies.max():.4g}]"
     )
     if fermi is not None:
-        line += f"; E_F = {fermi:.6g}"
-    line += f"; counting {counting}"
+        line += f"; E_F = {fermi:.6g} (counting {counting})"
+    else:
+        line += f"; counting {counting}"
     print(f"{line} -> {args.out}")
     return 0
