@@ -315,3 +315,22 @@ def test_vacuum_along_first_lattice_vector_and_explicit_periodic(tmp_path):
 def test_model_kpath_without_win_path_is_the_lattice_default():
     g = Model([[1.0, 0.0], [0.5, 3**0.5 / 2]], [[1 / 3, 1 / 3], [2 / 3, 2 / 3]])
     assert g.kpath(npoints=20).labels == ["Γ", "K", "M", "Γ"]
+
+
+def test_tb_lattice_must_agree_with_win_and_win_needs_data(tmp_path):
+    shutil.copy(DATA / "haldane_tb.dat", tmp_path / "haldane_tb.dat")
+    win = tmp_path / "haldane.win"
+    win.write_text("begin unit_cell_cart\n1 0 0\n0.5 0.8660254038 0\n0 0 10\nend unit_cell_cart\n")
+    assert read_wannier90(tmp_path / "haldane.win").nstates == 2  # the .win finds its _tb.dat
+    win.write_text(
+        "begin unit_cell_cart\n1.1 0 0\n0.5 0.8660254038 0\n0 0 10\nend unit_cell_cart\n"
+    )
+    with pytest.raises(InputError, match="differs from the lattice"):
+        read_wannier90(tmp_path)
+    other = tmp_path / "other.win"
+    other.write_text("num_wann 2\n")
+    with pytest.raises(InputError, match=r"has no other_tb\.dat or other_hr\.dat"):
+        read_wannier90(other)
+    other.write_text("num_wann 2\nspinors = .true.\n")
+    m = read_wannier90(tmp_path / "haldane_tb.dat", win=other)
+    assert m.spinors  # an explicit .win wins over the one next to the file
