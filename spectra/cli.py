@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(sub)
+    from spectra._commands.validate import harden_numeric_options
+
+    harden_numeric_options(sub.choices.values())  # finite numbers, one-line errors
     return parser
 
 
@@ -80,6 +83,16 @@ def check_output_path(path: str | os.PathLike, option: str) -> None:
         raise UsageError(f"--{option} {path}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK):
         raise UsageError(f"--{option} {path}: the folder {folder} is not writable")
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """A failed allocation: ``MemoryError``, torch's CPU allocator or CUDA out of memory."""
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and (
+        "can't allocate memory" in text or "out of memory" in text.lower()
+    )
 
 
 def _subcommand_prog(parser: argparse.ArgumentParser, command: str | None) -> str:
@@ -119,6 +132,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("SPECTRA_DEBUG"):
             raise
+        if _out_of_memory(exc):  # an estimate let it through: still the size asked for
+            print(
+                f"{prog}: error: out of memory ({type(exc).__name__}: "
+                f"{' '.join(str(exc).split())[:200]}): ask for smaller sizes",
+                file=sys.stderr,
+            )
+            return 2
         print(
             f"{prog}: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
             "(run again with SPECTRA_DEBUG=1 for the traceback, and please report it)",

@@ -23,14 +23,14 @@ def _bad_lines(tmp: Path) -> list[tuple[list[str], str]]:
     cases = [
         (["explain", "-5", "10"], "n must be >= 1"),
         (["explain", "4", "-1"], "batch must be >= 0"),
-        (["explain", "4", "ten"], "invalid int value"),
+        (["explain", "4", "ten"], "expected an integer, got 'ten'"),
         (["explain", "4", "10", "--strategy", "nosuch"], "unknown strategy 'nosuch'"),
         (["explain", "4", "10", "--device", "gpu"], "use cpu, cuda or cuda:N"),
         (["explain", "4", "10", "--max-memory", "0"], "--max-memory must be >= 1"),
         (["explain", "4", "10", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
         (["check", "--device", "gpu"], "use cpu, cuda or cuda:N"),
         (["check", "--json", missing + ".json"], "does not exist"),
-        (["bands", str(ROOT / "README.md"), "--out", str(tmp / "b.png")], "not a Wannier90"),
+        (["bands", str(ROOT / "README.md"), "--out", str(tmp / "b.png")], "Wannier90"),
         (["bands", str(tmp / "missing_hr.dat"), "--out", str(tmp / "b.png")], "no such file"),
         (["bands", GRAPHENE, "--out", missing + ".png"], "does not exist"),
         (["bands", GRAPHENE, "--out", str(tmp)], "is a folder"),
@@ -38,6 +38,39 @@ def _bad_lines(tmp: Path) -> list[tuple[list[str], str]]:
         (["bands", GRAPHENE, "--electrons", "5", "--out", str(tmp / "b.png")], "outside [0, 4]"),
         (["bands", GRAPHENE, "--electrons", "-1", "--out", str(tmp / "b.png")], "outside"),
         (["nosuchcommand"], "invalid choice"),
+        # issue 24: every numeric option finite and in range, sizes checked against memory
+        (["bands", GRAPHENE, "--spin-degeneracy", "inf", "--electrons", "2"], "finite number"),
+        (["bands", GRAPHENE, "--spin-degeneracy", "nan"], "expected a finite number, got 'nan'"),
+        (["bands", GRAPHENE, "--spin-degeneracy", "0"], "must be positive"),
+        (["bands", GRAPHENE, "--electrons", "nan"], "finite number"),
+        (["bands", GRAPHENE, "--electrons=-inf"], "finite number"),
+        (["bands", GRAPHENE, "--electrons", "1e999"], "finite number"),
+        (["bands", GRAPHENE, "--nk", "2.5"], "expected an integer, got '2.5'"),
+        (["bands", GRAPHENE, "--nk", "1e3"], "expected an integer"),
+        (["bands", GRAPHENE, "--nk", "2000000000", "--out", str(tmp / "b.png")], "memory"),
+        (["bands", GRAPHENE, "--dos", "--grid", "200000", "--out", str(tmp / "b.png")], "memory"),
+        (
+            [
+                "bands",
+                GRAPHENE,
+                "--electrons",
+                "2",
+                "--grid",
+                "200000",
+                "--out",
+                str(tmp / "b.png"),
+            ],
+            "--grid 200000 needs about",
+        ),
+        (["bench", "--sizes", "100000:100000"], "--sizes 100000:100000 needs about"),
+        (["bench", "--sizes", "8:0"], "positive n:batch"),
+        (["bench", "--device", "tpu"], "use cpu, cuda or cuda:N"),
+        (["bench", "--repeats", "0"], "positive integer"),
+        (["bench", "--repeats", "100000"], "--repeats must be at most 1000"),
+        (["bench", "--dask", "100000"], "local workers"),
+        (["explain", "4", "10", "--device", "tpu"], "use cpu, cuda or cuda:N"),
+        (["explain", "4", "10", "--max-memory", "1e9"], "expected an integer"),
+        (["check", "--device", "tpu"], "use cpu, cuda or cuda:N"),
     ]
     if NO_CUDA:
         cases.append((["explain", "64", "1024", "--device", "cuda"], "no CUDA device"))
@@ -61,6 +94,76 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert not list(tmp_path.iterdir())  # nothing was written by a refused command
 
 
+def _numeric_actions():
+    import argparse
+
+    from spectra._commands.validate import finite_float, whole_number
+    from spectra.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for command, parser in sub.choices.items():
+        for action in parser._actions:
+            yield command, action, finite_float, whole_number
+
+
+def test_every_numeric_option_of_every_command_is_checked(tmp_path, capsys):
+    """No option keeps a bare ``float``/``int`` type, and each refuses nan/inf/non-integers."""
+    seen = 0
+    for command, action, finite_float, whole_number in _numeric_actions():
+        assert action.type not in (float, int), (command, action.dest)
+        if action.type not in (finite_float, whole_number) or not action.option_strings:
+            continue
+        seen += 1
+        bads = ["nan", "inf", "-inf"] if action.type is finite_float else ["2.5", "inf"]
+        for bad in bads:
+            argv = [command, f"{action.option_strings[0]}={bad}"]
+            with pytest.raises(SystemExit) as exc:
+                main(argv)
+            err = capsys.readouterr().err.strip().splitlines()
+            assert exc.value.code == 2 and len(err) == 1, (argv, err)
+            assert err[0].startswith(f"spectra {command}: error: argument "), err
+    assert seen >= 7  # bands --nk/--grid/--electrons/--spin-degeneracy/--dim, explain x2
+
+
+def test_sizes_are_checked_against_free_memory_before_any_work(tmp_path, capsys, monkeypatch):
+    """With 64 MiB free, sizes that fit a normal machine are refused up front (one line)."""
+    import spectra._commands.validate as validate
+
+    monkeypatch.setattr(validate, "available_memory", lambda device="cpu": 64 << 20)
+    report = tmp_path / "bench.json"
+    # 1024 matrices 128 x 128 need ~0.5 GiB at the draw's peak
+    assert main(["bench", "--sizes", "128:1024", "--json", str(report)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "spectra bench: error: --sizes 128:1024 needs about 512.0 MiB of memory, more than "
+        "the 64.0 MiB available here"
+    ]
+    out = tmp_path / "b.png"
+    assert main(["bands", GRAPHENE, "--nk", "1000000", "--out", str(out)]) == 2
+    assert "--nk 1000000 needs about 122.1 MiB" in capsys.readouterr().err
+    assert main(["bands", GRAPHENE, "--dos", "--grid", "300", "--out", str(out)]) == 2
+    assert "--grid 300 needs about 93.4 MiB" in capsys.readouterr().err  # 300^2 k-points
+    assert not list(tmp_path.iterdir())
+    # the same small run fits: the estimate is not a blanket refusal
+    assert main(["bands", GRAPHENE, "--nk", "50", "--out", str(out)]) == 0
+    assert out.stat().st_size > 0
+
+
+def test_a_failed_allocation_is_an_input_error_not_an_internal_one(capsys, monkeypatch):
+    import spectra._commands.explain as explain
+
+    def boom(args):
+        raise RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory"
+        )
+
+    monkeypatch.setattr(explain, "run", boom)
+    assert main(["explain", "4", "10"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("spectra explain: error: out of memory")
+    assert "internal error" not in err[0] and "please report" not in err[0]
+
+
 def test_explain_prints_readable_budget_and_warns_on_one_huge_matrix(capsys):
     assert main(["explain", "64", "100", "--max-memory", str(3 << 30)]) == 0
     out = capsys.readouterr()
@@ -75,13 +178,13 @@ def test_bands_counts_two_electrons_per_spinless_band(tmp_path, capsys):
     out = tmp_path / "graphene.png"
     assert main(["bands", GRAPHENE, "--electrons", "2", "--grid", "60", "--out", str(out)]) == 0
     line = capsys.readouterr().out
-    fermi = float(re.search(r"E_F = (\S+) ", line).group(1))
+    fermi = float(re.search(r"E_F = ([^\s;]+)", line).group(1))
     assert abs(fermi) < 1e-6  # the Dirac point, not the top of the band (8.1 eV)
     assert out.stat().st_size > 0
     # a spin degeneracy of 1 puts 2 electrons at the top of the two bands
     assert main(["bands", GRAPHENE, "--electrons", "2", "--grid", "30",
                  "--spin-degeneracy", "1", "--out", str(out)]) == 0  # fmt: skip
-    top = float(re.search(r"E_F = (\S+) ", capsys.readouterr().out).group(1))
+    top = float(re.search(r"E_F = ([^\s;]+)", capsys.readouterr().out).group(1))
     assert top > 8.0
 
 

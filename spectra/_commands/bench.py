@@ -27,6 +27,26 @@ def _sizes(text: str) -> tuple[tuple[int, int], ...]:
     return out
 
 
+#: Bytes per matrix entry the bench holds at its peak: the float64 draw ``X``, ``X + X^T``
+#: and its half (``random_symmetric``), then the input, eigenvectors and a peer's copy.
+DRAW_BYTES_PER_ENTRY = 32
+MAX_REPEATS = 1000
+
+
+def check_sizes(
+    sizes: tuple[tuple[int, int], ...], device: str, itemsize: int, given: bool = True
+) -> None:
+    """Refuse (one line, before any work) an ``n:batch`` whose matrices cannot fit in memory."""
+    from spectra._commands.validate import check_fits
+
+    for n, batch in sizes:
+        what = f"--sizes {n}:{batch}" if given else f"the benchmark size {n}:{batch}"
+        entries = float(batch) * n * n
+        check_fits(DRAW_BYTES_PER_ENTRY * entries, what)  # drawn on the CPU
+        if device.startswith("cuda"):
+            check_fits(3 * itemsize * entries, what, device)
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -98,7 +118,21 @@ def _timer(args: argparse.Namespace, sync: Any) -> Any:
     return t
 
 
+def check_counts(args: argparse.Namespace) -> None:
+    """``--repeats`` and ``--dask`` within reach (each is a positive integer already)."""
+    import os
+
+    if args.repeats is not None and args.repeats > MAX_REPEATS:
+        raise ValueError(f"--repeats must be at most {MAX_REPEATS}, got {args.repeats}")
+    most = 4 * (os.cpu_count() or 1)
+    if args.dask is not None and args.dask > most:
+        raise ValueError(
+            f"--dask {args.dask}: at most {most} local workers (4 per core on this machine)"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
+    check_counts(args)
     if args.plot:
         try:
             from spectra._bench.plot import require_matplotlib
@@ -116,12 +150,10 @@ def run(args: argparse.Namespace) -> int:
     from spectra._bench.suite import FULL_SIZES, LOOP_SAMPLE, QUICK_SIZES, bench_core
     from spectra._bench.table import core_table, domain_table, extrapolations, legend, verdict
     from spectra._bench.timing import busy_warning, load_snapshot
+    from spectra._commands.validate import check_device
     from spectra.core.domain import cpu_count
 
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        print("spectra bench: error: --device cuda but no CUDA device is visible", file=sys.stderr)
-        return 2
+    device = check_device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     cuda = device.startswith("cuda")
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     dtypes = {
@@ -130,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         "both": (torch.float32, torch.float64),
     }[args.dtype]
     sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
+    check_sizes(sizes, device, max(d.itemsize for d in dtypes), given=args.sizes is not None)
     sample = LOOP_SAMPLE["cuda" if cuda else ("cpu-quick" if args.quick else "cpu")]
     cores = cpu_count()
     timer = _timer(args, sync)

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from spectra._commands.explain import check_device
+    from spectra._commands.validate import check_device
     from spectra.core.selfcheck import format_table, rows_as_dicts, run_checks
 
     check_device(args.device)

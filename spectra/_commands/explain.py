@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from spectra._commands.validate import check_device
+
 DTYPES = ("float32", "float64", "complex64", "complex128")
 
 
@@ -26,27 +28,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chunk-size", type=int, default=None, help="matrices per chunk")
     p.add_argument("--strategy", default=None, help="force a registered strategy")
     p.set_defaults(func=run)
-
-
-def check_device(device: str) -> str:
-    """``device`` if it names a CPU or an available CUDA device, else a one-line ValueError."""
-    import torch
-
-    kind, _, index = device.partition(":")
-    if kind not in ("cpu", "cuda") or (index and not index.isdigit()) or (kind == "cpu" and index):
-        raise ValueError(f"--device {device!r}: use cpu, cuda or cuda:N")
-    if kind == "cuda":
-        if not torch.cuda.is_available():
-            build = "a CPU-only build" if torch.version.cuda is None else "no visible GPU"
-            raise ValueError(
-                f"--device {device}: no CUDA device is available (torch {torch.__version__}: "
-                f"{build})"
-            )
-        if index and int(index) >= torch.cuda.device_count():
-            raise ValueError(
-                f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) visible"
-            )
-    return device
 
 
 def run(args: argparse.Namespace) -> int:
