@@ -107,14 +107,25 @@ class Batch:
         self.n_max = max(self.sizes)
 
     def apply(self, x: torch.Tensor, skip: torch.Tensor) -> torch.Tensor:
+        """``sign * A_g x_g`` for every problem not in ``skip`` (zeros for those)."""
+        if len(self.ops) == 1 and self.sizes[0] == x.shape[1]:  # no padding: no copies
+            if bool(skip[0]):
+                return torch.zeros_like(x)
+            y = self.ops[0].matmul(x[0])
+            return (y if self.sign > 0 else -y).unsqueeze(0)
         out = torch.zeros_like(x)
         for g, (op, n) in enumerate(zip(self.ops, self.sizes, strict=True)):
             if not bool(skip[g]):
                 y = op.matmul(x[g, :n])
-                if not bool(torch.isfinite(y).all()):
-                    raise InputError(op.what, "returned NaN or Inf from matmul (overflow?)")
                 out[g, :n] = y if self.sign > 0 else -y
         return out
+
+    def check_finite(self, h: torch.Tensor) -> None:
+        """NaN/Inf from an operator (or overflow) shows in the projected matrices ``h``."""
+        bad = (~torch.isfinite(h)).flatten(1).any(-1).cpu()
+        if bool(bad.any()):
+            names = [self.ops[g].what for g in bad.nonzero().squeeze(-1).tolist()]
+            raise InputError(names[0], "gave NaN or Inf from matmul (non-finite or overflow)")
 
     def precondition(self, r: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         """``T_g`` applied to the active columns of each problem (the others stay zero)."""
@@ -147,7 +158,9 @@ def lobpcg(
     if not bool((full & full2).all()):
         raise InputError("k", "leaves too few vectors: the start block is rank deficient")
     ax = batch.apply(x, none)
-    theta, c = _eigh(x.mH @ ax)
+    h = x.mH @ ax
+    batch.check_finite(h)
+    theta, c = _eigh(h)
     x, ax = x @ c, ax @ c
     theta = theta[..., :m]
     p: torch.Tensor | None = None
@@ -179,19 +192,31 @@ def lobpcg(
         basis = [deflate, x]
         w = _project(_project(w, basis), basis)
         q = w if p is None else torch.cat([p, w], dim=-1)
+        q, _ = svqb(_project(q, basis))
         q, kept = svqb(_project(q, basis))
-        q, kept2 = svqb(_project(q, basis))
-        kept = kept & kept2
+        # SVQB's kept directions are a suffix (ascending Gram eigenvalues): drop the rest
+        width = int(kept.sum(-1).max())
+        if width == 0:
+            break  # no new direction anywhere: stagnated (reported as not converged)
+        q, kept = q[..., q.shape[-1] - width :], kept[..., kept.shape[-1] - width :]
         aq = batch.apply(q, done)
-        s, as_ = torch.cat([x, q], -1), torch.cat([ax, aq], -1)
+        xaq = x.mH @ aq
+        h = torch.cat(
+            [torch.cat([x.mH @ ax, xaq], -1), torch.cat([xaq.mH, q.mH @ aq], -1)], -2
+        )  # the Rayleigh-Ritz matrix [x, q]^H A [x, q], blockwise (no (n, 3m) copies)
+        batch.check_finite(h)
         inactive = torch.cat([torch.zeros(G, m, dtype=torch.bool), ~kept.cpu()], -1)
-        theta_all, c = _eigh(s.mH @ as_, inactive.to(s.device))
-        cm = c[..., :m]
-        frozen = done.to(s.device).view(G, 1, 1)
-        x = torch.where(frozen, x, s @ cm)
-        ax = torch.where(frozen, ax, as_ @ cm)
-        theta = torch.where(frozen.view(G, 1), theta, theta_all[..., :m])
-        p = (q @ cm[:, m:, :]) * active.to(q.device).unsqueeze(-2).to(q.dtype)
+        theta_all, c = _eigh(h, inactive.to(h.device))
+        cx, cq = c[:, :m, :m], c[:, m:, :m]
+        p_new = q @ cq
+        if bool(done.any()):
+            frozen = done.to(x.device).view(G, 1, 1)
+            x = torch.where(frozen, x, x @ cx + p_new)
+            ax = torch.where(frozen, ax, ax @ cx + aq @ cq)
+            theta = torch.where(frozen.view(G, 1), theta, theta_all[..., :m])
+        else:
+            x, ax, theta = x @ cx + p_new, ax @ cx + aq @ cq, theta_all[..., :m]
+        p = p_new * active.to(q.device).unsqueeze(-2).to(q.dtype)
     if not bool(done.all()):  # report the true residuals of what did not converge
         ax = batch.apply(x, done)
         norms = (ax - x * theta.to(x.dtype).unsqueeze(-2)).norm(dim=-2).double().cpu()

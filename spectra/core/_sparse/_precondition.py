@@ -6,9 +6,9 @@ largest of ``A``). A preconditioner ``T ~ (B - sigma I)^-1`` for a ``sigma`` jus
 
 - ``"jacobi"``: ``W = R / (diag(B) - lo)``, ``lo`` a lower bound of ``B``'s spectrum
   (Gershgorin, or ``spectrum_bound``); the identity for an operator without a diagonal;
-- ``"amg"``: one smoothed-aggregation V-cycle of pyamg (``pip install torch-spectra[graph]``)
-  on ``B - (lo - eps) I`` (as sklearn's ``spectral_embedding(eigen_solver="amg")`` shifts the
-  Laplacian by 1e-5 before building its hierarchy);
+- ``"amg"``: one block V-cycle (:mod:`._amg`) on pyamg's smoothed-aggregation hierarchy
+  (``pip install torch-spectra[graph]``) of ``B - (lo - eps) I`` (sklearn's
+  ``spectral_embedding(eigen_solver="amg")`` shifts the Laplacian by 1e-5 likewise);
 - a callable ``f(R) -> W`` on ``(n, m)`` residual blocks (torch tensors for torch input,
   NumPy arrays for SciPy input, in float64/complex128);
 - ``None`` / ``"none"``: the identity.
@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from .._errors import InputError
+from ._amg import BlockVCycle
 from ._operators import SparseOperator
 
 Preconditioner = Callable[[torch.Tensor], torch.Tensor]
@@ -67,7 +68,7 @@ def _jacobi(
 
 def _amg(op: SparseOperator, sign: float, lower: float | None, scale: float) -> Preconditioner:
     try:
-        import pyamg
+        import pyamg  # noqa: F401  (the hierarchy is built in ._amg)
     except ImportError as exc:
         raise ImportError(
             'precondition="amg" needs pyamg: pip install "torch-spectra[graph]"'
@@ -82,16 +83,11 @@ def _amg(op: SparseOperator, sign: float, lower: float | None, scale: float) -> 
     mat = op.csr() * sign
     shift = (lower if lower is not None else 0.0) - 1e-5 * max(scale, 1e-300)
     mat = (mat - shift * sp.identity(op.n, dtype=mat.dtype, format="csr")).tocsr()
-    ml = pyamg.smoothed_aggregation_solver(mat)
-    cycle = ml.aspreconditioner(cycle="V")
+    cycle = BlockVCycle(mat)
     device, dtype = op.device, op.work_dtype
 
     def apply(r: torch.Tensor) -> torch.Tensor:
-        block = r.cpu().numpy()
-        out = np.empty_like(block)
-        for j in range(block.shape[1]):
-            out[:, j] = cycle.matvec(np.ascontiguousarray(block[:, j]))
-        return torch.from_numpy(out).to(device=device, dtype=dtype)
+        return torch.from_numpy(cycle.apply(r.cpu().numpy())).to(device=device, dtype=dtype)
 
     return apply
 

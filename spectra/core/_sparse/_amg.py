@@ -1,0 +1,66 @@
+"""A block V-cycle on pyamg's smoothed-aggregation hierarchy (the ``"amg"`` preconditioner).
+
+pyamg builds the hierarchy (levels ``A_l``, prolongators ``P_l``, restrictions ``R_l``);
+the cycle itself runs here on whole ``(n, m)`` blocks: damped-Jacobi smoothing (``omega =
+4 / (3 rho(D^-1 A))``), the same number of sweeps before and after the coarse correction (a
+symmetric positive definite preconditioner, as LOBPCG wants), and the pseudo-inverse of the
+coarsest matrix. pyamg's own ``aspreconditioner`` applies one column at a time and computes
+residual norms on every call; on the loaded 2-core machine that cost 55-90 ms per column at
+n = 20,000, against a few ms for a block cycle of all columns at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+#: damped-Jacobi sweeps before and after each coarse correction
+SWEEPS = 2
+#: the coarsest level is solved densely up to this size
+MAX_COARSE = 300
+
+
+def _gershgorin_radius(a: Any, dinv: np.ndarray) -> float:
+    """``max_i sum_j |a_ij| / |a_ii|`` >= ``rho(D^-1 A)``: no power iteration (its many
+    small BLAS calls were slow on a loaded machine), at worst a smaller Jacobi damping."""
+    rows = np.asarray(abs(a).sum(axis=1)).ravel() * np.abs(dinv)
+    return max(float(rows.max()) if rows.size else 1.0, 1e-300)
+
+
+class BlockVCycle:
+    """``apply(B)`` ~ ``A^-1 B`` for a Hermitian positive (semi)definite CSR ``A``."""
+
+    def __init__(self, mat: Any):
+        import pyamg
+
+        # "local" (Gershgorin) prolongator weights: pyamg's default estimates rho(D^-1 A) by
+        # Arnoldi, seconds of setup on a loaded machine
+        ml = pyamg.smoothed_aggregation_solver(
+            mat, max_coarse=MAX_COARSE, smooth=("jacobi", {"weighting": "local"})
+        )
+        self.levels = []
+        for level in ml.levels[:-1]:
+            a = level.A.tocsr()
+            d = a.diagonal()
+            dinv = np.where(np.abs(d) > 0, 1.0 / np.where(np.abs(d) > 0, d, 1.0), 0.0)
+            omega = 4.0 / (3.0 * _gershgorin_radius(a, dinv))
+            self.levels.append((a, level.P.tocsr(), level.R.tocsr(), (omega * dinv)[:, None]))
+        coarse = ml.levels[-1].A.toarray()
+        self.coarse = np.linalg.pinv(coarse, hermitian=True)
+        self.complexity = float(ml.operator_complexity())
+
+    def _cycle(self, lvl: int, b: np.ndarray) -> np.ndarray:
+        if lvl == len(self.levels):
+            return self.coarse @ b
+        a, p, r, wdinv = self.levels[lvl]
+        x = wdinv * b
+        for _ in range(SWEEPS - 1):
+            x += wdinv * (b - a @ x)
+        x += p @ self._cycle(lvl + 1, r @ (b - a @ x))
+        for _ in range(SWEEPS):
+            x += wdinv * (b - a @ x)
+        return x
+
+    def apply(self, b: np.ndarray) -> np.ndarray:
+        return self._cycle(0, np.ascontiguousarray(b))
