@@ -1,8 +1,10 @@
-"""A progress line on stderr: case i/N, elapsed, ETA; refreshed every 0.5 s by a ticker.
+"""Progress on stderr: case i/N, elapsed, ETA.
 
-Off when stderr is not a terminal or ``CI`` is set. A plain ``\\r`` line: the text (case,
-ETA from the finished cases) is our own, so a progress-bar package adds nothing (and tqdm
-printed nothing at all on a pseudo-terminal that reports 0 columns).
+On a terminal (and without ``CI`` set): one ``\\r`` line refreshed every 0.5 s by a ticker.
+Otherwise (stderr piped to a file or a log, CI): one plain line per case as it starts, so a
+long run still shows where it is. The text (case, ETA from the finished cases) is our own,
+so a progress-bar package adds nothing (and tqdm printed nothing at all on a
+pseudo-terminal that reports 0 columns).
 """
 
 from __future__ import annotations
@@ -27,10 +29,18 @@ def fmt_s(s: float) -> str:
 class Progress:
     """``with Progress(total) as p: p.step("n=8 ...")`` before each case."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, on: bool | None = None):
+    def __init__(
+        self,
+        total: int,
+        stream: TextIO | None = None,
+        on: bool | None = None,
+        lines: bool | None = None,
+    ):
         self.total = total
         self.stream = stream or sys.stderr
         self.on = enabled(self.stream) if on is None else on
+        #: plain lines, one per case, when the refreshed line is off (``lines=False``: silent)
+        self.lines = (not self.on) if lines is None else lines
         self.done = -1
         self.label = ""
         self.t0 = time.perf_counter()
@@ -57,7 +67,11 @@ class Progress:
             self.done += 1
             self.t_case = time.perf_counter()
             self.label = label
-        self._draw()
+        if self.on:
+            self._draw()
+        elif self.lines:
+            self.stream.write(self.text() + "\n")
+            self.stream.flush()
 
     def _draw(self) -> None:
         if not self.on:

@@ -63,23 +63,45 @@ def extrapolations(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def verdict(rows: list[dict[str, Any]], where: str) -> dict[str, dict[str, Any]]:
-    """Worst and median speed-up of spectra over the best peer, per dtype.
+def compared(ratio: float) -> str:
+    """``1.48`` -> ``'1.48x faster'``, ``0.8`` -> ``'1.25x slower'`` (ratio: peer / spectra).
 
-    >>> rows = [{"dtype": "float64", "speedup_vs_best_peer": s} for s in (1.02, 1.45, 1.5)]
-    >>> verdict(rows, "2 cores")["float64"]["line"]
-    'spectra vs best peer: worst 1.02x, median 1.45x (float64, 2 cores)'
+    >>> compared(1.48), compared(0.8)
+    ('1.48x faster', '1.25x slower')
+    """
+    return f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
+
+
+def verdict(rows: list[dict[str, Any]], where: str) -> dict[str, dict[str, Any]]:
+    """Median and worst speed-up of spectra over the best peer, per dtype, in words.
+
+    The line names the peer that was best most often (and in how many rows when it was
+    not best everywhere) and the worst row's size and peer.
+
+    >>> rows = [{"dtype": "float64", "n": n, "speedup_vs_best_peer": s,
+    ...          "best_peer": "thread fan-out"} for n, s in ((8, 1.02), (32, 1.45), (64, 1.5))]
+    >>> verdict(rows, "2 cores")["float64"]["line"]  # doctest: +NORMALIZE_WHITESPACE
+    'spectra is 1.45x faster than the best peer (thread fan-out), median of 3 sizes; worst
+     1.02x faster (n=8, vs thread fan-out) (float64, 2 cores)'
     """
     out = {}
     for dtype in dict.fromkeys(r["dtype"] for r in rows):
-        s = [r["speedup_vs_best_peer"] for r in rows if r["dtype"] == dtype]
+        mine = [r for r in rows if r["dtype"] == dtype]
+        s = [r["speedup_vs_best_peer"] for r in mine]
         worst, med = min(s), statistics.median(s)
+        peers = [r.get("best_peer") or "?" for r in mine]
+        common = max(dict.fromkeys(peers), key=peers.count)
+        count = peers.count(common)
+        peer = common if count == len(peers) else f"{common} in {count} of {len(peers)} sizes"
+        low = min(mine, key=lambda r: r["speedup_vs_best_peer"])
         out[dtype] = {
             "worst": worst,
             "median": med,
             "rows": len(s),
-            "line": f"spectra vs best peer: worst {worst:.2f}x, median {med:.2f}x "
-            f"({dtype}, {where})",
+            "best_peer": common,
+            "line": f"spectra is {compared(med)} than the best peer ({peer}), median of "
+            f"{len(s)} size{'s' if len(s) > 1 else ''}; worst {compared(worst)} (n={low.get('n', '?')}, vs "
+            f"{low.get('best_peer') or '?'}) ({dtype}, {where})",
         }
     return out
 

@@ -183,12 +183,40 @@ def cpu_share(threads: int, seconds: float = 0.25) -> float:
 
 
 def load_snapshot(cores: int, probe: bool = True) -> dict[str, Any]:
-    """The 1/5/15-minute load averages and (``probe``) the CPU share this process gets."""
+    """The 1/5/15-minute load averages, this process's CPU seconds so far (``cpu_s``, taken
+    before the probe) and wall clock (``wall_s``), and (``probe``) the CPU share it gets."""
     try:
         loadavg: list[float] | None = list(os.getloadavg())
     except (AttributeError, OSError):  # pragma: no cover - not on Linux/macOS
         loadavg = None
-    return {"loadavg": loadavg, "cpu_share": cpu_share(cores) if probe else None}
+    own = {"cpu_s": time.process_time(), "wall_s": time.monotonic()}
+    return {"loadavg": loadavg, **own, "cpu_share": cpu_share(cores) if probe else None}
+
+
+#: The load average is a moving average with a one-minute time constant.
+_LOAD_WINDOW_S = 60.0
+
+
+def own_load(before: dict[str, Any], after: dict[str, Any] | None, cores: int) -> float:
+    """How much of the 1-minute load average this benchmark process put there itself.
+
+    Before the run: at most its CPU seconds so far over one minute (imports, set-up). After
+    it: the CPU seconds the run used over ``max(run time, 1 minute)``, i.e. the cores it kept
+    busy on average. Capped at ``cores``; without CPU times (older snapshots) the whole
+    machine is assumed to be the bench's after the run and none of it before.
+
+    >>> own_load({"cpu_s": 3.0, "wall_s": 0.0}, None, 2)
+    0.05
+    >>> own_load({"cpu_s": 3.0, "wall_s": 0.0}, {"cpu_s": 243.0, "wall_s": 120.0}, 2)
+    2.0
+    """
+    if after is None:
+        return min(float(cores), float(before.get("cpu_s") or 0.0) / _LOAD_WINDOW_S)
+    if before.get("cpu_s") is None or after.get("cpu_s") is None:
+        return float(cores)
+    cpu = float(after["cpu_s"]) - float(before["cpu_s"])
+    wall = float(after.get("wall_s") or 0.0) - float(before.get("wall_s") or 0.0)
+    return min(float(cores), max(cpu, 0.0) / max(wall, _LOAD_WINDOW_S))
 
 
 def busy_warning(
@@ -200,9 +228,10 @@ def busy_warning(
 ) -> str | None:
     """A warning line when the machine was busy, else ``None``.
 
-    Busy means any of: a 1-minute load average above half the cores before the run (the
-    benchmark itself adds up to ``cores`` during it, so after the run the limit is
-    1.5 x cores), a CPU share below 80% before or after, or more than a quarter of the
+    Busy means any of: a 1-minute load average, less this benchmark's own share of it
+    (:func:`own_load`: its threads on every core make a load of ``cores`` on an idle
+    machine), above half the cores before the run or above three quarters after it (the
+    average lags); a CPU share below 80% before or after; or more than a quarter of the
     cells still spreading more than ``max_spread`` after their re-runs.
 
     >>> quiet = {"loadavg": [0.1, 0.1, 0.1], "cpu_share": 0.99}
@@ -214,10 +243,11 @@ def busy_warning(
     reasons = []
     lb = (before.get("loadavg") or [0.0])[0]
     la = (after.get("loadavg") or [0.0])[0]
-    if lb > 0.5 * cores:
-        reasons.append(f"load average {lb:.1f} on {cores} cores before the run")
-    if la > 1.5 * cores:
-        reasons.append(f"load average {la:.1f} after it")
+    own_b, own_a = own_load(before, None, cores), own_load(before, after, cores)
+    if lb - own_b > 0.5 * cores:
+        reasons.append(f"load average {lb:.1f} on {cores} cores before the run{_own(own_b)}")
+    if la - own_a > 0.75 * cores:
+        reasons.append(f"load average {la:.1f} after it{_own(own_a)}")
     shares = [s for s in (before.get("cpu_share"), after.get("cpu_share")) if s is not None]
     if shares and min(shares) < 0.8:
         reasons.append(f"this process got {100 * min(shares):.0f}% of the cores in a probe")
@@ -233,3 +263,7 @@ def busy_warning(
         "WARNING: the machine is busy (" + "; ".join(reasons) + "): timings are noisy and "
         "the ratios are unreliable. Re-run on a quiet machine."
     )
+
+
+def _own(share: float) -> str:
+    return f", {share:.1f} of it this benchmark's own" if share >= 0.05 else ""

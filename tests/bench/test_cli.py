@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -43,9 +44,18 @@ def test_json_schema_has_fan_out_spread_extrapolations_load_and_verdict(tmp_path
     assert report["extrapolated"] == {"scipy loop": {"rows": 1, "timed_on": [32], "of": [300]}}
     assert "thread fan-out" in report["peers"]
     assert row["max_eigenvalue_error_vs_scipy"] < 1e-12
-    text = capsys.readouterr().out.strip().splitlines()
+    captured = capsys.readouterr()
+    text = captured.out.strip().splitlines()
     assert text[-1] == report["verdict"]["float64"]["line"]
-    assert text[-1].startswith("spectra vs best peer: worst ")
+    assert re.fullmatch(
+        r"spectra is \d+\.\d\dx (faster|slower) than the best peer \([a-z0-9 -]+\), median "
+        r"of 1 size; worst \d+\.\d\dx (faster|slower) \(n=2, vs [a-z0-9 -]+\) "
+        r"\(float64, \d+ cores\)",
+        text[-1],
+    ), text[-1]
+    assert report["verdict"]["float64"]["best_peer"] in text[-1]
+    # stderr is not a terminal here: one plain progress line per case, no \r redraws
+    assert re.fullmatch(r"case 1/1 n=2 batch=300 float64  \[0:\d\d, ETA \?\]\n", captured.err)
     assert report["warning"] is None or "unreliable" in report["warning"]
 
 

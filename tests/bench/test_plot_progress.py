@@ -56,19 +56,29 @@ def test_progress_draws_on_a_terminal_and_clears_at_the_end():
     assert text.endswith("\r")
 
 
-def test_progress_is_off_without_a_terminal_or_under_ci(monkeypatch):
+def test_progress_is_plain_lines_without_a_terminal_or_under_ci(monkeypatch):
+    """Issue 27: a log or a pipe still shows where a long run is, one line per case."""
+
     class Tty(io.StringIO):
         def isatty(self):
             return True
 
     monkeypatch.delenv("CI", raising=False)
     assert enabled(Tty()) and not enabled(io.StringIO())
-    monkeypatch.setenv("CI", "1")
-    assert not enabled(Tty())
-    out = Tty()
-    with Progress(2, stream=out) as p:
+    for stream in (io.StringIO(), Tty()):
+        if isinstance(stream, Tty):
+            monkeypatch.setenv("CI", "1")
+        with Progress(2, stream=stream) as p:
+            p.step("n=8")
+            p.step("n=16")
+        lines = stream.getvalue().split("\n")
+        assert "\r" not in stream.getvalue() and lines[-1] == ""
+        assert lines[0].startswith("case 1/2 n=8  [0:00, ETA ?]")
+        assert lines[1].startswith("case 2/2 n=16  [0:00, ETA ")
+    silent = io.StringIO()
+    with Progress(2, stream=silent, lines=False) as p:
         p.step("x")
-    assert out.getvalue() == ""
+    assert silent.getvalue() == ""
 
 
 def test_missing_peer_names_the_extra_to_install():

@@ -72,11 +72,18 @@ def test_verdict_is_worst_and_median_over_rows_per_dtype():
     assert v["float64"]["worst"] == pytest.approx(1.02)
     assert v["float64"]["median"] == pytest.approx((1.45 + 1.6) / 2)
     assert v["float64"]["line"] == (
-        "spectra vs best peer: worst 1.02x, median 1.52x (float64, 2 cores)"
+        "spectra is 1.52x faster than the best peer (thread fan-out), median of 4 sizes; "
+        "worst 1.02x faster (n=8, vs thread fan-out) (float64, 2 cores)"
     )
     assert v["float32"]["line"] == (
-        "spectra vs best peer: worst 0.90x, median 1.10x (float32, 2 cores)"
+        "spectra is 1.10x faster than the best peer (thread fan-out), median of 2 sizes; "
+        "worst 1.11x slower (n=4, vs thread fan-out) (float32, 2 cores)"
     )
+    rows[1]["best_peer"] = "numpy batched"  # not the best everywhere: say where
+    assert "(thread fan-out in 3 of 4 sizes)" in verdict(rows, "2 cores")["float64"]["line"]
+    assert "(n=8, vs numpy batched)" in verdict(rows, "2 cores")["float64"]["line"]
+    slow = verdict(rows_with_speedups([0.5, 0.8, 0.9]), "cuda")["float64"]["line"]
+    assert slow.startswith("spectra is 1.25x slower than the best peer (thread fan-out)")
 
 
 def test_best_peer_is_the_fastest_peer_column():

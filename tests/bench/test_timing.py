@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spectra._bench.timing import Cell, Impl, Timer, busy_warning, worst_spread
+from spectra._bench.timing import Cell, Impl, Timer, busy_warning, own_load, worst_spread
 
 
 class FakeClock:
@@ -93,7 +93,13 @@ def test_quiet_machine_gives_no_warning():
     ("before", "after", "spreads", "reason"),
     [
         ({"loadavg": [3.0, 2, 2], "cpu_share": 0.97}, QUIET, [0.1], "load average 3.0 on 2"),
-        (QUIET, {"loadavg": [3.5, 2, 2], "cpu_share": 0.97}, [0.1], "load average 3.5 after"),
+        (QUIET, {"loadavg": [3.6, 2, 2], "cpu_share": 0.97}, [0.1], "load average 3.6 after"),
+        (  # the bench kept 2 cores busy; 1.8 more came from elsewhere
+            {**QUIET, "cpu_s": 2.0, "wall_s": 0.0},
+            {"loadavg": [3.8, 2, 2], "cpu_share": 0.97, "cpu_s": 242.0, "wall_s": 120.0},
+            [0.1],
+            "load average 3.8 after it, 2.0 of it this benchmark's own",
+        ),
         (QUIET, {"loadavg": [0.1, 0, 0], "cpu_share": 0.45}, [0.1], "got 45% of the cores"),
         (QUIET, QUIET, [0.1, 0.6, 0.7, 0.1], "2 of 4 cells still spread more than 25%"),
     ],
@@ -104,6 +110,22 @@ def test_busy_machine_warns_that_ratios_are_unreliable(before, after, spreads, r
     assert text.startswith("WARNING: the machine is busy")
     assert "ratios are unreliable" in text
     assert reason in text
+
+
+def test_the_benchmarks_own_threads_do_not_make_an_idle_machine_busy():
+    """Issue 27: load ~2 on 2 cores, all of it the bench's own threads: no warning."""
+    before = {"loadavg": [0.3, 0.2, 0.1], "cpu_share": 0.99, "cpu_s": 4.0, "wall_s": 100.0}
+    after = {"loadavg": [2.1, 1.5, 0.8], "cpu_share": 0.98, "cpu_s": 1264.0, "wall_s": 760.0}
+    assert own_load(before, after, 2) == pytest.approx(1260 / 660)
+    assert busy_warning(before, after, 2, [0.1] * 8) is None
+    # the same load with the bench idle (a run of one thread in sleeps) is someone else's
+    idle = {**after, "cpu_s": 10.0}
+    assert "load average 2.1 after it" in busy_warning(before, idle, 2, [0.1] * 8)
+    # before the run, only its own set-up counts (seconds of CPU over a minute)
+    early = {"loadavg": [1.5, 1, 1], "cpu_share": 0.99, "cpu_s": 6.0, "wall_s": 0.0}
+    assert "load average 1.5 on 2 cores before the run, 0.1 of it" in busy_warning(
+        early, after, 2, [0.1]
+    )
 
 
 def test_missing_load_average_is_not_a_crash():
