@@ -94,14 +94,15 @@ def verdict(rows: list[dict[str, Any]], where: str) -> dict[str, dict[str, Any]]
         count = peers.count(common)
         peer = common if count == len(peers) else f"{common} in {count} of {len(peers)} sizes"
         low = min(mine, key=lambda r: r["speedup_vs_best_peer"])
+        sizes = f"{len(s)} size{'s' if len(s) > 1 else ''}"
+        at = f"n={low.get('n', '?')}, vs {low.get('best_peer') or '?'}"
         out[dtype] = {
             "worst": worst,
             "median": med,
             "rows": len(s),
             "best_peer": common,
             "line": f"spectra is {compared(med)} than the best peer ({peer}), median of "
-            f"{len(s)} size{'s' if len(s) > 1 else ''}; worst {compared(worst)} (n={low.get('n', '?')}, vs "
-            f"{low.get('best_peer') or '?'}) ({dtype}, {where})",
+            f"{sizes}; worst {compared(worst)} ({at}) ({dtype}, {where})",
         }
     return out
 
