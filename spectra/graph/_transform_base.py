@@ -21,13 +21,22 @@ from torch_geometric.transforms import BaseTransform  # noqa: E402
 
 from ..core import Options, eigh  # noqa: E402
 from ..core.domain import InputError  # noqa: E402
-from ._layout import Layout, graph_input  # noqa: E402
+from ._layout import Layout, glue_threads, graph_input  # noqa: E402
 
 # options of scipy.sparse.linalg.eigs/eigsh that PyG's **kwargs forward: accepted for a
 # one-line swap and ignored (the dense batched solve is exact and needs no iteration knobs)
 SCIPY_EIGS_OPTIONS = frozenset(
     {"tol", "maxiter", "ncv", "v0", "sigma", "mode", "M", "Minv", "OPinv", "OPpart", "which"}
 )
+
+
+def _largest_graph(data: Any) -> int:
+    """The largest graph's node count (a ``Batch``: from its ``ptr``), for the thread rule."""
+    ptr = getattr(data, "ptr", None) if isinstance(data, Batch) else None
+    if isinstance(ptr, torch.Tensor) and ptr.numel() > 1:
+        return int((ptr[1:] - ptr[:-1]).max())
+    n = getattr(data, "num_nodes", None)
+    return int(n) if n is not None else 0
 
 
 def split_pyg_kwargs(kwargs: Mapping[str, Any], eigh_options: Mapping[str, Any] | None) -> dict:
@@ -173,22 +182,50 @@ class PETransform(BaseTransform):
     def forward(self, data: Any) -> Any:
         """Add the features to ``data`` (a ``Data`` or a ``Batch``) and return it.
 
-        A ``Batch`` made by ``Batch.from_data_list`` is solved in one call, then split with
-        ``to_data_list`` and collated again with ``Batch.from_data_list`` (PyG's public API),
-        so the new attributes separate back per graph. A ``Batch`` built by hand (no
-        per-graph slices) gets the attributes directly.
+        A ``Batch`` made by ``Batch.from_data_list`` is solved in one call; the new node
+        attributes are registered in its per-graph slices (node-level, like ``x``), so
+        they separate back with ``to_data_list()``; where that bookkeeping is not there,
+        the batch is split with ``to_data_list`` and collated again (PyG's public API). A
+        ``Batch`` built by hand (no per-graph slices) gets the attributes directly.
         """
-        feats, layout = self._features(data)
-        if isinstance(data, Batch):
-            try:
-                parts = data.to_data_list()
-            except RuntimeError:  # not made by from_data_list: nothing to separate back
-                parts = None
-            if parts is not None:
-                self._attach_parts(parts, feats, layout)
-                return Batch.from_data_list(parts)
+        with glue_threads(_largest_graph(data)):
+            feats, layout = self._features(data)
+            if isinstance(data, Batch):
+                if self._attach_sliced(data, feats, layout):
+                    return data
+                try:
+                    parts = data.to_data_list()
+                except RuntimeError:  # not made by from_data_list: nothing to separate back
+                    parts = None
+                if parts is not None:
+                    self._attach_parts(parts, feats, layout)
+                    return Batch.from_data_list(parts)
+            self._attach(data, feats)
+            return data
+
+    def _attach_sliced(self, data: Any, feats: Mapping[str, torch.Tensor], layout: Layout) -> bool:
+        """Attach node features to a collated ``Batch`` and register their per-graph slices
+        (the node pointer, no increment) so that ``to_data_list`` separates them; False
+        where the batch has no such bookkeeping (then nothing is changed)."""
+        slices = getattr(data, "_slice_dict", None)
+        incs = getattr(data, "_inc_dict", None)
+        ptr = getattr(data, "ptr", None)
+        if not isinstance(slices, dict) or not isinstance(incs, dict) or ptr is None:
+            return False
+        node_ptr = layout.ptr.to("cpu")
+        if node_ptr.numel() != ptr.numel() or not torch.equal(node_ptr, ptr.to("cpu")):
+            return False
         self._attach(data, feats)
-        return data
+        zeros = torch.zeros(layout.num_graphs, dtype=torch.long)
+        for name in feats:
+            key = (
+                "x"
+                if name == "pe" and self.attr_name is None
+                else (self.attr_name if name == "pe" else name)
+            )
+            slices[key] = node_ptr
+            incs[key] = zeros
+        return True
 
     def apply_many(self, data_list: Sequence[Any]) -> list[Any]:
         """Transform a list of ``Data`` with one eigendecomposition call for all of them.

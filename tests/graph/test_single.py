@@ -109,3 +109,18 @@ def test_direct_path_concatenates_to_x_and_refuses_bad_input():
     with pytest.raises(InputError, match="negative weighted degree"):
         LaplacianPE(2)(neg)
     assert LaplacianPE(2, normalization=None)(neg).laplacian_eigenvector_pe.shape == (6, 2)
+
+
+def test_batch_keeps_its_collation_and_separates_back(monkeypatch):
+    rng = np.random.default_rng(5)
+    datas = graphs(rng)
+    t = LaplacianPE(3, attrs=ATTRS, heat_times=[1.0], dtype=torch.float64)
+    singles = [t(d) for d in datas]
+    batch = Batch.from_data_list(datas)
+    collated = []
+    monkeypatch.setattr(Batch, "from_data_list", lambda *a, **k: collated.append(1))
+    out = t(batch)
+    assert out is batch and collated == []  # attributes registered, no re-collation
+    for back, single in zip(out.to_data_list(), singles, strict=True):
+        for name in NAMES:
+            torch.testing.assert_close(back[name], single[name], atol=1e-10, rtol=0)
