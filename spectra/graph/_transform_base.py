@@ -216,6 +216,8 @@ class PETransform(BaseTransform):
         if node_ptr.numel() != ptr.numel() or not torch.equal(node_ptr, ptr.to("cpu")):
             return False
         self._attach(data, feats)
+        slices, incs = dict(slices), dict(incs)  # a transform's input is a shallow copy
+        data._slice_dict, data._inc_dict = slices, incs
         zeros = torch.zeros(layout.num_graphs, dtype=torch.long)
         for name in feats:
             key = (
