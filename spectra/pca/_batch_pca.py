@@ -237,6 +237,8 @@ class BatchPCA(ProbabilisticMixin, TransformMixin, StateMixin, EstimatorBase):
         auto
         """
         self._check_params()
+        if shape is None and X is None:
+            raise InputError("plan", "needs X or shape=(B, N, D)")
         if shape is None:
             if is_ragged(X):
                 n, d = max(len(x) for x in X), int(X[0].shape[-1])

@@ -20,7 +20,15 @@ import numpy as np
 import torch
 
 from ..core.domain import InputError
-from ._solve import PCAFit, check_counts, check_stats, choose_k, overflow, svd_flip_rows
+from ._solve import (
+    PCAFit,
+    check_counts,
+    check_stats,
+    choose_k,
+    complete,
+    overflow,
+    svd_flip_rows,
+)
 from ._svd import dilation_svd
 
 
@@ -100,6 +108,7 @@ def from_randomized(
     check_stats(mean, total, on_bad)
     n_oversamples, n_iter, seed = options
     lam, vecs = randomized_spectrum(xc, k, n_oversamples, n_iter, seed, eigh_kw)
+    lam = lam * (lam > 10 * max(lam.shape[-1], d) * torch.finfo(lam.dtype).eps ** 2 * lam[:, :1])
     dof = (count - 1).to(lam.dtype)
     ev = lam[:, :k] / dof[:, None]
     total_var = total / dof
@@ -107,7 +116,7 @@ def from_randomized(
     noise = torch.where(left > 0, (total_var - ev.sum(-1)).clamp(min=0) / left.clamp(min=1), 0.0)
     return PCAFit(
         mean=mean,
-        components=svd_flip_rows(vecs[..., :k].mT),
+        components=svd_flip_rows(complete(vecs[..., :k], lam[:, :k] > 0).mT),
         explained_variance=ev,
         explained_variance_ratio=ev / total_var[:, None],
         singular_values=lam[:, :k].sqrt(),

@@ -273,17 +273,20 @@ def ill_conditioned(lam: torch.Tensor) -> torch.Tensor:
 
 
 def _base_spectrum(
-    xc: torch.Tensor, route: str, eigh_kw: dict[str, Any]
+    xc: torch.Tensor, route: str, eigh_kw: dict[str, Any], check: Callable[[torch.Tensor], None]
 ) -> tuple[torch.Tensor, torch.Tensor, Callable[[int], torch.Tensor]]:
-    """``(lam, total, vectors)`` of the covariance or Gram route (``vectors(kmax)`` raw)."""
+    """``(lam, total, vectors)`` of the covariance or Gram route (``vectors(kmax)`` raw);
+    ``check(total)`` runs before the eigh (non-finite statistics never reach it)."""
     d = xc.shape[-1]
     if route == "covariance":
         scatter = xc.mT @ xc  # symmetric up to round-off; eigh reads one triangle
         total = scatter.diagonal(dim1=-2, dim2=-1).sum(-1)
+        check(total)
         w, v = _eigh(scatter, eigh_kw)
         return drop_roundoff(w.flip(-1), d), total, lambda kmax: v[..., d - kmax :].flip(-1)
     gram = xc @ xc.mT
     total = gram.diagonal(dim1=-2, dim2=-1).sum(-1)
+    check(total)
     w, u = _eigh(gram, eigh_kw)
     lam, u = drop_roundoff(w.flip(-1), d), u.flip(-1)
 
@@ -325,8 +328,9 @@ def from_data(
         redo = list(range(xc.shape[0]))
         exact = torch.zeros_like(count, dtype=torch.bool)
         return finish_vectors(count, mean, lam, lam.sum(-1), rank, spec, vecs, exact), redo
-    lam, total, vectors = _base_spectrum(xc, base, eigh_kw)
-    check_stats(mean, total, on_bad)
+    lam, total, vectors = _base_spectrum(
+        xc, base, eigh_kw, lambda total: check_stats(mean, total, on_bad)
+    )
     exact = torch.full_like(count, base == "covariance", dtype=torch.bool)
     bad = ill_conditioned(lam) if route == "auto" else torch.zeros_like(exact)
     redo = torch.nonzero(bad).flatten().tolist()

@@ -26,9 +26,10 @@ def dilation_svd(m: torch.Tensor, eigh_kw: dict[str, Any]) -> tuple[torch.Tensor
 
     One batched eigh of the ``(B, 2n, 2n)`` dilations ``[[0, m], [m^T, 0]]``; the ``n``
     largest eigenpairs are ``(sigma_i, [u_i; v_i] / sqrt(2))``. Returns ``sigma`` ``(B, n)``
-    (refined as ``||m v_i||``) and ``v`` ``(B, n, n)`` with unit columns. Columns whose
-    singular value is 0 (a ``+-0`` pair mixes ``[u; 0]`` and ``[0; v]``) may be 0 or
-    arbitrary: callers replace them (see :func:`spectra.pca._solve.complete`).
+    (refined as ``||m v_i||``) and ``v`` ``(B, n, n)`` with unit columns, except for null
+    directions (singular value at round-off, where a ``+-0`` pair mixes ``[u; 0]`` and
+    ``[0; v]``): their value and column are 0, for callers to complete (see
+    :func:`spectra.pca._solve.complete`).
 
     Examples
     --------
@@ -43,10 +44,17 @@ def dilation_svd(m: torch.Tensor, eigh_kw: dict[str, Any]) -> tuple[torch.Tensor
     h = m.new_zeros(b, 2 * n, 2 * n)
     h[:, :n, n:] = m
     h[:, n:, :n] = m.mT
-    _, y = eigh(h, k=n, largest=True, **{"check": False, **eigh_kw})
-    v = y.flip(-1)[:, n:, :]  # descending sigma
-    tiny = torch.finfo(v.dtype).tiny
-    v = v / torch.linalg.vector_norm(v, dim=-2, keepdim=True).clamp(min=tiny)
+    w, y = eigh(h, k=n, largest=True, **{"check": False, **eigh_kw})
+    w, v = w.flip(-1), y.flip(-1)[:, n:, :]  # descending sigma
+    # a +sigma pair mixes with its -sigma partner only along [u; +-v], which rescales the
+    # v block without turning it; at sigma ~ 0 (a null direction of m) the block may be
+    # ~0 and its direction noise: those columns are null (sigma 0, vector 0)
+    norm = torch.linalg.vector_norm(v, dim=-2)
+    floor = 20 * n * torch.finfo(w.dtype).eps * w[:, :1].clamp(min=0)
+    null = (w <= floor) | (norm < 0.25)
+    v = torch.where(
+        null[:, None, :], 0.0, v / norm.clamp(min=torch.finfo(v.dtype).tiny)[:, None, :]
+    )
     sigma = torch.linalg.vector_norm(m @ v, dim=-2)
     # the refined values may swap near-ties: keep them descending, with their vectors
     sigma, order = sigma.sort(dim=-1, descending=True, stable=True)

@@ -26,7 +26,7 @@ DTYPES = [np.float32, np.float64]
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("solver", ["auto", "covariance", "gram"])
+@pytest.mark.parametrize("solver", ["auto", "covariance", "gram", "svd"])
 @pytest.mark.parametrize("n_components", [2, 0.9, None])
 @pytest.mark.parametrize("whiten", [False, True])
 def test_matches_sklearn(dtype, shape, solver, n_components, whiten):

@@ -14,7 +14,7 @@ DTYPES = [np.float32, np.float64]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("solver", ["covariance", "gram"])
+@pytest.mark.parametrize("solver", ["covariance", "gram", "svd"])
 def test_constant_features(dtype, solver):
     rng = np.random.default_rng(1)
     x = make_data(rng, 3, 30, 6, dtype)
@@ -109,7 +109,7 @@ def test_precision_float64_for_float32_data():
 def test_uncentered_matches_svd():
     rng = np.random.default_rng(13)
     x = make_data(rng, 3, 12, 5)
-    for solver in ("covariance", "gram"):
+    for solver in ("covariance", "gram", "svd"):
         model = BatchPCA(3, center=False, solver=solver).fit(x)
         np.testing.assert_array_equal(model.mean_, 0)
         for i in range(3):

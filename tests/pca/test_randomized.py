@@ -140,3 +140,16 @@ def test_auto_randomized_fit_matches_the_plan():
     for b in range(2):
         full = PCA(3, svd_solver="full").fit(x[b])
         assert _angle(model.components_[b], full.components_) < 1e-3
+
+
+def test_rank_deficient_data_gives_orthonormal_components():
+    # rank 2 after centering, 4 components asked: the null ones are completed (as an SVD)
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(2, 40, 2)) @ rng.normal(size=(2, 30))
+    model = BatchPCA(4, svd_solver="randomized", random_state=0).fit(x)
+    for b in range(2):
+        c = model.components_[b]
+        np.testing.assert_allclose(c @ c.T, np.eye(4), atol=1e-12)
+        assert np.all(model.explained_variance_[b, 2:] == 0)
+        full = PCA(2, svd_solver="full").fit(x[b])
+        np.testing.assert_allclose(c[:2], full.components_, atol=1e-10)
