@@ -170,3 +170,29 @@ def test_overflow_is_reported_not_returned():
         BatchPCA(2, svd_solver="randomized").fit(x)
     with pytest.raises(ValueError, match=r"not finite.*batch indices \[0\]"):
         BatchPCA(1).fit_from_moments([5], np.zeros((1, 3)), np.full((1, 3, 3), np.nan))
+
+
+@pytest.mark.parametrize(
+    ("call", "what"),
+    [
+        (lambda: BatchPCA(1).fit([np.ones((5, 3)), np.ones((1, 3))]), "X"),
+        (lambda: BatchPCA(5).fit(_x()), "n_components=5"),
+        (lambda: BatchPCA(1).fit(_x(), lengths=[10, 11, 3]), "lengths"),
+        (lambda: BatchPCA(1).fit(_x(), mask=np.ones((3, 9), bool)), "mask"),
+        (lambda: BatchPCA(1).fit([np.ones((5, 3)), np.ones((2, 5, 3))]), "X[1]"),
+        (lambda: BatchPCA(1, solver="arpack"), "solver"),
+        (lambda: BatchPCA(2).fit(_x()).transform(_x(d=5)), "X"),
+        (lambda: BatchPCA(2).fit(_x()).inverse_transform(np.ones((3, 4, 3))), "Z"),
+        (
+            lambda: BatchPCA(1).fit_from_moments([5], np.zeros((1, 3)), np.zeros((1, 3, 4))),
+            "scatter",
+        ),
+        (lambda: BatchPCA("mle").fit(_x(n=3)), "n_components='mle'"),
+        (lambda: BatchPCA(0, svd_solver="randomized").fit(_x()), "n_components"),
+    ],
+)
+def test_bad_input_raises_input_error_naming_what(call, what):
+    with pytest.raises(InputError) as err:
+        call()
+    assert isinstance(err.value, ValueError)  # InputError is a ValueError, as before
+    assert err.value.what == what and str(err.value).startswith(what)
