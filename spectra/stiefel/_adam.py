@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -105,10 +106,20 @@ class RiemannianAdam(RiemannianOptimizer):
         due = every is not None and state["step"] % every == 0
         m, v = state["exp_avg"], state["exp_avg_sq"]
         m.mul_(beta1).add_(g, alpha=1 - beta1)
+        bc1 = 1 - beta1 ** state["step"]
+        bc2 = 1 - beta2 ** state["step"]
+        if manifold is not None and v.numel() == 1 and v.device.type == "cpu":
+            # one matrix: its second moment is one number, updated in Python (two reads,
+            # one write) instead of a chain of one-element tensor operations
+            vv = beta2 * v.item() + (1 - beta2) * sq.item()
+            v.fill_(vv)
+            if group["amsgrad"]:
+                top = state["max_exp_avg_sq"]
+                vv = max(top.item(), vv)
+                top.fill_(vv)
+            return m * (1 / (bc1 * (math.sqrt(vv / bc2) + group["eps"]))), [m], due
         v.mul_(beta2).add_(sq, alpha=1 - beta2)
         if group["amsgrad"]:
             torch.maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
             v = state["max_exp_avg_sq"]
-        bc1 = 1 - beta1 ** state["step"]
-        bc2 = 1 - beta2 ** state["step"]
         return (m / bc1) / ((v / bc2).sqrt() + group["eps"]), [m], due

@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 import torch
 
 from ..core.domain import InputError
-from ._checks import SELF_CORRECTING, batch_indices, not_finite, require_on_manifold
+from ._checks import (
+    SELF_CORRECTING,
+    all_finite,
+    batch_indices,
+    not_finite,
+    require_on_manifold,
+)
 from ._manifold import Stiefel
 from ._polar import polar_no_grad
 from ._retractions import qr_factor
@@ -87,7 +93,7 @@ def _retract(
     if method not in SELF_CORRECTING:
         require_on_manifold(x, f"retract(method={method!r})")
     y = manifold.metric.retraction(method)(x, step)
-    if method != "qr" and bool(not_finite(y).any()):
+    if method != "qr" and not all_finite(y):
         raise InputError(f"retract(method={method!r}) output", "contains NaN or Inf")
     return y, step
 
