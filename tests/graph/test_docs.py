@@ -15,10 +15,13 @@ MODULES = [
     "_heat",
     "_kmeans",
     "_laplacian",
+    "_layout",
     "_magnetic",
     "_magnetic_transform",
+    "_options",
     "_pe",
     "_random_walk",
+    "_random_walk_transform",
     "_spectrum",
     "_transform",
 ]
