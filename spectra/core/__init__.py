@@ -15,6 +15,7 @@ from ._gauge import fix_gauge
 from ._matrix_function import matrix_function
 from ._options import Options
 from ._plan import Plan, plan
+from ._sparse import SparseConvergenceWarning, SparsePlan, plan_sparse
 from ._strategies import STRATEGIES, Strategy, register
 from ._validate import Validation, validate
 from .reference import reference_eigh
@@ -26,6 +27,8 @@ __all__ = [
     "LinAlgError",
     "Options",
     "Plan",
+    "SparseConvergenceWarning",
+    "SparsePlan",
     "Strategy",
     "Validation",
     "eigh",
@@ -33,6 +36,7 @@ __all__ = [
     "fix_gauge",
     "matrix_function",
     "plan",
+    "plan_sparse",
     "reference_eigh",
     "register",
     "validate",

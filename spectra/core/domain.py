@@ -35,6 +35,7 @@ from ._options import Options
 from ._plan import format_bytes
 from ._prepare import check_k, is_ragged
 from ._solver_names import EIGENSOLVER_CALLS, TORCH_EIGH
+from ._sparse import is_sparse_input
 from ._threads import cpu_count, fan_out
 from ._versions import torch_version
 
@@ -58,6 +59,7 @@ __all__ = [
     "format_indices",
     "is_dask_collection",
     "is_ragged",
+    "is_sparse_input",
     "orthonormality_error",
     "real_dtype",
     "restore",

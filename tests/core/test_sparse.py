@@ -322,3 +322,23 @@ def test_callable_preconditioner_is_used():
     w = spectra.eigvalsh(lap, k=3, tol=1e-10, precondition=identity, **LOBPCG)
     assert calls and calls[0][0] == 900
     np.testing.assert_allclose(w, dense_reference(lap)[0][:3], rtol=1e-8, atol=1e-12)
+
+
+# ---- the dense-or-iterative plan -----------------------------------------------------------
+
+
+def test_plan_sparse_says_dense_or_iterative_and_never_densifies_past_max_memory():
+    small, large = _rgg_laplacian(300, seed=19), _rgg_laplacian(3000, seed=20)
+    p = spectra.core.plan_sparse([small, large], k=4)
+    assert p.methods == ("dense", "lobpcg")
+    text = str(p)
+    assert "dense" in text and "lobpcg" in text and "n 3,000" in text
+    # a budget the dense matrix does not fit: iterative even though n is small
+    tight = spectra.core.plan_sparse(small, k=4, max_memory=100_000)
+    assert tight.methods == ("lobpcg",) and "does not fit" in tight.reasons[0]
+    w = spectra.eigvalsh(small, k=4, max_memory=100_000, tol=1e-10)
+    np.testing.assert_allclose(w, dense_reference(small)[0][:4], rtol=1e-8, atol=1e-12)
+    with pytest.raises(spectra.InputError, match="would need"):
+        spectra.core.plan_sparse(large, k=4, method="dense", max_memory=1 << 20)
+    # k a large share of n: dense when it fits
+    assert spectra.core.plan_sparse(_rgg_laplacian(700, seed=21), k=200).methods == ("dense",)

@@ -7,23 +7,26 @@
 - ``_operators``: input normalisation and checks (square, finite, Hermitian);
 - ``_precondition``: Jacobi, AMG (pyamg), callable preconditioners;
 - ``_lobpcg``: the batched block LOBPCG, Rayleigh-Ritz through the core's dense eigh;
+- ``_plan``: dense or iterative (:func:`plan_sparse` shows the decision);
 - ``_api``: the keywords, the dense-or-iterative choice, convergence errors, results.
 """
 
 from ._api import (
-    DENSE_MAX_N,
     SPARSE_KEYWORDS,
     SparseConvergenceWarning,
     default_tol,
     solve_sparse,
 )
 from ._operators import is_sparse_input
+from ._plan import DENSE_MAX_N, SparsePlan, plan_sparse
 
 __all__ = [
     "DENSE_MAX_N",
     "SPARSE_KEYWORDS",
     "SparseConvergenceWarning",
+    "SparsePlan",
     "default_tol",
     "is_sparse_input",
+    "plan_sparse",
     "solve_sparse",
 ]

@@ -27,6 +27,7 @@ from .._solve import solve_standard
 from .._threads import single_threaded_kernels
 from ._lobpcg import Batch, lobpcg, svqb
 from ._operators import SparseOperator, as_operator, compute_dtype
+from ._plan import METHODS, block_size, plan_ops
 from ._precondition import make_preconditioner
 
 #: the keywords of the sparse path (besides ``k``, ``largest``, ``check``, ``symmetry_tol``)
@@ -39,9 +40,6 @@ SPARSE_KEYWORDS = (
     "method",
     "on_fail",
 )
-METHODS = ("auto", "lobpcg", "dense")
-#: ``method="auto"`` densifies problems up to this size (when they fit ``max_memory``)
-DENSE_MAX_N = 512
 DEFAULT_MAXITER = 1000
 #: CPU blocks below this many entries iterate on one OpenMP thread (per-thread setting):
 #: the many small dense steps fork-join a thread team each, which dominated on a loaded
@@ -61,11 +59,6 @@ def default_tol(dtype: torch.dtype) -> float:
     (1e-05, 1e-08)
     """
     return 1e-5 if dtype in (torch.float32, torch.complex64) else 1e-8
-
-
-def block_size(k: int, room: int) -> int:
-    """Vectors per block: ``k`` and ``max(4, k // 2)`` guard vectors, at most ``room``."""
-    return max(k, min(k + max(4, k // 2), room))
 
 
 @dataclass(frozen=True)
@@ -151,9 +144,7 @@ def solve_sparse(
                 "k", f"must be in [1, n{extra}) = [1, {room}) for {name} (n = {op.n}), got {k!r}"
             )
     budget = opts.max_memory or default_budget(ops[0].device)
-    dense = [
-        _use_dense(op, sopts.method, budget, name) for op, name in zip(ops, names, strict=True)
-    ]
+    dense = [m == "dense" for m in plan_ops(ops, kk, sopts.method, budget).methods]
     results: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(ops)
     for i in [i for i, d in enumerate(dense) if d]:
         results[i] = _dense(ops[i], flats[i], kk, largest, sopts)
@@ -210,21 +201,6 @@ def _deflation(deflate: Any, ops: list[SparseOperator], single: bool) -> list[to
             raise InputError(what, "has linearly dependent columns")
         out.append(q[0])
     return out
-
-
-def _use_dense(op: SparseOperator, method: str, budget: int, what: str) -> bool:
-    """Whether to densify: ``method="dense"`` (refused beyond ``max_memory``), or ``"auto"``
-    for ``n <= DENSE_MAX_N`` that fits. The dense working set is ~4 n^2 entries."""
-    need = 4 * op.n * op.n * torch.empty((), dtype=op.work_dtype).element_size()
-    if method == "dense":
-        if need > budget:
-            raise InputError(
-                what,
-                f"would need ~{need / 2**30:.2f} GiB dense, more than max_memory "
-                f"({budget / 2**30:.2f} GiB): use method='lobpcg'",
-            )
-        return True
-    return method == "auto" and op.n <= DENSE_MAX_N and need <= budget
 
 
 def _densify(op: SparseOperator) -> torch.Tensor:

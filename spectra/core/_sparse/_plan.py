@@ -1,0 +1,135 @@
+"""Dense or iterative: the sparse path's decision, made visible by :func:`plan_sparse`.
+
+A problem is densified (``n x n``, the dense core) when it is small (``n <= DENSE_MAX_N``) or
+when ``k`` is a large share of ``n`` (the iteration's block would be a sizeable part of the
+space), and only when the dense working set (~4 ``n^2`` entries: the matrix, the
+eigenvectors, LAPACK's workspace) fits ``max_memory``; it is never densified otherwise.
+The iterative path needs O(nnz + n m) memory (``m`` the block size, ~``1.5 k``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .._errors import InputError
+from .._memory import default_budget
+from ._operators import SparseOperator, as_operator
+
+#: ``method="auto"`` densifies problems up to this size (when they fit ``max_memory``)
+DENSE_MAX_N = 512
+METHODS = ("auto", "lobpcg", "dense")
+#: iteration vectors kept per block entry: X, AX, R, W, P, [P, W] and its product, temporaries
+_BLOCKS_HELD = 14
+
+
+def block_size(k: int, room: int) -> int:
+    """Vectors per block: ``k`` and ``max(4, k // 2)`` guard vectors, at most ``room``.
+
+    >>> block_size(8, 10**6), block_size(8, 9)
+    (12, 9)
+    """
+    return max(k, min(k + max(4, k // 2), room))
+
+
+def _itemsize(dtype: torch.dtype) -> int:
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def dense_bytes(op: SparseOperator) -> int:
+    """The dense path's working set: ~4 ``n^2`` entries of the compute dtype."""
+    return 4 * op.n * op.n * _itemsize(op.work_dtype)
+
+
+def iterative_bytes(op: SparseOperator, k: int) -> int:
+    """The iteration's working set: the block vectors plus a copy of the matrix."""
+    m = block_size(k, op.n)
+    matrix = (op.nnz or 0) * (_itemsize(op.work_dtype) + 8)
+    return _BLOCKS_HELD * m * op.n * _itemsize(op.work_dtype) + matrix
+
+
+def use_dense(op: SparseOperator, k: int, method: str, budget: int) -> tuple[bool, str]:
+    """``(densify?, why)`` for one problem; ``method="dense"`` beyond ``budget`` is refused."""
+    need = dense_bytes(op)
+    fits = need <= budget
+    gib = f"{need / 2**30:.3g} GiB dense of {budget / 2**30:.3g} GiB max_memory"
+    if method == "dense":
+        if not fits:
+            raise InputError(
+                op.what,
+                f"would need ~{gib}: use method='lobpcg' (memory O(nnz + n k))",
+            )
+        return True, f"method='dense' ({gib})"
+    if method == "lobpcg":
+        return False, "method='lobpcg'"
+    small = op.n <= DENSE_MAX_N
+    wide = 5 * block_size(k, op.n) > op.n
+    if fits and (small or wide):
+        why = f"n = {op.n} <= {DENSE_MAX_N}" if small else f"k = {k} is a large share of n"
+        return True, f"dense: {why} and it fits ({gib})"
+    if not fits:
+        return False, f"iterative: the dense matrix does not fit ({gib})"
+    return False, f"iterative: n = {op.n} > {DENSE_MAX_N} with k = {k}"
+
+
+@dataclass(frozen=True)
+class SparsePlan:
+    """How :func:`spectra.eigh` would solve a sparse input: per matrix, dense or iterative,
+    and why; printing it gives one line per matrix."""
+
+    methods: tuple[str, ...]
+    reasons: tuple[str, ...]
+    sizes: tuple[int, ...]
+    nnz: tuple[int | None, ...]
+    block: int
+    memory: tuple[int, ...] = field(default=())
+
+    def __str__(self) -> str:
+        lines = [f"sparse plan: {len(self.methods)} matrix(es), block of {self.block} vectors"]
+        for i, (m, why, n, nnz, mem) in enumerate(
+            zip(self.methods, self.reasons, self.sizes, self.nnz, self.memory, strict=True)
+        ):
+            dens = f", nnz {nnz:,}" if nnz is not None else ""
+            lines.append(f"  [{i}] n {n:,}{dens}: {m} (~{mem / 2**20:,.1f} MiB) - {why}")
+        return "\n".join(lines)
+
+
+def plan_ops(ops: list[SparseOperator], k: int, method: str, budget: int) -> SparsePlan:
+    methods, reasons, memory = [], [], []
+    for op in ops:
+        dense, why = use_dense(op, k, method, budget)
+        methods.append("dense" if dense else "lobpcg")
+        reasons.append(why)
+        memory.append(dense_bytes(op) if dense else iterative_bytes(op, k))
+    block = block_size(k, min(op.n for op in ops))
+    return SparsePlan(
+        tuple(methods),
+        tuple(reasons),
+        tuple(op.n for op in ops),
+        tuple(op.nnz for op in ops),
+        block,
+        tuple(memory),
+    )
+
+
+def plan_sparse(
+    a: Any, k: int, *, method: str = "auto", max_memory: int | None = None, device: Any = None
+) -> SparsePlan:
+    """The dense-or-iterative decision ``spectra.eigh(a, k=k)`` takes for sparse ``a``
+    (a torch/SciPy sparse matrix, a linear operator, or a list of them), without solving.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> p = plan_sparse([sp.identity(100, format="csr"), sp.identity(5000, format="csr")], k=4)
+    >>> p.methods
+    ('dense', 'lobpcg')
+    """
+    if method not in METHODS:
+        raise InputError("method", f"must be one of {METHODS}, got {method!r}")
+    items = list(a) if isinstance(a, (list, tuple)) else [a]
+    ops = [as_operator(x, f"a[{i}]", False, None, device) for i, x in enumerate(items)]
+    budget = max_memory or default_budget(ops[0].device)
+    return plan_ops(ops, int(k), method, budget)
