@@ -57,6 +57,8 @@ def as_tensor(x: Any, name: str = "a") -> tuple[torch.Tensor, Origin]:
     """
     if isinstance(x, torch.Tensor):
         t, kind = x, "torch"
+        if t.is_conj() or t.is_neg():  # lazy conj()/neg() views: materialize what they mean
+            t = t.resolve_conj().resolve_neg()
     elif isinstance(x, np.ndarray) or np.isscalar(x) or isinstance(x, (list, tuple)):
         arr = np.asarray(x)
         if arr.dtype.kind not in "biufc":

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 
@@ -140,7 +140,9 @@ def _backward_block(w, v, gw, gv, opts: BackwardOptions) -> tuple[torch.Tensor, 
     if gv is not None:
         vhgv = vh @ gv
         factor, degenerate = _factor(w, opts.degenerate_tol, opts.broadening)
-        if opts.degenerate != "ignore":
+        if opts.degenerate != "ignore" and (
+            torch._C._functorch.is_functorch_wrapped_tensor(degenerate) or bool(degenerate.any())
+        ):  # no degenerate pair (the common case): nothing can be unresolved
             bad = _unresolved(vhgv, degenerate, gw)
         inner = 0.5 * (vhgv - vhgv.mH) * factor
     if gw is not None:
@@ -257,6 +259,11 @@ def is_tracked(a: torch.Tensor) -> bool:
     return torch.autograd.forward_ad.unpack_dual(a).tangent is not None
 
 
+def _APPLY(cls: type, *args: Any) -> Any:
+    """``cls.apply(*args)`` without torch's per-call argument binding (see the caller)."""
+    return super(torch.autograd.Function, cls).apply(*args)  # type: ignore[misc]
+
+
 def eigh_with_grad(
     a: torch.Tensor,
     solver: Solver,
@@ -274,4 +281,10 @@ def eigh_with_grad(
     real = a.real.dtype if a.is_complex() else a.dtype
     tol = degenerate_default(real) if degenerate_tol is None else degenerate_tol
     opts = BackwardOptions(tol, broadening, degenerate, budget)
-    return _EighFunction.apply(a, solver, opts)
+    if torch._C._are_functorch_transforms_active():
+        return _EighFunction.apply(a, solver, opts)
+    # plain autograd: torch's Function.apply binds the arguments through inspect.signature
+    # on every call (tens of microseconds, a visible share of one small matrix's
+    # forward + backward); with positional arguments and no defaults there is nothing to
+    # bind, so the C entry point is called directly (what apply does after binding)
+    return _APPLY(_EighFunction, a, solver, opts)

@@ -89,6 +89,24 @@ def _solve_gauged(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return w, fix_gauge_small_(v)
 
 
+def _solve_checked(
+    flat: torch.Tensor, vectors: bool, tracked: bool, check: bool
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """The solve, gauge and autograd rule of the planned path; ``None`` if ``check`` finds
+    a non-finite result (the full path then refuses the input with its indices)."""
+    if tracked:  # the planned path's autograd rule around the same solve
+        w, v = eigh_with_grad(flat, _solve_gauged, None, 0.0, "warn")
+        if check and not math.isfinite(w.detach().numpy().sum()):
+            return None
+        return w, (v if vectors else None)
+    w, vv = _solve(flat, vectors)
+    if check and not math.isfinite(w.numpy().sum()):
+        return None  # e.g. a symmetric Inf
+    if vv is not None:
+        fix_gauge_small_(vv)
+    return w, vv
+
+
 @functools.lru_cache(maxsize=4096)
 def _direct(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
     return direct_path(n, batch, dtype, vectors)
@@ -125,17 +143,13 @@ def solve_direct(
             quick_check(flat, symmetry_tol)
         except InputRejected:
             return None  # the full path names what is wrong (or accepts it within tolerance)
-    if tracked:  # the planned path's autograd rule around the same solve
-        w, v = eigh_with_grad(flat, _solve_gauged, None, 0.0, "warn")
-        if check and not math.isfinite(w.detach().numpy().sum()):
-            return None
-        v = v if vectors else None
-    else:
-        w, v = _solve(flat, vectors)
-        if check and not math.isfinite(w.numpy().sum()):
-            return None  # e.g. a symmetric Inf: the full path refuses it with its indices
-        if v is not None:
-            fix_gauge_small_(v)
+    try:
+        solved = _solve_checked(flat, vectors, tracked, check)
+    except RuntimeError:  # LAPACK failed (e.g. on a symmetric Inf): the full path decides
+        return None
+    if solved is None:
+        return None
+    w, v = solved
     if kk is not None:
         w, v = select_k(w, v, kk, largest)
     if len(shape) == 2:

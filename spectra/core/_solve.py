@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import torch
 
@@ -113,6 +114,19 @@ def solve_standard(
 GENERALIZED_MATRICES = 10
 
 
+def whole_batch_strategy(
+    opts: SolverOptions, n: int, batch: int, dtype: torch.dtype, device: torch.device
+) -> SolverOptions:
+    """``opts`` with the strategy the planner picks for the *whole* batch, for callers that
+    solve it in parts (memory chunks, Dask blocks): the strategy depends on the batch size
+    (small batches stay on LAPACK), and one call must not mix strategies, so that its
+    results stay bitwise independent of how it was cut."""
+    if opts.strategy is not None:
+        return opts
+    name = plan(n, batch, dtype, device, max_memory=opts.max_memory).strategy
+    return replace(opts, strategy=name)
+
+
 def generalized_rows(a: torch.Tensor, opts: SolverOptions) -> int:
     """Matrices per chunk of the generalized paths so their working set fits the budget."""
     n = a.shape[-1]
@@ -136,6 +150,7 @@ def _chunked(fn: Callable[..., Result], a: torch.Tensor, b: torch.Tensor, opts, 
     rows = generalized_rows(a, opts)
     if rows >= total:
         return fn(a, b, opts, *args)
+    opts = whole_batch_strategy(opts, n, total, a.dtype, a.device)
     ws, vs = [], []
     for start in range(0, total, rows):
         flat = torch.arange(start, min(start + rows, total), device=a.device)

@@ -196,3 +196,17 @@ def test_a_first_small_call_never_imports_numba():
         "assert 'numba' not in sys.modules, 'numba imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+@pytest.mark.parametrize("batch", [(), (40,)])  # the direct path and the pipeline
+def test_conjugate_and_negative_views_are_resolved(batch):
+    x = random_hermitian(batch or (1,), 6, torch.complex128, seed=8).reshape(*batch, 6, 6)
+    lazy = x.conj()
+    assert lazy.is_conj()
+    w, v = spectra.eigh(lazy)
+    we, ve = spectra.eigh(lazy.resolve_conj())
+    assert torch.equal(w, we) and torch.equal(v, ve)
+    neg = torch.neg(x.conj())  # may carry the negative bit
+    torch.testing.assert_close(spectra.eigvalsh(neg), spectra.eigvalsh((-x.conj()).contiguous()))
+    w_np = spectra.eigvalsh(lazy.numpy(force=True))  # the NumPy route agrees
+    torch.testing.assert_close(torch.from_numpy(w_np), we)

@@ -1,0 +1,172 @@
+"""Benchmark: the fixed cost of one call, spectra against the torch call it replaces.
+
+    .venv/bin/python -m benchmarks.bench_overhead [--quick] [--clock wall|cpu] [--json FILE]
+
+Rows (issue 26), each timed in rounds that alternate the two sides (the order rotating per
+round), reporting per-call medians with their quartiles and the paired ratio
+``spectra / torch`` (the median of the same-round ratios; below 1: spectra is faster):
+
+- ``eigh n``: one ``n x n`` matrix, ``spectra.eigh`` vs ``torch.linalg.eigh``, for
+  n = 2 .. 64, float64, float32 and complex128 (the direct path);
+- ``fwd+bwd 5``: one 5x5 float64, ``w.sum() + v.sum()`` forward and backward;
+- ``first call``: a new process's first ``eigh`` of 200 x 40x40 float64 against torch's
+  first call on the same input (wall time, subprocesses, a few repeats).
+
+``--clock cpu`` uses ``time.thread_time`` (this thread's CPU time), steadier on a shared
+machine. Both sides run in this thread with torch's default threads, as a user calls them.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+import spectra
+from spectra.core import baselines
+
+FIRST_CALL = """
+import time, torch
+t0 = time.perf_counter()
+import spectra
+from spectra.core import baselines
+a = torch.randn(200, 40, 40, dtype=torch.float64)
+a = a + a.mT
+t1 = time.perf_counter()
+{call}
+t2 = time.perf_counter()
+print(t2 - t1, t1 - t0)
+"""
+
+
+def _paired(
+    fns: dict[str, Callable[[], Any]], rounds: int, calls: int, clock: Callable[[], float]
+) -> dict[str, Any]:
+    names = list(fns)
+    for f in fns.values():  # warm-up
+        for _ in range(3):
+            f()
+    times: dict[str, list[float]] = {k: [] for k in names}
+    for r in range(rounds):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for k in order:
+            f = fns[k]
+            t0 = clock()
+            for _ in range(calls):
+                f()
+            times[k].append((clock() - t0) / calls)
+    ratios = [s / t for s, t in zip(times["spectra"], times["torch"], strict=True)]
+    out: dict[str, Any] = {}
+    for k in names:
+        q = statistics.quantiles(times[k], n=4)
+        out[k] = {"median_us": 1e6 * statistics.median(times[k]), "q1_us": 1e6 * q[0],
+                  "q3_us": 1e6 * q[2], "repeats_us": [1e6 * t for t in times[k]]}  # fmt: skip
+    q = statistics.quantiles(ratios, n=4)
+    out["ratio"] = {"median": statistics.median(ratios), "q1": q[0], "q3": q[2]}
+    return out
+
+
+def _first_call(call: str, repeats: int) -> list[float]:
+    seconds = []
+    for _ in range(repeats):
+        code = FIRST_CALL.format(call=call)
+        out = subprocess.run(
+            [sys.executable, "-c", code], check=True, capture_output=True, text=True
+        ).stdout.split()
+        seconds.append(float(out[0]))
+    return seconds
+
+
+def run(quick: bool = False, clock: str = "wall") -> list[dict[str, Any]]:
+    tick = time.thread_time if clock == "cpu" else time.perf_counter
+    rounds, calls = (9, 100) if quick else (21, 200)
+    rows: list[dict[str, Any]] = []
+    sizes = (2, 3, 8, 16, 32, 64) if quick else (2, 3, 5, 8, 16, 32, 50, 64)
+    dtypes = (torch.float64,) if quick else (torch.float64, torch.float32, torch.complex128)
+    for dtype in dtypes:
+        for n in sizes:
+            a = torch.randn(n, n, dtype=dtype)
+            a = a + a.mH
+            fns = {
+                "spectra": lambda a=a: spectra.eigh(a),
+                "torch": lambda a=a: baselines.torch_batched(a),
+            }
+            per = max(10, calls // max(1, n // 8))
+            rows.append(
+                {"row": f"eigh {n}", "dtype": str(dtype)[6:], **_paired(fns, rounds, per, tick)}
+            )
+            print(_line(rows[-1]), flush=True)
+    x0 = torch.randn(5, 5, dtype=torch.float64)
+    x0 = x0 + x0.mT
+
+    def fwd_bwd(solve: Callable[[torch.Tensor], Any]) -> Callable[[], None]:
+        def step() -> None:
+            x = x0.clone().requires_grad_(True)
+            w, v = solve(x)
+            (w.sum() + v.sum()).backward()
+
+        return step
+
+    fns = {"spectra": fwd_bwd(spectra.eigh), "torch": fwd_bwd(baselines.torch_batched)}
+    rows.append({"row": "fwd+bwd 5", "dtype": "float64", **_paired(fns, rounds, calls // 2, tick)})
+    print(_line(rows[-1]), flush=True)
+    repeats = 3 if quick else 7
+    spectra_first = _first_call("spectra.eigh(a)", repeats)
+    torch_first = _first_call("baselines.torch_batched(a)", repeats)
+    s_med, t_med = statistics.median(spectra_first), statistics.median(torch_first)
+    rows.append(
+        {
+            "row": "first call 200 x 40x40",
+            "dtype": "float64",
+            "spectra": {"median_us": 1e6 * s_med, "repeats_s": spectra_first},
+            "torch": {"median_us": 1e6 * t_med, "repeats_s": torch_first},
+            "extra_ms": 1e3 * (s_med - t_med),
+        }
+    )
+    print(_line(rows[-1]), flush=True)
+    return rows
+
+
+def _line(row: dict[str, Any]) -> str:
+    s, t = row["spectra"]["median_us"], row["torch"]["median_us"]
+    tail = (
+        f"ratio {row['ratio']['median']:.2f}x [{row['ratio']['q1']:.2f}, {row['ratio']['q3']:.2f}]"
+        if "ratio" in row
+        else f"+{row['extra_ms']:.0f} ms"
+    )
+    return f"{row['row']:24s} {row['dtype']:10s} spectra {s:9.1f} us  torch {t:9.1f} us  {tail}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+    import json
+    import os
+    import platform
+
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    load = os.getloadavg()
+    rows = run(quick=args.quick, clock=args.clock)
+    if args.json:
+        meta = {
+            "command": "python -m benchmarks.bench_overhead " + " ".join(argv or sys.argv[1:]),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "load_before": load,
+            "load_after": os.getloadavg(),
+        }
+        with open(args.json, "w") as fh:
+            json.dump({"meta": meta, "rows": rows}, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()
