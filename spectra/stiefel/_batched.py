@@ -162,6 +162,16 @@ def _blame(jobs: list[Job], optimizer: str, state: str, exc: ValueError) -> None
                     "contains NaN or Inf",
                     batch_indices(bad),
                 ) from exc
+        if job.method not in SELF_CORRECTING:  # a Cayley step refused a drifted point
+            try:
+                require_on_manifold(p.detach(), f"retract(method={job.method!r})")
+            except InputError as off:
+                raise InputError(
+                    f"{optimizer}: {label}",
+                    off.problem,
+                    off.indices,
+                    hint=f"{off.hint}; or pass stabilize=k to the optimizer",
+                ) from exc
 
 
 def stabilize_group(group: dict, state: dict, buffer: str) -> None:

@@ -81,8 +81,16 @@ def test_optimizer_with_cayley_refuses_a_parameter_that_drifted():
     with torch.no_grad():
         x.mul_(2)
     x.grad = torch.ones_like(x)
-    with pytest.raises(spectra.InputError, match="not on the Stiefel manifold"):
+    with pytest.raises(spectra.InputError, match="not on the Stiefel manifold") as exc:
         opt.step()
+    assert str(exc.value).startswith("RiemannianSGD: parameter 0 of param group 0 (shape (6, 2))")
+    assert "stabilize" in str(exc.value)
+    # grouped with a parameter on the manifold: the drifted one is named
+    y = StiefelParameter(st.random(6, 2, dtype=torch.float64), manifold=st)
+    y.grad = torch.ones_like(y)
+    opt2 = RiemannianSGD([y, x], lr=0.1)
+    with pytest.raises(spectra.InputError, match="parameter 1 of param group 0"):
+        opt2.step()
 
 
 # -- projx: scale invariance and rank deficiency ---------------------------------------------
