@@ -1,7 +1,9 @@
 """Every ```python block of README.md and docs/*.md runs as pasted from the repository root.
 
 One test per block (id ``file:line``), each in a fresh namespace with the working directory at
-the repository root and matplotlib on the Agg backend. Skipped: blocks preceded by a
+the repository root and matplotlib on the Agg backend. Blocks that start worker processes
+(a Dask ``LocalCluster``) also run as a saved script and piped to ``python``, as users paste
+them. Skipped: blocks preceded by a
 ``<!-- skip: cuda -->`` or ``<!-- skip: cluster -->`` comment (they need a GPU or a running
 cluster), and blocks that name CUDA when no CUDA device is present.
 """
@@ -65,7 +67,54 @@ def test_block_runs(code: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import matplotlib.pyplot as plt
 
     plt.close("all")
-    os.environ.get("MPLBACKEND")  # the block may not leak a changed backend
+    # the block may not leave a changed backend behind for the blocks after it
+    assert os.environ.get("MPLBACKEND") == "Agg", "the block changed MPLBACKEND"
+    assert matplotlib.get_backend().lower() == "agg", matplotlib.get_backend()
+
+
+#: What starts worker processes: such a block must also run as a saved script and piped to
+#: ``python`` (spawned workers re-import the main module; issue 27's Nanny failure).
+MULTIPROCESS = re.compile(r"LocalCluster\(|LocalCUDACluster\(|Client\(|multiprocessing|ProcessPool")
+
+
+def _multiprocess_blocks() -> list:
+    return [p for p in BLOCKS if MULTIPROCESS.search(p.values[0])]
+
+
+def test_every_multiprocess_block_guards_its_main_module() -> None:
+    blocks = _multiprocess_blocks()
+    assert len(blocks) >= 3  # docs/distributed.md: LocalCluster, a cluster, dask-cuda
+    assert RUNNABLE_MULTIPROCESS, "no multi-process block runs here: the script test is empty"
+    for param in blocks:
+        code = param.values[0]
+        assert 'if __name__ == "__main__":' in code, f"{param.id} starts processes unguarded"
+
+
+RUNNABLE_MULTIPROCESS = [p for p in _multiprocess_blocks() if not p.marks]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("code", RUNNABLE_MULTIPROCESS)
+@pytest.mark.parametrize("how", ["script", "stdin"])
+def test_multiprocess_block_runs_as_a_script_and_piped(code: str, how: str, tmp_path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "block.py"
+    script.write_text(code)
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    if how == "script":
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    else:
+        done = subprocess.run(
+            [sys.executable, "-"],
+            input=code, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
 
 
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")

@@ -1,5 +1,8 @@
 """Every example runs and writes its files only under examples/out/.
 
+Every ``examples/*.py`` is accounted for (``test_every_example_is_listed`` asserts set
+equality): run here, run by a named test elsewhere, or named as not an example.
+
 Each example runs in a fresh process with an empty temporary working directory, which must
 stay empty; the figure or table it promises must be (re)written under examples/out/. The
 long ones (a PySCF SCF, Dask clusters, thousands of graphs) are marked ``slow`` and run only
@@ -32,6 +35,9 @@ CASES = {
     "pca_digits": ["pca_digits.png"],
     "pca_windows": ["pca_windows.png"],
     "core_batched_eigh": ["core_batched_eigh.png"],
+    "point_cloud_normals": ["point_cloud_normals.png", "point_cloud_normals.txt"],
+    "legacy_loops": ["legacy_loops.txt"],
+    "legacy_loops_fixed": [],  # run as itself it times the batched version, writes nothing
 }
 SLOW_CASES = {
     "stiefel_orthogonal_layer": ["stiefel_orthogonal_layer.png"],
@@ -44,11 +50,27 @@ SLOW_CASES = {
 }
 
 
+#: examples another test file runs through :func:`_run` (that file must do so)
+RUN_ELSEWHERE = {
+    "graph_magnetic_pe": "tests/graph/test_magnetic_example.py",
+}
+#: files in examples/ that are not examples, and why they are not run
+NOT_EXAMPLES = {
+    "_common": "the table tee the examples import; it does nothing on its own",
+}
+
+
 def test_every_example_is_listed():
+    """Each file in examples/ is run here, run by a named test elsewhere, or named as not an
+    example with a reason: the sets are equal, so a new example cannot go unrun."""
     found = {p.stem for p in EXAMPLES.glob("*.py")}
-    listed = set(CASES) | set(SLOW_CASES)
-    # examples other helpers add later are run by their own tests; ours must all be here
-    assert listed <= found, sorted(listed - found)
+    groups = [set(CASES), set(SLOW_CASES), set(RUN_ELSEWHERE), set(NOT_EXAMPLES)]
+    listed = set().union(*groups)
+    assert sum(map(len, groups)) == len(listed), "an example is listed twice"
+    assert listed == found, {"not listed": sorted(found - listed), "gone": sorted(listed - found)}
+    for name, test in RUN_ELSEWHERE.items():
+        text = (ROOT / test).read_text()
+        assert f'_run("{name}"' in text, f"{test} does not run examples/{name}.py"
 
 
 def _run(name: str, outputs: list[str], tmp_path: Path) -> str:
