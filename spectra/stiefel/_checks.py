@@ -104,7 +104,7 @@ def require_on_manifold(x: torch.Tensor, where: str) -> None:
     g.diagonal(dim1=-2, dim2=-1).sub_(1)  # X^H X - I in place: no identity built
     err = g.abs().amax((-2, -1)) if x.shape[-1] else g.real.sum((-2, -1))
     if err.numel() <= 256:  # a few matrices: one transfer, compared in Python (NaN fails)
-        if all(e <= tol for e in err.reshape(-1).tolist()):
+        if all(e <= tol for e in (err.reshape(-1) if err.ndim != 1 else err).tolist()):
             return
     elif bool((err <= tol).all()):
         return

@@ -226,7 +226,8 @@ def polar_no_grad(y: torch.Tensor, where: str) -> torch.Tensor:
         raise err from exc
     rel = 10 * w.shape[-1] * torch.finfo(w.dtype).eps
     if w.numel() <= 256:  # a few matrices: one transfer, compared in Python (NaN fails)
-        if not all(r[0] > rel * r[-1] for r in w.reshape(-1, w.shape[-1]).tolist()):
+        rows = [w.tolist()] if w.ndim == 1 else w.reshape(-1, w.shape[-1]).tolist()
+        if not all(r[0] > rel * r[-1] for r in rows):
             raise _singular_error(where, _singular(w))
     elif not bool((w[..., 0] > rel * w[..., -1]).all()):
         raise _singular_error(where, _singular(w))

@@ -80,7 +80,7 @@ def qr_factor(y: torch.Tensor) -> torch.Tensor:
         finite = d.isfinite()
         if not bool(finite.all()):
             raise _not_finite("qr", ~finite.all(-1))
-    elif not all(map(math.isfinite, d.reshape(-1).tolist())):
+    elif not all(map(math.isfinite, d.tolist() if d.ndim == 1 else d.reshape(-1).tolist())):
         raise _not_finite("qr", ~d.isfinite().all(-1))
     if d.is_complex():
         mag = d.abs()
@@ -88,7 +88,7 @@ def qr_factor(y: torch.Tensor) -> torch.Tensor:
             mag > 0, d / mag.clamp_min(torch.finfo(mag.dtype).tiny), torch.ones_like(d)
         )
     else:
-        phase = torch.where(d < 0, -1.0, 1.0)  # q * (+-1) promotes to q's dtype, exactly
+        phase = torch.ones_like(d).copysign_(d)  # -1 where R[j, j] < 0 (or is -0.0)
     return q * phase.unsqueeze(-2)
 
 
