@@ -14,11 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import torch
+
+from .._options import Options
+from .._solve import solve_standard
 
 #: damped-Jacobi sweeps before and after each coarse correction
 SWEEPS = 2
 #: the coarsest level is solved densely up to this size
-MAX_COARSE = 300
+MAX_COARSE = 50
 
 
 def _gershgorin_radius(a: Any, dinv: np.ndarray) -> float:
@@ -26,6 +30,17 @@ def _gershgorin_radius(a: Any, dinv: np.ndarray) -> float:
     small BLAS calls were slow on a loaded machine), at worst a smaller Jacobi damping."""
     rows = np.asarray(abs(a).sum(axis=1)).ravel() * np.abs(dinv)
     return max(float(rows.max()) if rows.size else 1.0, 1e-300)
+
+
+def _pseudo_inverse(a: np.ndarray) -> np.ndarray:
+    """The Hermitian pseudo-inverse of the coarsest matrix, through the core's dense eigh."""
+    t = torch.from_numpy(a)
+    w, v = solve_standard(((t + t.mH) / 2).unsqueeze(0), True, Options())
+    assert v is not None
+    w, v = w[0], v[0]
+    keep = w.abs() > 1e-12 * w.abs().max().clamp_min(1e-300)
+    inv = torch.where(keep, 1.0 / torch.where(keep, w, torch.ones_like(w)), torch.zeros_like(w))
+    return ((v * inv.to(v.dtype)) @ v.mH).numpy()
 
 
 class BlockVCycle:
@@ -46,8 +61,7 @@ class BlockVCycle:
             dinv = np.where(np.abs(d) > 0, 1.0 / np.where(np.abs(d) > 0, d, 1.0), 0.0)
             omega = 4.0 / (3.0 * _gershgorin_radius(a, dinv))
             self.levels.append((a, level.P.tocsr(), level.R.tocsr(), (omega * dinv)[:, None]))
-        coarse = ml.levels[-1].A.toarray()
-        self.coarse = np.linalg.pinv(coarse, hermitian=True)
+        self.coarse = _pseudo_inverse(ml.levels[-1].A.toarray())
         self.complexity = float(ml.operator_complexity())
 
     def _cycle(self, lvl: int, b: np.ndarray) -> np.ndarray:

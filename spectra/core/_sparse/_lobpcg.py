@@ -190,7 +190,6 @@ def lobpcg(
         active[done] = False
         w = batch.precondition(r, active.to(r.device))
         basis = [deflate, x]
-        w = _project(_project(w, basis), basis)
         q = w if p is None else torch.cat([p, w], dim=-1)
         q, _ = svqb(_project(q, basis))
         q, kept = svqb(_project(q, basis))
