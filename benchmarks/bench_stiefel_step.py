@@ -22,7 +22,7 @@ clock: with ``--threads 1`` every row runs in this thread alone, and on a shared
 machine the CPU time is what stays comparable between rows (preemption by other processes
 is not counted; their cache pressure still is).
 
-Two more show where spectra's time goes: ``spectra RSGD polar, torch eigh`` is the same step
+Three more show where spectra's time goes: ``spectra RSGD/RAdam polar, torch eigh`` is the step
 with the core's ``eigh`` replaced by a bare ``torch.linalg.eigh`` (through
 ``spectra.core.baselines``): the step's own overhead, i.e. what it costs once the core's
 single-small-matrix path is as short as torch's; ``core eigh 5x5`` and ``torch eigh 5x5``
@@ -104,17 +104,23 @@ def _impls(dtype: torch.dtype) -> dict[str, Callable[[], None]]:
 
     import spectra.stiefel._polar as polar_module
 
-    plain = _stepper(ours(RiemannianSGD, Stiefel("polar")), grad)
+    def with_torch_eigh(step: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:  # the same step with a zero-overhead core eigh
+            real = polar_module.eigh
+            polar_module.eigh = lambda a, **_: baselines.torch_batched(a)  # type: ignore[assignment]
+            try:
+                step()
+            finally:
+                polar_module.eigh = real
 
-    def torch_core() -> None:  # the same step with a zero-overhead core eigh
-        real = polar_module.eigh
-        polar_module.eigh = lambda a, **_: baselines.torch_batched(a)  # type: ignore[assignment]
-        try:
-            plain()
-        finally:
-            polar_module.eigh = real
+        return run
 
-    out["spectra RSGD polar, torch eigh"] = torch_core
+    out["spectra RSGD polar, torch eigh"] = with_torch_eigh(
+        _stepper(ours(RiemannianSGD, Stiefel("polar")), grad)
+    )
+    out["spectra RAdam polar, torch eigh"] = with_torch_eigh(
+        _stepper(ours(RiemannianAdam, Stiefel("polar")), grad)
+    )
     import spectra
 
     y = x0 + 1e-3 * grad
@@ -133,6 +139,11 @@ ROWS = [  # (row, spectra, geoopt)
         "RSGD polar, core eigh -> torch eigh",
         "spectra RSGD polar, torch eigh",
         "geoopt RSGD EuclideanStiefel",
+    ),
+    (
+        "RAdam polar, core eigh -> torch eigh",
+        "spectra RAdam polar, torch eigh",
+        "geoopt RAdam EuclideanStiefel",
     ),
     ("eigh of the 5x5 Gram matrix", "core eigh 5x5", "torch eigh 5x5"),
 ]
