@@ -22,8 +22,18 @@ from .core import (
     validate,
 )
 from .core import reference_eigh as reference
+from .core.domain import set_collection_loader
 
 __version__ = "0.1.0"
+
+
+def _load_distributed() -> None:
+    """Import the Dask layer, which registers its collection ops with the core (the root is
+    the one place above every layer: the core and the domains never import it)."""
+    import spectra.distributed  # noqa: F401
+
+
+set_collection_loader(_load_distributed)
 
 __all__ = [
     "EighResult",

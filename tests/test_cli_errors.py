@@ -127,9 +127,9 @@ def test_every_numeric_option_of_every_command_is_checked(tmp_path, capsys):
 
 def test_sizes_are_checked_against_free_memory_before_any_work(tmp_path, capsys, monkeypatch):
     """With 64 MiB free, sizes that fit a normal machine are refused up front (one line)."""
-    import spectra._commands.validate as validate
+    from spectra.core import _memory  # the one memory check every command uses
 
-    monkeypatch.setattr(validate, "available_memory", lambda device="cpu": 64 << 20)
+    monkeypatch.setattr(_memory, "available_memory", lambda device: 64 << 20)
     report = tmp_path / "bench.json"
     # 1024 matrices 128 x 128 need ~0.5 GiB at the draw's peak
     assert main(["bench", "--sizes", "128:1024", "--json", str(report)]) == 2

@@ -97,3 +97,98 @@ def test_ci_runs_the_linters_types_and_doctests():
     build = config["build-system"]["requires"]
     assert any(re.fullmatch(r"setuptools>=(\d+)", r.split()[0]) for r in build)
     assert int(re.search(r"setuptools>=(\d+)", " ".join(build)).group(1)) >= 77
+
+
+#: the layers, bottom up (docs/architecture.md): a package may import only its own layer's
+#: package and lower layers; the domains (layer 1) never import each other
+LAYERS = {
+    "core": 0,
+    "pca": 1,
+    "tightbinding": 1,
+    "graph": 1,
+    "stiefel": 1,
+    "scan": 1,
+    "distributed": 2,
+    "_bench": 3,
+    "_commands": 3,
+    "cli": 3,
+    "__main__": 4,
+    "__init__": 4,  # the package root re-exports the core and loads the Dask layer lazily
+}
+
+
+def _package_of(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "spectra":
+        return None
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _package_graph() -> dict[str, set[tuple[str, str]]]:
+    """package -> {(imported package, where)}, imports inside functions included."""
+    graph: dict[str, set[tuple[str, str]]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE)
+        pkg = (
+            rel.parts[0].removesuffix(".py")
+            if len(rel.parts) > 1 or rel.stem != "__init__"
+            else "__init__"
+        )
+        for line, module, names in _imports(path):
+            target = _package_of(module)
+            if module == "spectra" and names:  # `from spectra import pca` and the like
+                target = names[0] if names[0] in LAYERS else "__init__"
+            if target is not None and target != pkg:
+                graph.setdefault(pkg, set()).add((target, f"{path.relative_to(ROOT)}:{line}"))
+    return graph
+
+
+def test_every_package_has_a_layer():
+    found = {
+        p.name.removesuffix(".py") for p in PACKAGE.iterdir() if p.suffix == ".py" or p.is_dir()
+    }
+    found -= {"__pycache__", "py"}
+    assert found - {"py.typed"} <= set(LAYERS), sorted(found - set(LAYERS))
+
+
+def test_no_import_goes_up_a_layer_or_across_domains():
+    wrong = []
+    for pkg, targets in _package_graph().items():
+        for target, where in targets:
+            if target not in LAYERS or pkg not in LAYERS:
+                continue
+            up = LAYERS[target] > LAYERS[pkg]
+            across = LAYERS[target] == LAYERS[pkg] == 1
+            if up or across:
+                wrong.append(f"{where}: {pkg} imports {target}")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_no_circle_between_packages():
+    graph = {p: {t for t, _ in ts} for p, ts in _package_graph().items()}
+    seen: dict[str, int] = {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        seen[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            assert seen.get(nxt) != 1, f"import circle: {' -> '.join([*stack, node, nxt])}"
+            if nxt not in seen:
+                visit(nxt, [*stack, node])
+        seen[node] = 2
+
+    for node in sorted(graph):
+        if node not in seen:
+            visit(node, [])
+
+
+@pytest.mark.parametrize(
+    "path", list(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_no_private_module_of_another_package_is_imported(path):
+    own = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+    for line, module, names in _imports(path):
+        parts = module.split(".")
+        if parts[0] != "spectra" or len(parts) < 3 or parts[1] == own:
+            continue
+        private = any(p.startswith("_") for p in parts[2:]) or any(n.startswith("_") for n in names)
+        assert not private, f"{path.relative_to(ROOT)}:{line} imports {module} {names}"

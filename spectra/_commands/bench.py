@@ -222,8 +222,8 @@ def run(args: argparse.Namespace) -> int:
             print()
             print("\n".join(domain_table(t)))
     if args.dask:
-        from spectra.distributed._bench import format_rows as dask_rows
-        from spectra.distributed._bench import run_dask_bench
+        from spectra.distributed import format_rows as dask_rows
+        from spectra.distributed import run_dask_bench
 
         report["dask"] = run_dask_bench(args.dask, quick=args.quick)
         print()

@@ -15,8 +15,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from ._arrays import as_tensor, is_dask_collection, restore
+from ._arrays import is_dask_collection, restore
 from ._checks import BlockCheck, InputRejected, check_finite, check_hermitian
+from ._collections import collection_op
 from ._dense import solve_dense
 from ._direct import solve_direct
 from ._errors import InputError, LinAlgError
@@ -24,7 +25,6 @@ from ._options import Options, check_tolerance
 from ._plan import THREADED_LAPACK_MIN_N, Plan
 from ._prepare import check_k, check_plan, is_ragged, prepare
 from ._ragged_solve import solve_ragged
-from ._solve import whole_batch_strategy
 from ._sparse._operators import is_sparse_input
 from ._threads import single_threaded_kernels
 
@@ -243,15 +243,8 @@ def _dask(
     """The same call mapped over the blocks of a Dask array (``spectra.distributed``)."""
     if plan is not None:
         raise InputError("plan", "describes one dense batch, not the blocks of a Dask array")
-    from ..distributed import eigh as dask_eigh
-    from ..distributed import eigvalsh as dask_eigvalsh
+    dask_eigh, dask_eigvalsh = collection_op("eigh"), collection_op("eigvalsh")  # distributed's
 
-    shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
-    if shape is not None and len(shape) >= 2 and not any(math.isnan(s) for s in shape):
-        n, batch = int(shape[-1]), math.prod(int(s) for s in shape[:-2])
-        tdtype = as_tensor(np.empty(0, dtype=dtype))[0].dtype
-        target = torch.device(device) if device is not None else torch.device("cpu")
-        opts = whole_batch_strategy(opts, n, max(1, batch), tdtype, target)  # every block alike
     core: dict[str, Any] = {"lindep": lindep, "lindep_fill": fill, "check": check}
     core.update(symmetry_tol=symmetry_tol, device=device, options=opts)
     if vectors:

@@ -312,7 +312,7 @@ def _solve_checked(
     if not bool(converged.all()):
         idx = torch.nonzero(~converged).flatten()
         wi, vi = torch_eigh(a[idx], v is not None)
-        if v is not None:
+        if v is not None and vi is not None:
             v[idx] = vi
         w[idx] = wi
     return w, v

@@ -26,6 +26,30 @@ def available_memory(device: torch.device) -> int:
         return 8 << 30
 
 
+def check_fits(nbytes: float, what: str, device: str = "cpu", available: int | None = None) -> None:
+    """Refuse (one-line ``InputError``) work whose memory estimate exceeds free memory.
+
+    ``what`` names what asked for it (e.g. ``"--nk 2000000000"``) and starts the message;
+    ``available`` defaults to the free memory of ``device`` (``cpu``, ``cuda``, ``cuda:N``).
+
+    >>> check_fits(1 << 40, "--nk 1e12", available=1 << 34)
+    Traceback (most recent call last):
+    ...
+    spectra.core._errors.InputError: --nk 1e12 needs about 1.0 TiB of memory, more than ...
+    """
+    from ._errors import InputError
+    from ._plan import format_bytes
+
+    free = available_memory(torch.device(device)) if available is None else available
+    if nbytes > free:
+        where = "here" if device == "cpu" else f"on {device}"
+        raise InputError(
+            what,
+            f"needs about {format_bytes(int(nbytes))} of memory, more than the "
+            f"{format_bytes(free)} available {where}",
+        )
+
+
 _BUDGET_CACHE: dict[torch.device, tuple[float, int]] = {}
 _BUDGET_TTL_S = 1.0
 

@@ -28,9 +28,12 @@ from ._arrays import (
 )
 from ._autograd import eigh_backward
 from ._checks import check_square
+from ._collections import collection_op, register_collection_op, set_collection_loader
 from ._eigh import _caller_kernels as caller_kernel_threads
 from ._errors import InputError, LinAlgError, format_indices
 from ._execute import execute, orthonormality_error
+from ._memory import available_memory, check_fits
+from ._moments import Moments, combine_moments
 from ._options import Options
 from ._plan import format_bytes
 from ._prepare import check_k, is_ragged
@@ -44,12 +47,17 @@ __all__ = [
     "TORCH_EIGH",
     "InputError",
     "LinAlgError",
+    "Moments",
     "Options",
     "Origin",
     "as_tensor",
+    "available_memory",
     "caller_kernel_threads",
+    "check_fits",
     "check_k",
     "check_square",
+    "collection_op",
+    "combine_moments",
     "cpu_count",
     "default_tolerance",
     "eigh_backward",
@@ -62,6 +70,8 @@ __all__ = [
     "is_sparse_input",
     "orthonormality_error",
     "real_dtype",
+    "register_collection_op",
     "restore",
+    "set_collection_loader",
     "torch_version",
 ]

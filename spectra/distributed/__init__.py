@@ -10,7 +10,18 @@ imported only when a function here is called.
 (6, 3)
 """
 
+from ..core.domain import register_collection_op
+from ._bench import format_rows, run_dask_bench
 from ._domains import bands, fit_pca, moments
 from ._eigh import eigh, eigvalsh
 
-__all__ = ["bands", "eigh", "eigvalsh", "fit_pca", "moments"]
+# the lower layers reach this one only through these (spectra.core's collection ops)
+for _name, _fn in (
+    ("eigh", eigh),
+    ("eigvalsh", eigvalsh),
+    ("pca.fit", fit_pca),
+    ("tightbinding.bands", bands),
+):
+    register_collection_op(_name, _fn)
+
+__all__ = ["bands", "eigh", "eigvalsh", "fit_pca", "format_rows", "moments", "run_dask_bench"]

@@ -134,7 +134,7 @@ def block_moments(x: Any) -> tuple[Any, Any, Any]:
 def _tree(parts: list[Any]) -> Any:
     import dask
 
-    from ..pca import combine_moments  # the one Chan merge (pca's), on the workers' blocks
+    from ..core.domain import combine_moments  # the one Chan merge, on the workers' blocks
 
     merge = dask.delayed(combine_moments, pure=True)
     while len(parts) > 1:

@@ -8,6 +8,7 @@ axes must hold whole matrices, so they are rechunked to one chunk (with a
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -15,7 +16,8 @@ import numpy as np
 
 from ..core import EighResult
 from ..core import eigh as core_eigh
-from ..core.domain import Options, check_k, check_square
+from ..core import plan as core_plan
+from ..core.domain import Options, as_tensor, check_k, check_square
 from ._blocks import pick, solve_block
 from ._compat import require_dask
 
@@ -116,6 +118,23 @@ def _align(x: Any, b: Any) -> tuple[Any, Any]:
     return x, b
 
 
+def _whole_array_strategy(x: Any, n: int, vectors: bool, options: dict[str, Any]) -> dict[str, Any]:
+    """``{"strategy": ...}``: the one the core plans for the whole array, for every block.
+
+    The core picks a strategy by batch size (small batches stay on LAPACK), so blocks of
+    different sizes would otherwise be solved differently: pinned, every matrix's result
+    is bitwise the core's on the whole array, whatever the blocking."""
+    given = options.get("options")
+    if "strategy" in options or (given is not None and given.strategy is not None):
+        return {}
+    if any(math.isnan(s) for s in x.shape):
+        return {}  # unknown block sizes: each block is planned on its own
+    batch = max(1, math.prod(int(s) for s in x.shape[:-2]))
+    dtype = as_tensor(np.empty(0, dtype=x.dtype))[0].dtype
+    device = options.get("device") or "cpu"
+    return {"strategy": core_plan(n, batch, dtype, device, vectors=vectors).strategy}
+
+
 def _map(
     x: Any, b: Any, *, vectors: bool, k: int | None, largest: bool, options: dict[str, Any]
 ) -> tuple[Any, Any]:
@@ -135,6 +154,7 @@ def _map(
         args = [x, b]
     m = n if k is None else int(k)
     opts = dict(options, k=None if k is None else int(k), largest=bool(largest))
+    opts.update(_whole_array_strategy(x, n, vectors, options))
     batch_chunks = x.chunks[:-2]
     real_meta = x._meta.real if np.iscomplexobj(x._meta) else x._meta
     w_meta = meta_from_array(real_meta, ndim=x.ndim - 1, dtype=wdtype)

@@ -7,7 +7,14 @@ from typing import Any, Literal, cast
 
 import torch
 
-from ..core.domain import InputError, Origin, as_tensor, is_dask_collection, restore
+from ..core.domain import (
+    InputError,
+    Origin,
+    as_tensor,
+    collection_op,
+    is_dask_collection,
+    restore,
+)
 from ._inputs import Batch, as_3d, as_batch, check_finite, is_ragged, is_single
 from ._moments import centered
 from ._plan import PCAPlan, check_solver_params, make_plan
@@ -206,9 +213,7 @@ class BatchPCA(ProbabilisticMixin, TransformMixin, StateMixin, EstimatorBase):
                     "are not supported with Dask input: pass a list "
                     "of Dask arrays with different sample counts instead",
                 )
-            from spectra.distributed import fit_pca
-
-            fit_pca(self, X[None] if single else X)
+            collection_op("pca.fit")(self, X[None] if single else X)  # spectra.distributed
         else:
             batch = as_batch(as_3d(X) if single else X, lengths=lengths, mask=mask)
             self._fit_batch(batch)

@@ -82,13 +82,19 @@ def _load(args: argparse.Namespace) -> Any:
     return model, Path(model.source or path).name
 
 
+def _kpoint_bytes(count: float, nstates: int, per_state: int = 4) -> float:
+    """Memory of ``count`` k-points: ``8 * (8 + per_state * nstates)`` bytes each (the
+    points and their energies; ``per_state=4`` along a path: energies, a sorted copy and
+    the figure's lines; about 64 for a tetrahedron DOS grid, whose simplices hold each
+    energy up to 24 times, sorted)."""
+    return 8.0 * (8 + per_state * nstates) * count
+
+
 def run(args: argparse.Namespace) -> int:
     """Compute and plot the bands; prints a one-line summary."""
     import numpy as np
 
-    from spectra._commands.validate import check_kpoints  # sizes against free memory
-
-    from ..core.domain import InputError
+    from ..core.domain import InputError, check_fits
     from ._dos import dos, fermi_level
     from ._kpoints import monkhorst_pack
     from ._plot import plot_bands
@@ -117,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{model.nstates} bands hold {degeneracy:g} electrons each "
                 "(see --spin-degeneracy)",
             )
-    check_kpoints(args.nk, model.nstates, f"--nk {args.nk}")
+    check_fits(_kpoint_bytes(args.nk, model.nstates), f"--nk {args.nk}")
     path = model.kpath(args.path, args.nk)
     energies = model.bands(path.k)
     dos_panel = None
@@ -126,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dos or args.electrons is not None:
         nside = args.grid or {1: 2000, 2: 120, 3: 30}.get(model.dim_k, 20)
         kgrid = [nside] * model.dim_k
-        check_kpoints(nside**model.dim_k, model.nstates, f"--grid {nside}", per_state=64)
+        check_fits(_kpoint_bytes(nside**model.dim_k, model.nstates, 64), f"--grid {nside}")
         egrid = model.bands(monkhorst_pack(kgrid, gamma_centered=True))
         lo, hi = float(egrid.min()), float(egrid.max())
         pad = 0.05 * (hi - lo or 1.0)

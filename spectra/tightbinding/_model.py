@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.domain import InputError, is_dask_collection, restore
+from ..core.domain import InputError, collection_op, is_dask_collection, restore
 from ._bloch import (
     CONVENTIONS,
     BlochData,
@@ -304,8 +304,7 @@ class Model(Terms):
         """
         k = _points(k)
         if is_dask_collection(k):
-            from spectra.distributed import bands as distributed_bands
-
+            distributed_bands = collection_op("tightbinding.bands")  # spectra.distributed's
             return distributed_bands(
                 self, k, convention=convention, max_memory=max_memory, **eigh_kw
             )
