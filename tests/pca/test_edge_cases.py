@@ -138,10 +138,22 @@ def test_integer_data_becomes_float64():
     )
 
 
-def test_eigh_options_pass_through():
+def test_eigh_options_pass_through(monkeypatch):
+    import spectra.pca._solve as solve
+
     x = make_data(np.random.default_rng(0), 9, 15, 4)
+    seen = []
+    real = solve.eigh
+
+    def spy(a, **kw):
+        seen.append({k: kw.get(k) for k in ("chunk_size", "workers")})
+        return real(a, **kw)
+
+    monkeypatch.setattr(solve, "eigh", spy)
     a = BatchPCA(2, chunk_size=2, workers=1).fit(x)
+    assert seen == [{"chunk_size": 2, "workers": 1}]  # reached the core call unchanged
     b = BatchPCA(2).fit(x)
+    assert seen[-1] == {"chunk_size": None, "workers": None}
     np.testing.assert_allclose(a.components_, b.components_, atol=1e-12)
 
 
