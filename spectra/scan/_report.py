@@ -15,9 +15,11 @@ def location(f: Finding) -> str:
 
 
 def format_finding(f: Finding) -> str:
-    """One line per finding; ``[*]`` marks the ones ``--fix`` rewrites."""
+    """One line per finding; ``[*]`` marks the ones ``--fix`` rewrites, the others end with
+    why not (``fix_blocker``, also in ``--json``)."""
     mark = "[*] " if f.fixable else ""
-    return f"{location(f)}: {f.code} {mark}{f.message}"
+    why = f" (not rewritten by --fix: {f.fix_blocker})" if not f.fixable and f.fix_blocker else ""
+    return f"{location(f)}: {f.code} {mark}{f.message}{why}"
 
 
 def summary(findings: list[Finding]) -> str:

@@ -36,6 +36,23 @@ def test_notebook_lines_name_the_cell(capsys):
     assert f"{CORPUS / 'bands.ipynb'}:cell_4:3:21: SPX001 " in out
 
 
+def test_lines_not_rewritten_say_why(tmp_path, capsys):
+    """Issue 27: a finding --fix leaves alone names the reason on its line, not only in JSON."""
+    src = tmp_path / "why.py"
+    src.write_text(
+        "import numpy as np\nfor m in ms:\n    print(np.linalg.eigh(m))\n"
+        "ws = [np.linalg.eigvalsh(m)[0] for m in ms]\n"
+    )
+    assert main(["scan", str(src)]) == 1
+    first, second, summary = capsys.readouterr().out.strip().splitlines()
+    assert first.endswith(
+        "(not rewritten by --fix: the loop body does more than append each result to a list)"
+    )
+    assert " [*] " in second and "not rewritten" not in second
+    assert "batch it: `[w[0] for w in spectra.eigvalsh(list(ms))]`" in second
+    assert summary == "Found 2 per-matrix eigensolver calls (1 fixable with --fix)."
+
+
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
     assert main(["scan", str(tmp_path / "nope.py")]) == 2
     captured = capsys.readouterr()
