@@ -333,6 +333,7 @@ class Stiefel:
         check_frames(x)
         if x.shape[-1] == 0:
             return x.real.sum((-2, -1)) * 0
+        check_finite(x.detach(), "X")
         w = eigvalsh(herm(x.mH @ x).detach(), check=False).clamp_min(0)
         return ((w.sqrt() - 1) ** 2).sum(-1).sqrt()
 

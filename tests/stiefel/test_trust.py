@@ -150,8 +150,11 @@ def test_projx_refuses_zero_and_rank_deficient_matrices_by_index(metric, dtype):
 def test_projx_of_nan_names_the_input():
     a = torch.randn(3, 5, 2, dtype=torch.float64)
     a[2, 0, 0] = float("nan")
-    with pytest.raises(spectra.InputError, match=r"X contains NaN or Inf at batch indices \[2\]"):
-        Stiefel().projx(a)
+    for fn in (Stiefel().projx, Stiefel().distance_to_manifold):
+        with pytest.raises(
+            spectra.InputError, match=r"X contains NaN or Inf at batch indices \[2\]"
+        ):
+            fn(a)
 
 
 # -- NaN gradients and NaN data are named ----------------------------------------------------
