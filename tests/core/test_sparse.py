@@ -342,3 +342,14 @@ def test_plan_sparse_says_dense_or_iterative_and_never_densifies_past_max_memory
         spectra.core.plan_sparse(large, k=4, method="dense", max_memory=1 << 20)
     # k a large share of n: dense when it fits
     assert spectra.core.plan_sparse(_rgg_laplacian(700, seed=21), k=200).methods == ("dense",)
+
+
+@pytest.mark.cuda
+def test_torch_sparse_on_cuda_stays_on_cuda():
+    lap = _rgg_laplacian(2000, seed=22)
+    ref_w, ref_v = dense_reference(lap)
+    t = _torch_csr(lap, torch.float64).to("cuda")
+    w, v = spectra.eigh(t, k=4, tol=1e-10, **LOBPCG)
+    assert w.device.type == "cuda" and v.device.type == "cuda"
+    np.testing.assert_allclose(w.cpu().numpy(), ref_w[:4], rtol=1e-8, atol=1e-12)
+    assert largest_angle(v.cpu().numpy(), ref_v, ref_w, 4) < 1e-6

@@ -2,11 +2,12 @@
 
 pyamg builds the hierarchy (levels ``A_l``, prolongators ``P_l``, restrictions ``R_l``);
 the cycle itself runs here on whole ``(n, m)`` blocks: damped-Jacobi smoothing (``omega =
-4 / (3 rho(D^-1 A))``), the same number of sweeps before and after the coarse correction (a
-symmetric positive definite preconditioner, as LOBPCG wants), and the pseudo-inverse of the
-coarsest matrix, all in single precision (a preconditioner needs no more). pyamg's own ``aspreconditioner`` applies one column at a time and computes
-residual norms on every call; on the loaded 2-core machine that cost 55-90 ms per column at
-n = 20,000, against a few ms for a block cycle of all columns at once.
+4 / (3 rho(D^-1 A))``, ``rho`` bounded by Gershgorin), the same number of sweeps before and
+after the coarse correction (a symmetric positive definite preconditioner, as LOBPCG
+wants), and the pseudo-inverse of the coarsest matrix, all in single precision (a
+preconditioner needs no more). pyamg's own ``aspreconditioner`` applies one column at a
+time and computes residual norms on every call; on the loaded 2-core machine that cost
+55-90 ms per column at n = 20,000, against a few ms for a block cycle of all columns.
 """
 
 from __future__ import annotations
