@@ -33,10 +33,10 @@ def solve_dense(
         shape = torch.broadcast_shapes(a.shape, b.shape)
         a, b = a.expand(shape), b.expand(shape)
         if lindep is None:
-            w, v = solve_cholesky(a, b, vectors, opts)
+            w, v = solve_cholesky(a, b, vectors, opts)  # gauged where it is computed
         else:
             w, v = solve_canonical(a, b, vectors, opts, lindep, fill)
             active = kept_count(w, fill) if largest and k is not None else None
-        if v is not None:
-            v = fix_gauge(v)
+            if v is not None:
+                v = fix_gauge(v)
     return select_k(w, v, k, largest, active)

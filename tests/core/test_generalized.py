@@ -81,3 +81,31 @@ def test_not_positive_definite_b_names_the_indices():
         spectra.eigh(a, b)
     assert info.value.indices == [(1, 0)]
     assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128, torch.float32])
+def test_fanned_generalized_pipeline_is_bitwise_the_serial_one(monkeypatch, dtype):
+    """From a batch that fans out, the whole reduction runs inside the workers (issue 26):
+    the same numbers as the serial path, and a non-positive-definite ``b`` still named."""
+    from spectra.core import _solve
+
+    n, batch = 24, 256
+    assert spectra.plan(n, batch, dtype, workers=2).workers == 2
+    a = random_hermitian((batch,), n, dtype, seed=3)
+    x = random_hermitian((batch,), n, dtype, seed=4)
+    b = x @ x.mH + n * torch.eye(n, dtype=dtype)
+    calls = []
+    real = _solve._cholesky_fanned
+    monkeypatch.setattr(_solve, "_cholesky_fanned", lambda *args: calls.append(1) or real(*args))
+    w, v = spectra.eigh(a, b, workers=2)
+    assert calls and real(a, b, True, spectra.Options(workers=2)) is not None  # it fanned
+    ws, vs = spectra.eigh(a, b, workers=1)  # serial: the reduction in the caller's thread
+    assert real(a, b, True, spectra.Options(workers=1)) is None
+    assert torch.equal(w, ws) and torch.equal(v, vs)
+    assert torch.equal(spectra.eigvalsh(a, b, workers=2), spectra.eigvalsh(a, b, workers=1))
+    bad = b.clone()
+    bad[7] = -bad[7]
+    bad[200] = -bad[200]
+    with pytest.raises(spectra.LinAlgError, match="not positive definite") as info:
+        spectra.eigh(a, bad, workers=2)
+    assert info.value.indices == [(7,), (200,)]
