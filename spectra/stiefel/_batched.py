@@ -79,16 +79,23 @@ def _stack(tensors: list[torch.Tensor], shape: tuple[int, ...]) -> torch.Tensor:
 
 
 def _retract(
-    manifold: Stiefel, method: str, x: torch.Tensor, d: torch.Tensor, scale: float
+    manifold: Stiefel,
+    method: str,
+    x: torch.Tensor,
+    d: torch.Tensor,
+    scale: float,
+    out: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``(y, step)``: the metric's retraction of ``x`` along ``step = scale * d`` on checked
-    tensors (``step`` is ``None`` for polar: ``x + scale d`` is formed in one operation and
-    the transport does not need the step). Cayley refuses points off the manifold; polar
-    and QR check their own results (Gram eigenvalues, diagonal of R)."""
+    tensors (``step`` is ``None`` for polar and QR: ``x + scale d`` is formed in one
+    operation and their transport does not need the step; they write ``y`` into ``out``
+    if given). Cayley refuses points off the manifold; polar and QR check their own results
+    (Gram eigenvalues, diagonal of R)."""
     if method == "polar":
-        return polar_no_grad(torch.add(x, d, alpha=scale), "retract(method='polar')"), None
+        y = torch.add(x, d, alpha=scale)
+        return polar_no_grad(y, "retract(method='polar')", out), None
     if method == "qr" and x.ndim == 2:  # one matrix: nothing to fan out
-        return qr_factor(torch.add(x, d, alpha=scale)), None
+        return qr_factor(torch.add(x, d, alpha=scale), out), None
     step = d.mul(scale)
     if method not in SELF_CORRECTING:
         require_on_manifold(x, f"retract(method={method!r})")
@@ -103,14 +110,20 @@ def run_jobs(jobs: list[Job], optimizer: str = "optimizer", state: str = "state"
     if len(jobs) == 1 and jobs[0].param.numel():  # one parameter: no stacking or slicing
         job = jobs[0]
         x = job.param.detach()
+        # polar and QR write the new point straight into the parameter (their checks pass
+        # before the write) and transport by projection at the new point only
+        direct = job.method == "polar" or (job.method == "qr" and x.ndim == 2)
         try:
-            y, step = _retract(job.manifold, job.method, x, job.direction, job.scale)
+            y, step = _retract(
+                job.manifold, job.method, x, job.direction, job.scale, x if direct else None
+            )
         except ValueError as exc:
             _blame(jobs, optimizer, state, exc)
             raise
         for v in job.vectors:
             v.copy_(job.manifold.metric.transport(x, step, y, v, job.method))
-        job.param.copy_(y)
+        if y is not x:
+            job.param.copy_(y)
         return
     buckets: dict[tuple, list[Job]] = {}
     for job in jobs:

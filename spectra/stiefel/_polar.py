@@ -211,10 +211,11 @@ def _not_finite_error(where: str, y: torch.Tensor) -> LinAlgError | None:
     return LinAlgError(f"{where}:", "Y is not finite (contains NaN or Inf)", _batch_indices(bad))
 
 
-def polar_no_grad(y: torch.Tensor, where: str) -> torch.Tensor:
+def polar_no_grad(y: torch.Tensor, where: str, out: torch.Tensor | None = None) -> torch.Tensor:
     """The Gram route without gradients: ``Y V diag(w^(-1/2)) V^H`` from ONE core
     :func:`spectra.eigh` of ``Y^H Y`` (a Gram matrix is Hermitian by construction; the core
-    reads its lower triangle), singular or non-finite members refused by index."""
+    reads its lower triangle), singular or non-finite members refused by index. ``out``
+    (not ``y``'s memory) receives the result: the optimizer writes the parameter directly."""
     if y.shape[-1] == 0 or y.numel() == 0:
         return y.clone()
     try:
@@ -231,7 +232,8 @@ def polar_no_grad(y: torch.Tensor, where: str) -> torch.Tensor:
             raise _singular_error(where, _singular(w))
     elif not bool((w[..., 0] > rel * w[..., -1]).all()):
         raise _singular_error(where, _singular(w))
-    return y @ ((v * w.rsqrt().unsqueeze(-2)) @ v.mH)
+    h = (v * w.rsqrt().unsqueeze(-2)) @ v.mH
+    return torch.matmul(y, h) if out is None else torch.matmul(y, h, out=out)
 
 
 def _unit_scale(y: torch.Tensor) -> torch.Tensor:

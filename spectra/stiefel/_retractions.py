@@ -67,8 +67,9 @@ def _qr(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
     return qr_factor(x + xi)
 
 
-def qr_factor(y: torch.Tensor) -> torch.Tensor:
-    """``Q`` of ``Y = QR`` with a real positive diagonal of ``R``; NaN/Inf refused.
+def qr_factor(y: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``Q`` of ``Y = QR`` with a real positive diagonal of ``R``; NaN/Inf refused; ``out``
+    receives the result if given.
 
     NaN/Inf anywhere in column ``j`` of ``Y`` reaches ``R[j, j]`` (and ``Q`` only from
     column ``j`` on), so the diagonal of ``R`` is the only thing checked: for a few matrices
@@ -89,6 +90,8 @@ def qr_factor(y: torch.Tensor) -> torch.Tensor:
         )
     else:
         phase = torch.ones_like(d).copysign_(d)  # -1 where R[j, j] < 0 (or is -0.0)
+    if out is not None:
+        return torch.mul(q, phase.unsqueeze(-2), out=out)
     return q * phase.unsqueeze(-2)
 
 
