@@ -71,16 +71,8 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
     assert ours.path(graphs[0]) == "single"
     _pass(ours, graphs[:10])
     _pass(theirs, graphs[:10])
-    rows = [
-        _row(
-            "per Data (25 nodes, k=4)",
-            _rounds(
-                {"spectra": lambda: _pass(ours, graphs), "pyg": lambda: _pass(theirs, graphs)},
-                rounds,
-            ),  # fmt: skip
-            1e-6,
-        )
-    ]
+    per_data = {"spectra": lambda: _pass(ours, graphs), "pyg": lambda: _pass(theirs, graphs)}
+    rows = [_row("per Data (25 nodes, k=4)", _rounds(per_data, rounds), 1e-6)]
     batch = Batch.from_data_list(graphs)
 
     def one_call() -> float:
@@ -101,8 +93,10 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
 def _print(rows: list[dict[str, Any]]) -> None:
     print(f"{'row':40s} {'spectra us':>14s} {'PyG us':>14s} {'ratio':>18s}")
     for r in rows:
-        s = f"{r['spectra_us']:.0f} ({r['spectra_spread_us'][0]:.0f}-{r['spectra_spread_us'][1]:.0f})"
-        p = f"{r['pyg_us']:.0f} ({r['pyg_spread_us'][0]:.0f}-{r['pyg_spread_us'][1]:.0f})"
+        lo, hi = r["spectra_spread_us"]
+        s = f"{r['spectra_us']:.0f} ({lo:.0f}-{hi:.0f})"
+        lo, hi = r["pyg_spread_us"]
+        p = f"{r['pyg_us']:.0f} ({lo:.0f}-{hi:.0f})"
         q = f"{r['ratio']:.2f}x ({r['ratio_spread'][0]:.2f}-{r['ratio_spread'][1]:.2f})"
         print(f"{r['row']:40s} {s:>14s} {p:>14s} {q:>18s}")
 
