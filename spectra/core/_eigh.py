@@ -52,6 +52,13 @@ def _run(
     options: Options | None,
     execution: dict[str, Any],
 ) -> tuple[Any, Any]:
+    if torch.compiler.is_compiling():  # torch.compile / export: the core as one custom op
+        from ._compile import compiled_call
+
+        rest = {"b": b, "plan": plan, "options": options, "lindep": lindep, "tol": symmetry_tol}
+        traced = compiled_call(a, vectors, k, largest, check, {**rest, **execution})
+        if traced is not None:
+            return traced
     if b is None and plan is None and options is None and not execution and lindep is None:
         symmetry_tol = check_tolerance(symmetry_tol, "symmetry_tol")
         if device is None or device == "cpu":
