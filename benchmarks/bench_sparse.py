@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import time
@@ -117,7 +118,8 @@ def solvers(k: int, tol: float) -> dict[str, Callable[[sp.csr_matrix], np.ndarra
 
 
 #: solvers too slow to run past these sizes on the 2-core machine (minutes by their trend)
-MAX_N = {"spectra-jacobi": 20_000, "scipy-eigsh": 200_000, "scipy-eigsh-2I-L": 200_000}
+#: (ARPACK "SA" on 200,000 nodes ran past 13 minutes on the loaded machine)
+MAX_N = {"spectra-jacobi": 20_000, "scipy-eigsh": 20_000, "scipy-eigsh-2I-L": 200_000}
 
 
 def batch_rows(graphs: int, n: int, k: int, tol: float) -> list[dict[str, Any]]:
@@ -203,20 +205,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "build_seconds": build,
             }
             rows.append(row)
+            _write(args.out, args, rows)  # after every row: a long run killed keeps its rows
             print(
                 f"n={n:>9,} {name:<18} {seconds:8.2f} s  traced peak "
                 f"{peak / 2**20:8.1f} MiB  rss {_rss_mib():8.1f} MiB  diff {diff}",
                 flush=True,
             )
+    return _write(args.out, args, rows)
+
+
+def _write(path: str | None, args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict:
     result = {
         "benchmark": "bench_sparse",
         "k": args.k,
         "tol": args.tol,
         "machine": platform.platform(),
+        "load_average": list(os.getloadavg()),
         "rows": rows,
     }
-    if args.out:
-        with open(args.out, "w") as fh:
+    if path:
+        with open(path, "w") as fh:
             json.dump(result, fh, indent=1)
     return result
 
