@@ -25,8 +25,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from make_tb_data import haldane_3d  # the same lifted Haldane model as haldane_hr.dat
 
-from spectra.tightbinding import Model, haldane, write_wannier90
+from spectra.tightbinding import Model, write_wannier90
 
 HERE = Path(__file__).resolve().parent
 BOHR = 0.52917721092
@@ -80,20 +81,6 @@ def graphene_xz(a: float = 2.46, t: float = -2.7, c: float = 10.0) -> Model:
     m = Model(lattice, [[1 / 3, 1 / 3, 0.0], [2 / 3, 2 / 3, 0.0]])
     for r in ([0, 0, 0], [-1, 0, 0], [0, -1, 0]):
         m.add_hopping(t, 0, 1, r)
-    return m
-
-
-def haldane_3d() -> Model:
-    """Haldane's model (as ``haldane_hr.dat``) lifted to a 3D cell."""
-    flat = haldane(t1=-1.0, t2=0.15, phi=np.pi / 2, mass=0.1)
-    lattice = np.eye(3)
-    lattice[:2, :2] = flat.lattice
-    lattice[2, 2] = 10.0
-    orb = np.zeros((flat.norb, 3))
-    orb[:, :2] = flat.orbitals
-    m = Model(lattice, orb)
-    rv, hr, _ = flat.blocks()
-    m.set_blocks(np.hstack([rv, np.zeros((len(rv), 1), dtype=int)]), hr)
     return m
 
 
