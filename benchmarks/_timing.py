@@ -44,6 +44,27 @@ def median_time(
     return statistics.median(times)
 
 
+def rotating_rounds(
+    fns: dict[str, Callable[[], Any]],
+    rounds: int,
+    calls: int,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, list[float]]:
+    """Per-call seconds of every ``fns[name]`` in each of ``rounds`` rounds of ``calls``
+    calls, all of them timed in every round, the order rotating from round to round (so
+    drift and load hit every implementation alike; pair them by round for ratios)."""
+    names = list(fns)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            fn = fns[name]
+            t0 = clock()
+            for _ in range(calls):
+                fn()
+            times[name].append((clock() - t0) / calls)
+    return times
+
+
 def bench_main(
     doc: str | None,
     run: Callable[..., list[dict[str, Any]]],

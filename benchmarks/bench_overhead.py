@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 import spectra
+from benchmarks._timing import rotating_rounds
 from spectra.core import baselines
 
 FIRST_CALL = """
@@ -35,6 +36,8 @@ import time, torch
 t0 = time.perf_counter()
 import spectra
 from spectra.core import baselines
+
+from benchmarks._timing import rotating_rounds
 a = torch.randn(200, 40, 40, dtype=torch.float64)
 a = a + a.mT
 t1 = time.perf_counter()
@@ -51,15 +54,7 @@ def _paired(
     for f in fns.values():  # warm-up
         for _ in range(3):
             f()
-    times: dict[str, list[float]] = {k: [] for k in names}
-    for r in range(rounds):
-        order = names[r % len(names) :] + names[: r % len(names)]
-        for k in order:
-            f = fns[k]
-            t0 = clock()
-            for _ in range(calls):
-                f()
-            times[k].append((clock() - t0) / calls)
+    times = rotating_rounds(fns, rounds, calls, clock)
     ratios = [s / t for s, t in zip(times["spectra"], times["torch"], strict=True)]
     out: dict[str, Any] = {}
     for k in names:

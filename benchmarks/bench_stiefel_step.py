@@ -39,7 +39,7 @@ from typing import Any
 
 import torch
 
-from benchmarks._timing import bench_main
+from benchmarks._timing import bench_main, rotating_rounds
 from benchmarks.bench_kernels import paired
 
 N, P = 50, 5
@@ -169,16 +169,7 @@ def run(
         for _ in range(20):
             fn()
     now = time.thread_time if clock == "cpu" else time.perf_counter
-    names = list(impls)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(rounds):
-        order = names[r % len(names) :] + names[: r % len(names)]
-        for name in order:
-            fn = impls[name]
-            t0 = now()
-            for _ in range(steps):
-                fn()
-            times[name].append((now() - t0) / steps)
+    times = rotating_rounds(impls, rounds, steps, now)
     rows = []
     for row, ours, peer in ROWS:
         ratio = paired(times[peer], times[ours])
