@@ -141,8 +141,10 @@ def _backward_block(w, v, gw, gv, opts: BackwardOptions) -> tuple[torch.Tensor, 
         vhgv = vh @ gv
         factor, degenerate = _factor(w, opts.degenerate_tol, opts.broadening)
         if opts.degenerate != "ignore" and (
-            torch._C._functorch.is_functorch_wrapped_tensor(degenerate) or bool(degenerate.any())
-        ):  # no degenerate pair (the common case): nothing can be unresolved
+            vhgv.is_complex()  # a phase-dependent loss needs no degenerate pair
+            or torch._C._functorch.is_functorch_wrapped_tensor(degenerate)
+            or bool(degenerate.any())
+        ):  # real, no degenerate pair (the common case): nothing can be unresolved
             bad = _unresolved(vhgv, degenerate, gw)
         inner = 0.5 * (vhgv - vhgv.mH) * factor
     if gw is not None:

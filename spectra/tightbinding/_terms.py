@@ -166,14 +166,14 @@ class Terms:
         key = min((i, j, vec), (j, i, neg))
         if i == j and not any(vec):
             raise InputError(
-                "add_term:",
+                what,
                 f"({i}, {i}, R=0) is an on-site term, not a {what}: "
                 f"use set_onsite" + (" / set_overlap_onsite" if what == "overlap" else ""),
             )
         if key in keys and not replace:
             raise InputError(
-                "add_term:",
-                f"{what} ({i}, {j}, R={vec}) was already given (its Hermitian "
+                what,
+                f"({i}, {j}, R={vec}) was already given (its Hermitian "
                 f"partner ({j}, {i}, R={neg}) is implied); use replace=True to "
                 f"overwrite it",
             )
