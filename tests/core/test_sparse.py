@@ -353,3 +353,19 @@ def test_torch_sparse_on_cuda_stays_on_cuda():
     assert w.device.type == "cuda" and v.device.type == "cuda"
     np.testing.assert_allclose(w.cpu().numpy(), ref_w[:4], rtol=1e-8, atol=1e-12)
     assert largest_angle(v.cpu().numpy(), ref_v, ref_w, 4) < 1e-6
+
+
+def test_auto_preconditioner_takes_amg_for_large_explicit_matrices(monkeypatch):
+    pytest.importorskip("pyamg")
+    from spectra.core._sparse import _precondition
+
+    built = []
+    real = _precondition.BlockVCycle
+    monkeypatch.setattr(_precondition, "BlockVCycle", lambda m: built.append(m.shape) or real(m))
+    lap = _rgg_laplacian(2500, seed=23)
+    w = spectra.eigvalsh(lap, k=3, tol=1e-10)  # precondition="auto"
+    assert built == [(2500, 2500)]
+    ref = sla.eigsh(lap, k=3, sigma=-1e-3, return_eigenvectors=False)
+    np.testing.assert_allclose(w, np.sort(ref), rtol=1e-8, atol=1e-12)
+    spectra.eigvalsh(_rgg_laplacian(1500, seed=24), k=3, method="lobpcg")  # below: Jacobi
+    assert len(built) == 1

@@ -92,7 +92,7 @@ def parse_options(kw: dict[str, Any]) -> tuple[SparseOptions, Any]:
     on_fail = kw.get("on_fail", "raise")
     if on_fail not in ("raise", "warn"):
         raise InputError("on_fail", f'must be "raise" or "warn", got {on_fail!r}')
-    pre = kw.get("precondition", "jacobi")
+    pre = kw.get("precondition", "auto")
     opts = SparseOptions(tol, maxiter, pre, bound, method, on_fail)
     return opts, kw.get("deflate")
 
