@@ -135,7 +135,8 @@ def solve_direct(
     if n == 0 or batch == 0 or not _direct(n, batch, t.dtype, vectors or tracked):
         return None
     kk = None if k is None else check_k(k, n)  # the full path's own check: the same errors
-    flat = t.reshape(batch, n, n)
+    # one matrix stays 2-D (LAPACK is called on it exactly as on a batch of one: fewer ops)
+    flat = t if len(shape) == 2 else t.reshape(batch, n, n)
     if not flat.is_contiguous():
         flat = flat.contiguous()
     if check:
@@ -152,9 +153,7 @@ def solve_direct(
     w, v = solved
     if kk is not None:
         w, v = select_k(w, v, kk, largest)
-    if len(shape) == 2:
-        w, v = w[0], (v[0] if v is not None else None)
-    elif len(shape) > 3:
+    if len(shape) > 3:
         w = w.reshape(*shape[:-2], w.shape[-1])
         v = v.reshape(*shape[:-2], n, v.shape[-1]) if v is not None else None
     if numpy_in:

@@ -110,26 +110,32 @@ def _get_knobs() -> _ThreadKnobs:
     return _knobs
 
 
-def set_thread_kernel_threads(count: int) -> tuple[int, int] | None:
-    """Set the calling thread's own OpenMP and MKL thread counts; return the old ones
-    (``None`` where they cannot be set per thread: then nothing is changed)."""
-    knobs = _get_knobs()
-    if not knobs.available:
+def set_thread_kernel_threads(count: int) -> tuple[int, int, int] | None:
+    """Set the calling thread's own OpenMP and MKL thread counts; return what restores
+    them (``None`` where they cannot be set per thread: then nothing is changed). A count
+    that is already right is not set again (each call is a few hundred nanoseconds, and a
+    small call's whole budget is a few microseconds)."""
+    knobs = _knobs if _knobs is not None else _get_knobs()
+    if knobs.omp_set is None:
         return None
-    torch.get_num_threads()  # torch's lazy per-thread init first, so it cannot undo ours
+    if not getattr(_local, "torch_ready", False):
+        torch.get_num_threads()  # torch's lazy per-thread init first, so it cannot undo ours
+        _local.torch_ready = True
     old_omp = int(knobs.omp_get())
-    knobs.omp_set(count)
-    old_mkl = int(knobs.mkl_local(count)) if knobs.mkl_local is not None else 0
-    return old_omp, old_mkl
+    if old_omp != count:
+        knobs.omp_set(count)
+    old_mkl = int(knobs.mkl_local(count)) if knobs.mkl_local is not None else count
+    return old_omp, old_mkl, count
 
 
-def restore_thread_kernel_threads(old: tuple[int, int] | None) -> None:
+def restore_thread_kernel_threads(old: tuple[int, int, int] | None) -> None:
     """Undo :func:`set_thread_kernel_threads` in the calling thread."""
     if old is None:
         return
-    knobs = _get_knobs()
-    knobs.omp_set(old[0])
-    if knobs.mkl_local is not None:
+    knobs = _knobs if _knobs is not None else _get_knobs()
+    if old[0] != old[2]:
+        knobs.omp_set(old[0])
+    if knobs.mkl_local is not None and old[1] != old[2]:
         knobs.mkl_local(old[1])  # 0: back to MKL's global setting
 
 
