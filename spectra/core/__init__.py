@@ -16,7 +16,7 @@ from ._matrix_function import matrix_function
 from ._options import Options
 from ._plan import Plan, plan
 from ._sparse import SparseConvergenceWarning, SparsePlan, plan_sparse
-from ._strategies import STRATEGIES, Strategy, register
+from ._strategies import STRATEGIES, Strategy, register, unregister
 from ._validate import Validation, validate
 from .reference import reference_eigh
 
@@ -39,5 +39,6 @@ __all__ = [
     "plan_sparse",
     "reference_eigh",
     "register",
+    "unregister",
     "validate",
 ]

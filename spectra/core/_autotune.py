@@ -33,6 +33,7 @@ def autotune(
     workers: int,
     budget: int = 1 << 30,
     verify: bool | None = None,
+    version: int = 0,  # the registry's (a cache key)
 ) -> tuple[str, tuple[tuple[str, float], ...]]:
     """Time each tunable strategy on a random sample; return the fastest and the timings.
 

@@ -37,6 +37,7 @@ from ._gauge import fix_gauge_small_
 from ._plan import direct_path
 from ._prepare import check_k
 from ._select import select_k
+from ._strategies import STRATEGIES, registry_version
 from ._threads import restore_thread_kernel_threads, set_thread_kernel_threads
 from ._torch_lapack import lapack_aligned, torch_eigh
 
@@ -108,8 +109,15 @@ def _solve_checked(
 
 
 @functools.lru_cache(maxsize=4096)
-def _direct(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
+def _direct_cached(n: int, batch: int, dtype: torch.dtype, vectors: bool, version: int) -> bool:
+    builtin = STRATEGIES.get("torch")  # a replaced "torch" strategy is honoured: full path
+    if builtin is None or builtin.solve is not torch_eigh:
+        return False
     return direct_path(n, batch, dtype, vectors)
+
+
+def _direct(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
+    return _direct_cached(n, batch, dtype, vectors, registry_version())
 
 
 def solve_direct(

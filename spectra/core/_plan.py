@@ -23,7 +23,7 @@ from ._cost import matrix_seconds
 from ._kernels._choice import KERNEL_MIN_BATCH, choose_kernel
 from ._memory import default_budget
 from ._options import check_count, check_positive
-from ._strategies import STRATEGIES
+from ._strategies import STRATEGIES, registry_version
 from ._threads import cpu_count
 from ._versions import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
 
@@ -184,6 +184,7 @@ def plan(
         verify,
         autotune,
         max_memory is not None,
+        registry_version(),
     )
 
 
@@ -207,7 +208,9 @@ def choose_strategy(
     legacy_cuda = device.type == "cuda" and not cuda_batched_everywhere()
     if autotune_ or (autotune_ is None and legacy_cuda and n > LEGACY_CUDA_BATCHED_MAX_N):
         cls = size_class(batch)
-        name, timings = autotune(n, cls, dtype, device, vectors, workers, budget, verify)
+        name, timings = autotune(
+            n, cls, dtype, device, vectors, workers, budget, verify, registry_version()
+        )
         shown = ", ".join(f"{k} {1e3 * t:.2f} ms" for k, t in timings)
         return name, [f"autotuned on {min(cls, 256)} sample matrices: {shown}"]
     if device.type == "cpu":
@@ -244,6 +247,7 @@ def _plan_cached(
     verify: bool | None,
     autotune_: bool | None,
     budget_given: bool = False,
+    version: int = 0,  # the registry's (a cache key: replaced strategies are replanned)
 ) -> Plan:
     reasons: list[str] = []
     if strategy is not None:

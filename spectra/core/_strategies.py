@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -58,7 +59,63 @@ class Strategy:
         return device.type in self.devices and self.available()
 
 
-STRATEGIES: dict[str, Strategy] = {}
+class _Registry(dict[str, Strategy]):
+    """The strategies by name; every change (``register``, ``unregister``, ``del``, a
+    test's ``monkeypatch.setitem``) bumps :func:`registry_version`, which every cache of
+    plans and timings is keyed on, so none can name a replaced or removed strategy."""
+
+    version = 0
+
+    def _bump(self) -> None:
+        type(self).version += 1
+
+    def __setitem__(self, key: str, value: Strategy) -> None:
+        super().__setitem__(key, value)
+        self._bump()
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self._bump()
+
+    def pop(self, key: str, *default: Any) -> Any:  # type: ignore[override]
+        out = super().pop(key, *default)
+        self._bump()
+        return out
+
+    def clear(self) -> None:
+        super().clear()
+        self._bump()
+
+    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        super().update(*args, **kwargs)
+        self._bump()
+
+
+STRATEGIES: dict[str, Strategy] = _Registry()
+
+
+def registry_version() -> int:
+    """A number that changes whenever a strategy is registered, replaced or removed.
+
+    >>> v = registry_version()
+    >>> _ = register(Strategy("demo-v", ("cpu",), lambda a, vectors: (a, None), "demo"))
+    >>> _ = unregister("demo-v")
+    >>> registry_version() > v
+    True
+    """
+    return _Registry.version
+
+
+def unregister(name: str) -> Strategy:
+    """Remove the strategy ``name`` from the registry (plans and timings made with it are
+    dropped from every cache) and return it; an unknown name is an ``InputError``."""
+    if name not in STRATEGIES:
+        from ._errors import InputError
+
+        raise InputError(
+            "strategy", f"{name!r} is not registered; registered: {sorted(STRATEGIES)}"
+        )
+    return STRATEGIES.pop(name)
 
 
 def register(strategy: Strategy, *, replace: bool = False) -> Strategy:

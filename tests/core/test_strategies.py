@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import spectra
-from spectra.core import STRATEGIES
+from spectra.core import STRATEGIES, Strategy
 
 from .helpers import DTYPES, random_hermitian, served_size, tol
 
@@ -50,3 +50,61 @@ def test_cuda_strategy_matches_reference(strategy, dtype, n):
     scale = float(np.abs(ref.eigenvalues).max())
     assert np.abs(w.cpu().numpy() - ref.eigenvalues).max() <= 10 * tol(dtype) * scale
     assert spectra.validate(a, w.cpu(), v.cpu()).ok(100 * tol(dtype))
+
+
+def test_replacing_or_removing_a_strategy_replans(monkeypatch):
+    """Plans are cached by strategy name: a replaced or removed strategy must not survive
+    in any cache (the registry's version is part of every key)."""
+    from spectra.core import register, unregister
+    from spectra.core._strategies import registry_version
+
+    def halve(a, vectors):
+        w, v = torch.linalg.eigh(a.double())
+        return (w / 2).to(a.real.dtype), (v.to(a.dtype) if vectors else None)
+
+    a = random_hermitian((3,), 4, torch.float64, seed=1)
+    register(Strategy("demo-halve", ("cpu",), halve, "eigh, halved", memory_factor=2.0))
+    try:
+        p = spectra.plan(4, 3, torch.float64, strategy="demo-halve")
+        assert p.bytes_per_matrix == int(2.0 * 16 * 8) + 2 * 4 * 8
+        w = spectra.eigvalsh(a, strategy="demo-halve")
+        torch.testing.assert_close(2 * w, spectra.eigvalsh(a))
+        before = registry_version()
+
+        def third(x, vectors):
+            w3, v3 = halve(x, vectors)
+            return 2 * w3 / 3, v3
+
+        register(
+            Strategy("demo-halve", ("cpu",), third, "eigh / 3", memory_factor=3.0), replace=True
+        )
+        assert registry_version() > before
+        p = spectra.plan(4, 3, torch.float64, strategy="demo-halve")
+        assert p.bytes_per_matrix == int(3.0 * 16 * 8) + 2 * 4 * 8  # replanned
+        torch.testing.assert_close(
+            3 * spectra.eigvalsh(a, strategy="demo-halve"), spectra.eigvalsh(a)
+        )
+    finally:
+        unregister("demo-halve")
+    with pytest.raises(ValueError, match="unknown strategy 'demo-halve'"):
+        spectra.plan(4, 3, torch.float64, strategy="demo-halve")  # no cached plan survives
+    with pytest.raises(ValueError, match="not registered"):
+        unregister("demo-halve")
+
+
+def test_a_replaced_torch_strategy_is_used_by_small_calls_too(monkeypatch):
+    calls = []
+    original = STRATEGIES["torch"]
+
+    def counted(a, vectors):
+        calls.append(a.shape)
+        return original.solve(a, vectors)
+
+    import dataclasses
+
+    monkeypatch.setitem(
+        STRATEGIES, "torch", dataclasses.replace(original, solve=counted, solve_into=None)
+    )
+    a = random_hermitian((2,), 5, torch.float64, seed=2)
+    spectra.eigh(a)  # a direct-path size: the replacement must still run
+    assert calls, "the replaced torch strategy was bypassed"
