@@ -192,3 +192,16 @@ def test_no_private_module_of_another_package_is_imported(path):
             continue
         private = any(p.startswith("_") for p in parts[2:]) or any(n.startswith("_") for n in names)
         assert not private, f"{path.relative_to(ROOT)}:{line} imports {module} {names}"
+
+
+@pytest.mark.parametrize("package", ["pca", "tightbinding", "graph", "stiefel", "distributed"])
+def test_no_domain_raises_a_bare_value_error(package):
+    """Bad input in a domain is an ``InputError`` naming what and where (issue 23)."""
+    found = []
+    for path in (PACKAGE / package).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                func = node.exc.func
+                if isinstance(func, ast.Name) and func.id == "ValueError":
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, found

@@ -108,11 +108,11 @@ def run_dask_bench(
     import distributed
 
     from ..core import eigh as core_eigh
-    from ..core.domain import cpu_count
+    from ..core.domain import InputError, cpu_count
     from ._eigh import eigh
 
     if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+        raise InputError("workers", f"must be >= 1, got {workers}")
     target = target_s if target_s is not None else (0.75 if quick else 10.0)
     repeats = 2 if quick else 3
     probe = _batch(n, 128, seed=1)

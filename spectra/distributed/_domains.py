@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.domain import InputError
 from ._compat import require_dask
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -74,7 +75,7 @@ def bands(model: Any, k: Any, **kwargs: Any) -> Any:
         k = np.asarray(k)
         k = da.from_array(k, chunks=("auto",) * (k.ndim - 1) + (-1,))
     if k.ndim < 1:
-        raise ValueError("k must have shape (..., d): k-points along the last axis")
+        raise InputError("k", "must have shape (..., d): k-points along the last axis")
     _picklable(model, "model")
     if len(k.chunks[-1]) > 1:
         k = k.rechunk({k.ndim - 1: -1})
@@ -185,10 +186,11 @@ def moments(x: Any) -> tuple[Any, Any, Any]:
     if not isinstance(x, da.Array):
         x = da.from_array(np.asarray(x), chunks=("auto", "auto", -1))
     if x.ndim != 3:
-        raise ValueError(
-            f"x must have shape (datasets, samples, features), got {x.shape}; "
+        raise InputError(
+            "x",
+            f"must have shape (datasets, samples, features), got {x.shape}; "
             "pass a list of (samples, features) arrays for datasets of "
-            "different lengths"
+            "different lengths",
         )
     if len(x.chunks[-1]) > 1:
         x = x.rechunk({2: -1})
@@ -208,7 +210,7 @@ def _moments_list(xs: Sequence[Any]) -> tuple[Any, Any, Any]:
     import dask
 
     if not xs:
-        raise ValueError("x is an empty list of datasets")
+        raise InputError("x", "is an empty list of datasets")
     arrays = [
         x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks=("auto", -1))
         for x in xs
@@ -216,9 +218,10 @@ def _moments_list(xs: Sequence[Any]) -> tuple[Any, Any, Any]:
     features = {a.shape[-1] if a.ndim == 2 else None for a in arrays}
     if len(features) != 1 or None in features:
         shapes = [tuple(a.shape) for a in arrays]
-        raise ValueError(
+        raise InputError(
+            "x",
             f"every dataset must be (samples, features) with the same number of "
-            f"features, got shapes {shapes}"
+            f"features, got shapes {shapes}",
         )
     f = int(features.pop())  # type: ignore[arg-type]
     acc = np.result_type(*[_accumulator(a.dtype) for a in arrays])

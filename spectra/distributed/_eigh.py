@@ -17,7 +17,7 @@ import numpy as np
 from ..core import EighResult
 from ..core import eigh as core_eigh
 from ..core import plan as core_plan
-from ..core.domain import Options, as_tensor, check_k, check_square
+from ..core.domain import InputError, Options, as_tensor, check_k, check_square
 from ._blocks import pick, solve_block
 from ._compat import require_dask
 
@@ -96,8 +96,9 @@ def _align(x: Any, b: Any) -> tuple[Any, Any]:
     check_square(b, "b")
     n = x.shape[-1]
     if b.shape[-1] != n:
-        raise ValueError(
-            f"x and b must have the same matrix size, got x {tuple(x.shape)} and b {tuple(b.shape)}"
+        raise InputError(
+            "b",
+            f"must have the same matrix size as x, got x {tuple(x.shape)} and b {tuple(b.shape)}",
         )
     b = whole_matrices(b, "b", stacklevel=6)
     if b.ndim == 2:  # one b for every matrix: each block gets all of it
@@ -105,9 +106,10 @@ def _align(x: Any, b: Any) -> tuple[Any, Any]:
     try:
         batch = np.broadcast_shapes(x.shape[:-2], b.shape[:-2])
     except ValueError as exc:
-        raise ValueError(
-            f"the batch shapes of x {tuple(x.shape[:-2])} and b "
-            f"{tuple(b.shape[:-2])} do not broadcast"
+        raise InputError(
+            "b",
+            f"and x's batch shapes {tuple(b.shape[:-2])} and {tuple(x.shape[:-2])} "
+            "do not broadcast",
         ) from exc
     if x.shape[:-2] != batch:
         x = da.broadcast_to(x, (*batch, n, n))
