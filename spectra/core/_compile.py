@@ -96,16 +96,18 @@ def _backward(ctx: Any, gw: torch.Tensor | None, gv: torch.Tensor | None) -> tup
 eigh_op.register_autograd(_backward, setup_context=_setup)
 
 
-def _vmap(info: Any, in_dims: Any, a: torch.Tensor, check: bool) -> tuple[Any, Any]:
+def _mapped_first(info: Any, in_dims: Any, a: torch.Tensor) -> torch.Tensor:
+    """``a`` with vmap's mapped dimension moved to the front (the core's batch)."""
     dim = in_dims[0]
-    a = a.movedim(dim, 0) if dim is not None else a.expand(info.batch_size, *a.shape)
-    return eigh_op(a, check), (0, 0)
+    return a.movedim(dim, 0) if dim is not None else a.expand(info.batch_size, *a.shape)
+
+
+def _vmap(info: Any, in_dims: Any, a: torch.Tensor, check: bool) -> tuple[Any, Any]:
+    return eigh_op(_mapped_first(info, in_dims, a), check), (0, 0)
 
 
 def _vmap_values(info: Any, in_dims: Any, a: torch.Tensor, check: bool) -> tuple[Any, Any]:
-    dim = in_dims[0]
-    a = a.movedim(dim, 0) if dim is not None else a.expand(info.batch_size, *a.shape)
-    return eigvalsh_op(a, check), 0
+    return eigvalsh_op(_mapped_first(info, in_dims, a), check), 0
 
 
 torch.library.register_vmap("spectra::eigh", _vmap)

@@ -34,7 +34,7 @@ from torch.autograd import forward_ad
 from ._autograd import eigh_with_grad
 from ._checks import InputRejected, quick_check
 from ._gauge import fix_gauge_small_
-from ._plan import direct_path
+from ._plan import THREADED_LAPACK_MIN_N, direct_path
 from ._prepare import check_k
 from ._select import select_k
 from ._strategies import STRATEGIES, registry_version
@@ -45,21 +45,25 @@ _TORCH_DTYPES = frozenset((torch.float32, torch.float64, torch.complex64, torch.
 _NUMPY_DTYPES = frozenset(np.dtype(d) for d in ("float32", "float64", "complex64", "complex128"))
 
 
+def _plain_cpu(a: torch.Tensor) -> bool:
+    """A strided CPU tensor of a solver dtype with no lazy conj/neg bit, no ``torch.func``
+    wrapper and no forward-mode tangent (those take the full path)."""
+    return not (
+        a.device.type != "cpu"
+        or a.dtype not in _TORCH_DTYPES
+        or a.layout != torch.strided
+        or a.is_conj()
+        or a.is_neg()
+        or torch._C._functorch.is_functorch_wrapped_tensor(a)  # vmap, grad, jvp
+        or (forward_ad._current_level >= 0 and forward_ad.unpack_dual(a).tangent is not None)
+    )
+
+
 def _as_cpu_tensor(a: Any) -> tuple[torch.Tensor, bool] | None:
     """``a`` as a CPU tensor without a copy, and whether it came as NumPy; ``None`` for
     anything the full path must convert (other types, dtypes, layouts, devices, grads)."""
     if type(a) is torch.Tensor:
-        if (
-            a.device.type != "cpu"
-            or a.dtype not in _TORCH_DTYPES
-            or a.layout != torch.strided
-            or a.is_conj()
-            or a.is_neg()
-            or torch._C._functorch.is_functorch_wrapped_tensor(a)  # vmap, grad, jvp
-            or (forward_ad._current_level >= 0 and forward_ad.unpack_dual(a).tangent is not None)
-        ):
-            return None
-        return a, False
+        return (a, False) if _plain_cpu(a) else None
     if type(a) is np.ndarray:
         if a.dtype not in _NUMPY_DTYPES or not a.flags.c_contiguous or not a.flags.aligned:
             return None
@@ -108,12 +112,48 @@ def _solve_checked(
     return w, vv
 
 
+@functools.lru_cache(maxsize=64)
+def _builtin_lapack(version: int) -> bool:
+    """Whether the registered ``torch`` strategy is the built-in one (a replacement is
+    honoured: the direct path then steps aside)."""
+    builtin = STRATEGIES.get("torch")
+    return builtin is not None and builtin.solve is torch_eigh
+
+
+def _solve_one(
+    a: torch.Tensor, vectors: bool, check: bool, symmetry_tol: float | None
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """One plain 2-D CPU tensor, the commonest call, in as few steps as the plan allows:
+    the same exact-Hermitian test, LAPACK call on one kernel thread, finiteness test and
+    gauge as :func:`solve_direct`, without its generality; ``None``: take that route."""
+    n = a.shape[0]
+    if (
+        n != a.shape[1]
+        or not 0 < n < THREADED_LAPACK_MIN_N
+        or (a.requires_grad and torch.is_grad_enabled())
+        or not _plain_cpu(a)
+        or not _builtin_lapack(registry_version())
+        or (check and not torch.equal(a, a.mH))  # exactly Hermitian (and no NaN)
+    ):
+        return None
+    old = set_thread_kernel_threads(1)
+    try:
+        if vectors:
+            w, v = torch.linalg.eigh(a)
+        else:
+            w, v = torch.linalg.eigvalsh(a), None
+    finally:
+        restore_thread_kernel_threads(old)
+    if check and not math.isfinite(sum(w.tolist())):
+        return None  # e.g. a symmetric Inf: the full path refuses it
+    if v is not None:
+        fix_gauge_small_(v)
+    return w, v
+
+
 @functools.lru_cache(maxsize=4096)
 def _direct_cached(n: int, batch: int, dtype: torch.dtype, vectors: bool, version: int) -> bool:
-    builtin = STRATEGIES.get("torch")  # a replaced "torch" strategy is honoured: full path
-    if builtin is None or builtin.solve is not torch_eigh:
-        return False
-    return direct_path(n, batch, dtype, vectors)
+    return _builtin_lapack(version) and direct_path(n, batch, dtype, vectors)
 
 
 def _direct(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
@@ -130,6 +170,10 @@ def solve_direct(
 ) -> tuple[Any, Any] | None:
     """``(w, v or None)`` of a small CPU call as its plan would compute them, or ``None``
     when the call must take the full path."""
+    if type(a) is torch.Tensor and a.dim() == 2 and k is None:
+        one = _solve_one(a, vectors, check, symmetry_tol)
+        if one is not None:
+            return one
     got = _as_cpu_tensor(a)
     if got is None:
         return None

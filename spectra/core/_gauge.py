@@ -10,6 +10,7 @@ round-off. Real columns are scaled by the pivot's sign, complex ones by its inve
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -165,6 +166,32 @@ def fix_gauge_(vectors: torch.Tensor) -> torch.Tensor:
 SMALL_GAUGE_MAX_ENTRIES = 1 << 14
 
 
+#: up to this many entries each eigenvector's sign is found in plain Python (one
+#: ``tolist`` and the builtin max/min): cheaper than a dozen NumPy calls on tiny arrays
+_PYTHON_GAUGE_MAX_ENTRIES = 256
+
+
+def _python_signs(rows: np.ndarray, tol: float) -> list[float] | None:
+    """Each row's gauge sign (``-1.0`` where its min outweighs its max), or ``None`` when a
+    row *might* hold an opposite-sign near-tie, which the exact NumPy path then resolves.
+
+    The sign of ``hi + lo`` in double precision is that of the exact sum, so it is the
+    torch gauge's ``hi >= -lo`` for float32 and float64 rows alike; the screen
+    ``|hi + lo| <= 2 tol (hi - lo)`` flags a superset of the torch gauge's near-ties
+    ``|hi + lo| <= tol max(hi, -lo)``, whatever either computation rounds.
+    """
+    signs = []
+    for row in rows.reshape(-1, rows.shape[-1]).tolist():
+        if not math.isfinite(sum(row)):  # NaN/Inf: torch's NaN-propagating max decides
+            return None
+        hi, lo = max(row), min(row)
+        s = hi + lo
+        if abs(s) <= 2 * tol * (hi - lo):  # a possible tie
+            return None
+        signs.append(1.0 if s >= 0 else -1.0)
+    return signs
+
+
 def fix_gauge_small_(vectors: torch.Tensor) -> torch.Tensor:
     """:func:`fix_gauge_` for a small CPU block (no autograd history), in place: for real
     blocks exactly the torch gauge's decisions with NumPy's fewer, cheaper calls (or the
@@ -194,6 +221,12 @@ def fix_gauge_small_(vectors: torch.Tensor) -> torch.Tensor:
         kernel = _numba_gauge_kernel(vectors.dtype)
         if kernel is not None and rows.flags.c_contiguous:
             kernel(rows.reshape(-1, rows.shape[-2], rows.shape[-1]))
+            return vectors
+    if rows.size <= _PYTHON_GAUGE_MAX_ENTRIES:
+        signs = _python_signs(rows, tol)
+        if signs is not None:  # no row near an opposite-sign tie: the peaks' signs
+            if -1.0 in signs:
+                rows *= np.array(signs, dtype=rows.dtype).reshape(*rows.shape[:-1], 1)
             return vectors
     lo, hi = rows.min(-1), rows.max(-1)
     # hi >= -lo exactly when fl(hi + lo) >= 0 (a rounded sum keeps the sign of the exact

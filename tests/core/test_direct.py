@@ -47,6 +47,8 @@ def test_direct_results_are_bitwise_the_planned_path(shape, n, dtype):
         pytest.skip("planned on more than one worker")
     assert p.strategy == "torch" and p.workers == 1 and p.n_chunks == 1
     assert _direct.solve_direct(a, True, None, False, True, None) is not None
+    if not shape and n < 256:  # one matrix: the shortest route is the one taken
+        assert _direct._solve_one(a, True, True, None) is not None
     w, v = spectra.eigh(a)
     wf, vf = _full_path(a)
     assert torch.equal(w, wf) and torch.equal(v, vf)
@@ -184,6 +186,11 @@ def test_small_gauge_is_bitwise_the_torch_gauge(dtype):
     assert torch.equal(got, want)
     for i in range(v.shape[0]):  # one block at a time, as the direct path runs
         assert torch.equal(_gauge.fix_gauge_small_(v[i : i + 1].clone()), want[i : i + 1])
+    if not dtype.is_complex:  # both real routes ran: Python signs, and NumPy on near-ties
+        tol = 1e-4 if dtype == torch.float32 else 1e-10
+        rows = [v[i : i + 1].mT.numpy() for i in range(v.shape[0])]
+        assert _gauge._python_signs(rows[0], tol) is None  # the exact opposite tie
+        assert _gauge._python_signs(rows[-1], tol) is not None  # a random block
 
 
 def test_a_first_small_call_never_imports_numba():
