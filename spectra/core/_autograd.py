@@ -32,6 +32,8 @@ from typing import Any, NamedTuple
 
 import torch
 
+from ._errors import InputError
+
 Solver = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 DEGENERATE_POLICIES = ("warn", "nan", "ignore")
 #: working set of the backward per matrix, in n x n matrices of the eigenvector dtype
@@ -43,11 +45,40 @@ class DegenerateGradientWarning(UserWarning):
     eigh backward cannot resolve (see :func:`spectra.matrix_function`)."""
 
 
+def check_policy(degenerate: Any) -> str:
+    """``degenerate`` if it is one of :data:`DEGENERATE_POLICIES` (the one check)."""
+    if degenerate not in DEGENERATE_POLICIES:
+        raise InputError("degenerate", f"must be one of {DEGENERATE_POLICIES}, got {degenerate!r}")
+    return str(degenerate)
+
+
 class BackwardOptions(NamedTuple):
-    degenerate_tol: float
+    """How the eigh backward (and forward mode) treats degeneracies: the one object.
+
+    ``degenerate_tol`` ``None`` is the dtype's default (:func:`degenerate_default`, made
+    concrete by :meth:`resolved`); ``budget`` bounds the backward's temporaries in bytes
+    (the batch is processed in chunks). Built from :class:`~spectra.core.Options` by
+    ``Options.backward``.
+
+    >>> tol = BackwardOptions().resolved(torch.float64).degenerate_tol
+    >>> tol == degenerate_default(torch.float64)
+    True
+    """
+
+    degenerate_tol: float | None = None
     broadening: float = 0.0
     degenerate: str = "warn"
     budget: int | None = None  # bytes the backward's temporaries may use (chunks the batch)
+
+    def resolved(self, dtype: torch.dtype) -> BackwardOptions:
+        """These options with the default tolerance of real ``dtype`` filled in."""
+        if self.degenerate_tol is not None:
+            return self
+        return self._replace(degenerate_tol=degenerate_default(dtype))
+
+
+#: the defaults (``"warn"`` at degeneracies, the dtype's tolerance, no budget)
+DEFAULT_BACKWARD = BackwardOptions()
 
 
 def degenerate_default(dtype: torch.dtype) -> float:
@@ -55,9 +86,13 @@ def degenerate_default(dtype: torch.dtype) -> float:
     return 1e3 * torch.finfo(dtype).eps
 
 
-def _factor(w: torch.Tensor, tol: float, broadening: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _factor(
+    w: torch.Tensor, tol: float | None, broadening: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(F, degenerate)``: ``F[i, j] = 1/(w_j - w_i)`` (0 on degenerate pairs and the
-    diagonal) and the mask of degenerate off-diagonal pairs."""
+    diagonal) and the mask of degenerate off-diagonal pairs (``tol`` None: the default)."""
+    if tol is None:
+        tol = degenerate_default(w.dtype)
     gap = w.unsqueeze(-2) - w.unsqueeze(-1)  # gap[i, j] = w_j - w_i
     scale = w.abs().amax(-1, keepdim=True).unsqueeze(-1).clamp_min(torch.finfo(w.dtype).tiny)
     degenerate = gap.abs() <= tol * scale
@@ -172,15 +207,24 @@ def eigh_backward(
 
     The batch is processed in chunks whose temporaries fit ``budget`` bytes.
     """
-    if degenerate not in DEGENERATE_POLICIES:
-        raise ValueError(f"degenerate must be one of {DEGENERATE_POLICIES}, got {degenerate!r}")
-    opts = BackwardOptions(degenerate_tol, broadening, degenerate, budget)
+    opts = BackwardOptions(degenerate_tol, broadening, check_policy(degenerate), budget)
+    return _backward(w, v, gw, gv, opts.resolved(w.dtype))
+
+
+def _backward(
+    w: torch.Tensor,
+    v: torch.Tensor,
+    gw: torch.Tensor | None,
+    gv: torch.Tensor | None,
+    opts: BackwardOptions,
+) -> torch.Tensor:
+    """:func:`eigh_backward` with its options object (tolerance resolved)."""
     n = v.shape[-1]
     shape = v.shape
     fw, fv = w.reshape(-1, n), v.reshape(-1, n, n)
     fgw = gw.reshape(-1, n) if gw is not None else None
     fgv = gv.reshape(-1, n, n) if gv is not None else None
-    rows = _rows(n, fv.shape[0], v.element_size(), budget)
+    rows = _rows(n, fv.shape[0], v.element_size(), opts.budget)
     parts, bads = [], []
     for s in range(0, max(1, fv.shape[0]), rows):
         e = s + rows
@@ -194,7 +238,7 @@ def eigh_backward(
         parts.append(ga)
         bads.append(bad)
     ga = parts[0] if len(parts) == 1 else torch.cat(parts)
-    ga = _apply_policy(torch.cat(bads), ga, degenerate, "backward")
+    ga = _apply_policy(torch.cat(bads), ga, opts.degenerate, "backward")
     return ga.reshape(shape)
 
 
@@ -230,9 +274,7 @@ class _EighFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, gw, gv):  # type: ignore[override]
         w, v = ctx.saved_tensors
-        o = ctx.opts
-        ga = eigh_backward(w, v, gw, gv, o.degenerate_tol, o.broadening, o.degenerate, o.budget)
-        return ga, None, None
+        return _backward(w, v, gw, gv, ctx.opts), None, None
 
     @staticmethod
     def jvp(ctx, da, _solver, _opts):  # type: ignore[override]
@@ -267,22 +309,13 @@ def _APPLY(cls: type, *args: Any) -> Any:
 
 
 def eigh_with_grad(
-    a: torch.Tensor,
-    solver: Solver,
-    degenerate_tol: float | None = None,
-    broadening: float = 0.0,
-    degenerate: str = "warn",
-    budget: int | None = None,
+    a: torch.Tensor, solver: Solver, opts: BackwardOptions = DEFAULT_BACKWARD
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Run ``solver`` (any ``(..., n, n)`` -> ``(w, v)``) on ``a`` and attach the
     degenerate-safe backward, forward-mode and vmap rules when ``a`` carries derivatives."""
-    if degenerate not in DEGENERATE_POLICIES:
-        raise ValueError(f"degenerate must be one of {DEGENERATE_POLICIES}, got {degenerate!r}")
     if not is_tracked(a):
         return solver(a.detach())
-    real = a.real.dtype if a.is_complex() else a.dtype
-    tol = degenerate_default(real) if degenerate_tol is None else degenerate_tol
-    opts = BackwardOptions(tol, broadening, degenerate, budget)
+    opts = opts.resolved(a.real.dtype if a.is_complex() else a.dtype)
     if torch._C._are_functorch_transforms_active():
         return _EighFunction.apply(a, solver, opts)
     # plain autograd: torch's Function.apply binds the arguments through inspect.signature

@@ -16,7 +16,7 @@ errors and the answer.
 
 >>> import torch
 >>> a = torch.tensor([[2.0, 1.0], [1.0, 2.0]], dtype=torch.float64)
->>> w, v = solve_direct(a, True, None, False, True, None)
+>>> w, v = solve_direct(a, Request())
 >>> w
 tensor([1., 3.], dtype=torch.float64)
 """
@@ -36,6 +36,7 @@ from ._checks import InputRejected, quick_check
 from ._gauge import fix_gauge_small_
 from ._plan import THREADED_LAPACK_MIN_N, direct_path
 from ._prepare import check_k
+from ._request import Request
 from ._select import select_k
 from ._strategies import STRATEGIES, registry_version
 from ._threads import restore_thread_kernel_threads, set_thread_kernel_threads
@@ -100,7 +101,7 @@ def _solve_checked(
     """The solve, gauge and autograd rule of the planned path; ``None`` if ``check`` finds
     a non-finite result (the full path then refuses the input with its indices)."""
     if tracked:  # the planned path's autograd rule around the same solve
-        w, v = eigh_with_grad(flat, _solve_gauged, None, 0.0, "warn")
+        w, v = eigh_with_grad(flat, _solve_gauged)
         if check and not math.isfinite(w.detach().numpy().sum()):
             return None
         return w, (v if vectors else None)
@@ -160,16 +161,15 @@ def _direct(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
     return _direct_cached(n, batch, dtype, vectors, registry_version())
 
 
-def solve_direct(
-    a: Any,
-    vectors: bool,
-    k: Any,
-    largest: bool,
-    check: bool,
-    symmetry_tol: float | None,
-) -> tuple[Any, Any] | None:
+def solve_direct(a: Any, request: Request) -> tuple[Any, Any] | None:
     """``(w, v or None)`` of a small CPU call as its plan would compute them, or ``None``
     when the call must take the full path."""
+    vectors, k, check, symmetry_tol = (
+        request.vectors,
+        request.k,
+        request.check,
+        request.symmetry_tol,
+    )
     if type(a) is torch.Tensor and a.dim() == 2 and k is None:
         one = _solve_one(a, vectors, check, symmetry_tol)
         if one is not None:
@@ -204,7 +204,7 @@ def solve_direct(
         return None
     w, v = solved
     if kk is not None:
-        w, v = select_k(w, v, kk, largest)
+        w, v = select_k(w, v, kk, request.largest)
     if len(shape) > 3:
         w = w.reshape(*shape[:-2], w.shape[-1])
         v = v.reshape(*shape[:-2], n, v.shape[-1]) if v is not None else None

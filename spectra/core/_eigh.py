@@ -21,10 +21,11 @@ from ._collections import collection_op
 from ._dense import solve_dense
 from ._direct import solve_direct
 from ._errors import InputError, LinAlgError
-from ._options import Options, check_tolerance
+from ._options import Options
 from ._plan import THREADED_LAPACK_MIN_N, Plan
-from ._prepare import check_k, check_plan, is_ragged, prepare
+from ._prepare import check_plan, is_ragged, prepare
 from ._ragged_solve import solve_ragged
+from ._request import Request
 from ._sparse._operators import is_sparse_input
 from ._threads import single_threaded_kernels
 
@@ -37,72 +38,44 @@ class EighResult(NamedTuple):
 
 
 def _run(
-    a: Any,
-    b: Any,
-    *,
-    vectors: bool,
-    k: Any,
-    largest: bool,
-    lindep: float | None,
-    lindep_fill: float,
-    check: bool,
-    symmetry_tol: float | None,
-    device: Any,
-    plan: Plan | None,
-    options: Options | None,
-    execution: dict[str, Any],
+    a: Any, b: Any, request: Request, plan: Plan | None, options: Options | None, execution: dict
 ) -> tuple[Any, Any]:
+    """The call ``request`` asks about ``a`` (and ``b``), on the path its input takes."""
     if torch.compiler.is_compiling():  # torch.compile / export: the core as one custom op
         from ._compile import compiled_call
 
-        rest = {"b": b, "plan": plan, "options": options, "lindep": lindep, "tol": symmetry_tol}
-        traced = compiled_call(a, vectors, k, largest, check, {**rest, **execution})
+        rest = {"b": b, "plan": plan, "options": options, "lindep": request.lindep}
+        rest["tol"] = request.symmetry_tol
+        traced = compiled_call(
+            a, request.vectors, request.k, request.largest, request.check, {**rest, **execution}
+        )
         if traced is not None:
             return traced
-    if b is None and plan is None and options is None and not execution and lindep is None:
-        symmetry_tol = check_tolerance(symmetry_tol, "symmetry_tol")
-        if device is None or device == "cpu":
-            # one CPU matrix or a handful: what the plan would run, without the pipeline
-            direct = solve_direct(a, vectors, k, largest, check, symmetry_tol)
-            if direct is not None:
-                return direct
+    plain = b is None and plan is None and options is None and not execution
+    if plain and request.lindep is None and request.device in (None, "cpu"):
+        # one CPU matrix or a handful: what the plan would run, without the pipeline
+        direct = solve_direct(a, request)
+        if direct is not None:
+            return direct
     if is_sparse_input(a):  # torch/SciPy sparse, linear operators: the iterative path
         from ._sparse import solve_sparse
 
         return solve_sparse(
-            a, b, vectors=vectors, k=k, largest=largest, check=check,
-            symmetry_tol=check_tolerance(symmetry_tol, "symmetry_tol"), device=device,
+            a, b, vectors=request.vectors, k=request.k, largest=request.largest,
+            check=request.check, symmetry_tol=request.symmetry_tol, device=request.device,
             plan=plan, options=options, execution=execution,
         )  # fmt: skip
     opts = Options.build(options, **execution)
-    lindep = check_tolerance(lindep, "lindep")
-    symmetry_tol = check_tolerance(symmetry_tol, "symmetry_tol")
     if is_dask_collection(a) or is_dask_collection(b):
-        return _dask(
-            a, b, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol, device, plan, opts
-        )
+        return _dask(a, b, request, plan, opts)
     if isinstance(a, (list, tuple)) and not a and (b is None or isinstance(b, (list, tuple))):
         if b:  # an empty ragged list: empty lists back (as a loop over nothing gives)
             raise InputError("b", "must be a list of the same length as the ragged list a")
-        return [], ([] if vectors else None)
+        return [], ([] if request.vectors else None)
     uniform = _stack_uniform(a, b) if plan is None and is_ragged(a) else None
     if uniform is not None:  # one shape throughout: one dense batch beats padded buckets
         try:
-            w, v = _run(
-                uniform[0],
-                uniform[1],
-                vectors=vectors,
-                k=k,
-                largest=largest,
-                lindep=lindep,
-                lindep_fill=lindep_fill,
-                check=check,
-                symmetry_tol=symmetry_tol,
-                device=device,
-                plan=None,
-                options=options,
-                execution=execution,
-            )
+            w, v = _run(uniform[0], uniform[1], request, None, options, execution)
         except ValueError:
             pass  # the bucketed path below names the failing item: a[3], b[3]
         else:
@@ -110,25 +83,10 @@ def _run(
     if is_ragged(a):
         if plan is not None:
             raise InputError("plan", "describes one dense batch; a ragged list has several sizes")
-        with _caller_kernels(a, device):
-            return _solver_errors(
-                solve_ragged,
-                a,
-                b,
-                vectors,
-                k,
-                largest,
-                lindep,
-                lindep_fill,
-                check,
-                symmetry_tol,
-                device,
-                opts,
-            )
-    with _caller_kernels(a, device):
-        return _run_dense(
-            a, b, vectors, k, largest, lindep, lindep_fill, check, symmetry_tol, device, plan, opts
-        )
+        with _caller_kernels(a, request.device):
+            return _solver_errors(solve_ragged, a, b, request, opts)
+    with _caller_kernels(a, request.device):
+        return _run_dense(a, b, request, plan, opts)
 
 
 def _caller_kernels(a: Any, device: Any) -> AbstractContextManager[None]:
@@ -163,35 +121,23 @@ def _caller_kernels(a: Any, device: Any) -> AbstractContextManager[None]:
 
 
 def _run_dense(
-    a: Any,
-    b: Any,
-    vectors: bool,
-    k: Any,
-    largest: bool,
-    lindep: float | None,
-    lindep_fill: float,
-    check: bool,
-    symmetry_tol: float | None,
-    device: Any,
-    plan: Plan | None,
-    opts: Options,
+    a: Any, b: Any, request: Request, plan: Plan | None, opts: Options
 ) -> tuple[Any, Any]:
-    at, bt, origin = prepare(a, b, "a", check, symmetry_tol, device, defer_a_check=True)
+    check, tol = request.check, request.symmetry_tol
+    at, bt, origin = prepare(a, b, "a", check, tol, request.device, defer_a_check=True)
     n = at.shape[-1]
-    kk = check_k(k, n)
+    request = request.sized(n)
     if plan is not None:
         shape = at.shape if bt is None else torch.broadcast_shapes(at.shape, bt.shape)
         batch = math.prod(shape[:-2])
         opts = Options.from_plan(check_plan(plan, n, batch, at.dtype, at.device), opts)
     # the standard problem checks its input block by block inside the workers
-    pre = BlockCheck(symmetry_tol) if check and bt is None else None
+    pre = BlockCheck(tol) if check and bt is None else None
     try:
-        w, v = _solver_errors(
-            solve_dense, at, bt, vectors, kk, largest, lindep, lindep_fill, opts, pre=pre
-        )
+        w, v = _solver_errors(solve_dense, at, bt, request, opts, pre=pre)
     except InputRejected:
         check_finite(at, "a")
-        check_hermitian(at, symmetry_tol, "a")
+        check_hermitian(at, tol, "a")
         raise  # pragma: no cover - the detailed checks always find what the quick one did
     return restore(w, origin), restore(v, origin)
 
@@ -233,30 +179,15 @@ def _solver_errors(fn: Any, *args: Any, **kwargs: Any) -> Any:
         ) from exc
 
 
-def _dask(
-    a: Any,
-    b: Any,
-    vectors: bool,
-    k: Any,
-    largest: bool,
-    lindep: float | None,
-    fill: float,
-    check: bool,
-    symmetry_tol: float | None,
-    device: Any,
-    plan: Plan | None,
-    opts: Options,
-) -> tuple[Any, Any]:
+def _dask(a: Any, b: Any, request: Request, plan: Plan | None, opts: Options) -> tuple[Any, Any]:
     """The same call mapped over the blocks of a Dask array (``spectra.distributed``)."""
     if plan is not None:
         raise InputError("plan", "describes one dense batch, not the blocks of a Dask array")
     dask_eigh, dask_eigvalsh = collection_op("eigh"), collection_op("eigvalsh")  # distributed's
-
-    core: dict[str, Any] = {"lindep": lindep, "lindep_fill": fill, "check": check}
-    core.update(symmetry_tol=symmetry_tol, device=device, options=opts)
-    if vectors:
-        return tuple(dask_eigh(a, b, k=k, largest=largest, **core))
-    return dask_eigvalsh(a, b, k=k, largest=largest, **core), None
+    keywords = request.keywords()
+    if request.vectors:
+        return tuple(dask_eigh(a, b, options=opts, **keywords))
+    return dask_eigvalsh(a, b, options=opts, **keywords), None
 
 
 def eigh(
@@ -326,17 +257,19 @@ def eigh(
     w, v = _run(
         a,
         b,
-        vectors=True,
-        k=k,
-        largest=largest,
-        lindep=lindep,
-        lindep_fill=lindep_fill,
-        check=check,
-        symmetry_tol=symmetry_tol,
-        device=device,
-        plan=plan,
-        options=options,
-        execution=execution,
+        Request.build(
+            vectors=True,
+            k=k,
+            largest=largest,
+            lindep=lindep,
+            lindep_fill=lindep_fill,
+            check=check,
+            symmetry_tol=symmetry_tol,
+            device=device,
+        ),
+        plan,
+        options,
+        execution,
     )
     return EighResult(w, v)
 
@@ -369,16 +302,18 @@ def eigvalsh(
     w, _ = _run(
         a,
         b,
-        vectors=False,
-        k=k,
-        largest=largest,
-        lindep=lindep,
-        lindep_fill=lindep_fill,
-        check=check,
-        symmetry_tol=symmetry_tol,
-        device=device,
-        plan=plan,
-        options=options,
-        execution=execution,
+        Request.build(
+            vectors=False,
+            k=k,
+            largest=largest,
+            lindep=lindep,
+            lindep_fill=lindep_fill,
+            check=check,
+            symmetry_tol=symmetry_tol,
+            device=device,
+        ),
+        plan,
+        options,
+        execution,
     )
     return w

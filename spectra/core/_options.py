@@ -12,12 +12,14 @@ import operator
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from ._autograd import BackwardOptions, check_policy
 from ._errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._plan import Plan
 
-DEGENERATE_POLICIES = ("warn", "nan", "ignore")
+#: the keywords of the planner (:func:`spectra.core.plan`) that an :class:`Options` sets
+PLANNING_FIELDS = ("strategy", "chunk_size", "max_memory", "workers", "verify", "autotune")
 
 
 def as_int(value: Any, name: str) -> int:
@@ -112,10 +114,23 @@ class Options:
         set_(self, "broadening", check_tolerance(self.broadening, "broadening"))
         if self.strategy is not None and not isinstance(self.strategy, str):
             raise InputError("strategy", f"must be a strategy name, got {self.strategy!r}")
-        if self.degenerate not in DEGENERATE_POLICIES:
-            raise InputError(
-                "degenerate", f"must be one of {DEGENERATE_POLICIES}, got {self.degenerate!r}"
-            )
+        check_policy(self.degenerate)
+
+    def planning(self) -> dict[str, Any]:
+        """The planner's keywords these options set (``plan(n, batch, ..., **o.planning())``).
+
+        >>> Options(workers=2).planning()["workers"]
+        2
+        """
+        return {name: getattr(self, name) for name in PLANNING_FIELDS}
+
+    def backward(self, budget: int | None = None) -> BackwardOptions:
+        """The backward's options object (the degenerate policy and tolerance, ``budget``).
+
+        >>> Options(degenerate="nan").backward().degenerate
+        'nan'
+        """
+        return BackwardOptions(self.degenerate_tol, self.broadening, self.degenerate, budget)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

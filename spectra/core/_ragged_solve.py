@@ -19,29 +19,26 @@ from ._errors import InputError, LinAlgError
 from ._options import Options
 from ._prepare import check_k, prepare
 from ._ragged import choose_buckets, group_by_bucket, pad_stack
+from ._request import Request
 from ._select import kept_count, select_k
 from ._solve import solve_standard
 
 
 def solve_ragged(
-    a: Sequence[Any],
-    b: Any,
-    vectors: bool,
-    k: Any,
-    largest: bool,
-    lindep: float | None,
-    fill: float,
-    check: bool,
-    symmetry_tol: float | None,
-    device: Any,
-    opts: Options,
+    a: Sequence[Any], b: Any, request: Request, opts: Options
 ) -> tuple[list[Any], list[Any]]:
     """Lists of eigenvalues and eigenvectors (``None`` entries without vectors), in order."""
+    k, largest, check, symmetry_tol = (
+        request.k,
+        request.largest,
+        request.check,
+        request.symmetry_tol,
+    )
     if b is not None and (not isinstance(b, (list, tuple)) or len(b) != len(a)):
         raise InputError("b", "must be a list of the same length as the ragged list a")
     # shapes per item here; values are checked per bucket, on the stacked batch
     items = [
-        prepare(ai, None if b is None else b[i], f"a[{i}]", False, symmetry_tol, device)
+        prepare(ai, None if b is None else b[i], f"a[{i}]", False, symmetry_tol, request.device)
         for i, ai in enumerate(a)
     ]
     ks: list[int | None] = []
@@ -61,6 +58,7 @@ def solve_ragged(
             dtype = torch.promote_types(dtype, bi.dtype)
     sizes = [ai.shape[-1] for ai, _, _ in items]
     ceilings = choose_buckets(sizes, items[0][0].device, pad=b is None)
+    whole = request.whole()  # every eigenpair per bucket; each member's k is taken below
     out_w: list[Any] = [None] * len(items)
     out_v: list[Any] = [None] * len(items)
     for ceiling, members in group_by_bucket(sizes, ceilings).items():
@@ -69,15 +67,15 @@ def solve_ragged(
             _check_members(items, members, symmetry_tol)
         bmats = None if b is None else [items[i][1].to(dtype) for i in members]  # type: ignore[union-attr]
         try:
-            parts = _solve_bucket(mats, bmats, ceiling, vectors, lindep, fill, opts)
+            parts = _solve_bucket(mats, bmats, ceiling, whole, opts)
         except torch.linalg.LinAlgError:  # padding or stacking pushed a member over the edge
-            parts = _solve_alone(mats, bmats, members, vectors, lindep, fill, opts)
+            parts = _solve_alone(mats, bmats, members, whole, opts)
         except (InputError, LinAlgError) as exc:  # name the list index, not the row
             raise _to_list_index(exc, members) from None
         for (wi, vi), i in zip(parts, members, strict=True):
             active = None
-            if lindep is not None and largest and ks[i] is not None:
-                active = kept_count(wi, fill)
+            if request.lindep is not None and largest and ks[i] is not None:
+                active = kept_count(wi, request.lindep_fill)
             try:
                 wi, vi = select_k(wi, vi, ks[i], largest, active)
             except InputError as exc:
@@ -91,22 +89,18 @@ def _solve_bucket(
     mats: list[torch.Tensor],
     bmats: list[torch.Tensor] | None,
     ceiling: int,
-    vectors: bool,
-    lindep: float | None,
-    fill: float,
+    request: Request,
     opts: Options,
 ) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
     """One batched call for a bucket: padded standard problems, or same-size generalized."""
     if bmats is None:
         stack, inactive = pad_stack(mats, ceiling)
-        w, v = solve_standard(stack, vectors, opts, inactive=inactive, gauge=True)
+        w, v = solve_standard(stack, request.vectors, opts, inactive=inactive, gauge=True)
         if bool(inactive.any()) and not bool(torch.isfinite(w).all()):
             # the padding shift overflowed (entries near the float range): not a result
             raise torch.linalg.LinAlgError("padded bucket overflowed")
     else:
-        w, v = solve_dense(
-            torch.stack(mats), torch.stack(bmats), vectors, None, False, lindep, fill, opts
-        )
+        w, v = solve_dense(torch.stack(mats), torch.stack(bmats), request, opts)
     sizes = [m.shape[-1] for m in mats]
     return [(w[row, :n], v[row, :n, :n] if v is not None else None) for row, n in enumerate(sizes)]
 
@@ -115,9 +109,7 @@ def _solve_alone(
     mats: list[torch.Tensor],
     bmats: list[torch.Tensor] | None,
     members: list[int],
-    vectors: bool,
-    lindep: float | None,
-    fill: float,
+    request: Request,
     opts: Options,
 ) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
     """Each member of a failed bucket on its own, unpadded; the ones that still fail are
@@ -127,7 +119,7 @@ def _solve_alone(
     for row, m in enumerate(mats):
         try:
             bm = None if bmats is None else bmats[row][None]
-            w, v = solve_dense(m[None], bm, vectors, None, False, lindep, fill, opts)
+            w, v = solve_dense(m[None], bm, request, opts)
             parts.append((w[0], v[0] if v is not None else None))
         except torch.linalg.LinAlgError:
             failed.append((members[row],))

@@ -23,10 +23,6 @@ from ._threads import fan_out
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 
 
-#: the options object of ``spectra.eigh`` (one class: ``_options.Options``)
-SolverOptions = Options
-
-
 def spectral_bounds(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-matrix Gershgorin interval ``(lower, upper)`` containing every eigenvalue."""
     diag = torch.diagonal(a, dim1=-2, dim2=-1).real
@@ -49,7 +45,7 @@ def push_to_top(a: torch.Tensor, inactive: torch.Tensor) -> torch.Tensor:
 def solve_standard(
     a: torch.Tensor,
     vectors: bool,
-    opts: SolverOptions,
+    opts: Options,
     inactive: torch.Tensor | None = None,
     pre: Pre | None = None,
     gauge: bool = False,
@@ -77,19 +73,9 @@ def solve_standard(
         return w, v
 
     def planned(x: torch.Tensor) -> Plan:
-        return plan(
-            n,
-            x.shape[0],
-            x.dtype,
-            x.device,
-            vectors=vectors or needs_grad,
-            strategy=opts.strategy,
-            chunk_size=opts.chunk_size,
-            max_memory=opts.max_memory,
-            workers=opts.workers,
-            verify=opts.verify,
-            autotune=opts.autotune,
-        )
+        return plan(n, x.shape[0], x.dtype, x.device, vectors=vectors or needs_grad, **planning)
+
+    planning = opts.planning()
 
     post = fix_gauge_ if gauge else None
     flat = a.reshape(-1, n, n)
@@ -101,10 +87,7 @@ def solve_standard(
             assert vx is not None
             return wx.reshape(*x.shape[:-1]), vx.reshape(x.shape)
 
-        budget = planned(flat).memory_budget
-        w, v = eigh_with_grad(
-            flat, solver, opts.degenerate_tol, opts.broadening, opts.degenerate, budget
-        )
+        w, v = eigh_with_grad(flat, solver, opts.backward(planned(flat).memory_budget))
     else:
         w, v = execute(planned(flat), flat.contiguous(), pre, post)
     w = w.reshape(*batch_shape, n)
@@ -118,8 +101,8 @@ GENERALIZED_MATRICES = 10
 
 
 def whole_batch_strategy(
-    opts: SolverOptions, n: int, batch: int, dtype: torch.dtype, device: torch.device
-) -> SolverOptions:
+    opts: Options, n: int, batch: int, dtype: torch.dtype, device: torch.device
+) -> Options:
     """``opts`` with the strategy the planner picks for the *whole* batch, for callers that
     solve it in parts (memory chunks, Dask blocks): the strategy depends on the batch size
     (small batches stay on LAPACK), and one call must not mix strategies, so that its
@@ -130,7 +113,7 @@ def whole_batch_strategy(
     return replace(opts, strategy=name)
 
 
-def generalized_rows(a: torch.Tensor, opts: SolverOptions) -> int:
+def generalized_rows(a: torch.Tensor, opts: Options) -> int:
     """Matrices per chunk of the generalized paths so their working set fits the budget."""
     n = a.shape[-1]
     batch = max(1, math.prod(a.shape[:-2]))
@@ -177,7 +160,7 @@ def _whole_index(start: int, batch_shape: torch.Size, i: tuple[int, ...]) -> tup
 
 
 def solve_cholesky(
-    a: torch.Tensor, b: torch.Tensor, vectors: bool, opts: SolverOptions
+    a: torch.Tensor, b: torch.Tensor, vectors: bool, opts: Options
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``A v = w B v`` by Cholesky reduction ``C = L^-1 A L^-H``; ``V^H B V = I``, the
     eigenvectors in the gauge.
@@ -195,7 +178,7 @@ def _reduce(a: torch.Tensor, factor: torch.Tensor) -> torch.Tensor:
 
 
 def _solve_cholesky(
-    a: torch.Tensor, b: torch.Tensor, vectors: bool, opts: SolverOptions
+    a: torch.Tensor, b: torch.Tensor, vectors: bool, opts: Options
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     fanned = _cholesky_fanned(a, b, vectors, opts)
     if fanned is not None:
@@ -209,7 +192,7 @@ def _solve_cholesky(
 
 
 def _cholesky_fanned(
-    a: torch.Tensor, b: torch.Tensor, vectors: bool, opts: SolverOptions
+    a: torch.Tensor, b: torch.Tensor, vectors: bool, opts: Options
 ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """The whole generalized pipeline (factor, reduction, solve, back-transformation) run
     inside the fan-out, each worker on its part of the batch, when the plan of the reduced
@@ -265,7 +248,7 @@ def solve_canonical(
     a: torch.Tensor,
     b: torch.Tensor,
     vectors: bool,
-    opts: SolverOptions,
+    opts: Options,
     lindep: float,
     fill: float,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -282,7 +265,7 @@ def _solve_canonical(
     a: torch.Tensor,
     b: torch.Tensor,
     vectors: bool,
-    opts: SolverOptions,
+    opts: Options,
     lindep: float,
     fill: float,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:

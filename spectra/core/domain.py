@@ -37,6 +37,7 @@ from ._moments import Moments, combine_moments
 from ._options import Options
 from ._plan import format_bytes
 from ._prepare import check_k, is_ragged
+from ._request import EIGH_OPTION_NAMES, PROBLEM_KEYWORDS, Request
 from ._solver_names import EIGENSOLVER_CALLS, TORCH_EIGH
 from ._sparse import is_sparse_input
 from ._threads import cpu_count, fan_out
@@ -44,12 +45,15 @@ from ._versions import torch_version
 
 __all__ = [
     "EIGENSOLVER_CALLS",
+    "EIGH_OPTION_NAMES",
+    "PROBLEM_KEYWORDS",
     "TORCH_EIGH",
     "InputError",
     "LinAlgError",
     "Moments",
     "Options",
     "Origin",
+    "Request",
     "as_tensor",
     "available_memory",
     "caller_kernel_threads",

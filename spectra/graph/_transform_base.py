@@ -5,8 +5,6 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
-import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,8 +17,7 @@ require_pyg()
 from torch_geometric.data import Batch, Data  # noqa: E402
 from torch_geometric.transforms import BaseTransform  # noqa: E402
 
-from ..core import Options, eigh  # noqa: E402
-from ..core.domain import InputError  # noqa: E402
+from ..core.domain import EIGH_OPTION_NAMES, InputError  # noqa: E402
 from ._layout import Layout, glue_threads, graph_input  # noqa: E402
 
 # options of scipy.sparse.linalg.eigs/eigsh that PyG's **kwargs forward: accepted for a
@@ -42,14 +39,7 @@ def _largest_graph(data: Any) -> int:
 def split_pyg_kwargs(kwargs: Mapping[str, Any], eigh_options: Mapping[str, Any] | None) -> dict:
     """PyG's ``**kwargs``: spectra.eigh options go to the core, SciPy ``eigsh`` options are
     ignored, anything else is a ``TypeError``. Returns the core options."""
-    params = inspect.signature(eigh).parameters
-    core = {
-        n
-        for n, p in params.items()
-        if p.kind == p.KEYWORD_ONLY and n not in ("k", "largest", "lindep", "lindep_fill")
-    }
-    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
-        core |= {f.name for f in dataclasses.fields(Options)}  # eigh's **execution
+    core = EIGH_OPTION_NAMES  # the core's list of the keywords a domain may forward
     out = dict(eigh_options or {})
     for name, value in kwargs.items():
         if name in core:

@@ -8,12 +8,10 @@ otherwise both are small stand-ins with the same behaviour.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from typing import Any
 
-from ..core import Options, eigh
-from ..core.domain import InputError
+from ..core.domain import EIGH_OPTION_NAMES, InputError
 
 # explicit parameters of BatchPCA.__init__, stored unchanged (sklearn's convention)
 PARAMS = (
@@ -27,21 +25,12 @@ PARAMS = (
     "n_oversamples",
     "random_state",
 )
-# core options BatchPCA cannot forward: the PCA decides them
-_NOT_FORWARDED = {"a", "b", "k", "largest", "lindep", "lindep_fill"}
 
 
 def eigh_option_names() -> frozenset[str]:
-    """The keyword options of :func:`spectra.eigh` that BatchPCA forwards."""
-    sig = inspect.signature(eigh)
-    names = {
-        name
-        for name, p in sig.parameters.items()
-        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and name not in _NOT_FORWARDED
-    }
-    if any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()):
-        names |= {f.name for f in dataclasses.fields(Options)}  # eigh's **execution
-    return frozenset(names)
+    """The keyword options of :func:`spectra.eigh` that BatchPCA forwards (the core's list:
+    the PCA decides the problem keywords ``k``, ``largest``, ``lindep`` itself)."""
+    return EIGH_OPTION_NAMES
 
 
 def check_eigh_options(options: dict[str, Any]) -> None:

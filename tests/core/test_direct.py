@@ -14,6 +14,7 @@ import spectra
 from spectra.core import _direct, _execute, _gauge, _threads
 from spectra.core._kernels._choice import KERNEL_MIN_BATCH
 from spectra.core._plan import DIRECT_MAX_BATCH
+from spectra.core._request import Request
 
 from .helpers import random_hermitian
 
@@ -46,7 +47,7 @@ def test_direct_results_are_bitwise_the_planned_path(shape, n, dtype):
         assert batch * n**3 > 3e5, str(p)  # only work enough to fan out leaves the path
         pytest.skip("planned on more than one worker")
     assert p.strategy == "torch" and p.workers == 1 and p.n_chunks == 1
-    assert _direct.solve_direct(a, True, None, False, True, None) is not None
+    assert _direct.solve_direct(a, Request()) is not None
     if not shape and n < 256:  # one matrix: the shortest route is the one taken
         assert _direct._solve_one(a, True, True, None) is not None
     w, v = spectra.eigh(a)
@@ -145,17 +146,17 @@ def test_gradients_on_the_direct_path_are_bitwise_the_planned_paths(monkeypatch,
 
 def test_transforms_and_unusual_tensors_leave_the_direct_path():
     a = random_hermitian((1,), 5, torch.float64, seed=2)[0]
-    assert _direct.solve_direct(a, True, None, False, True, None) is not None
-    assert _direct.solve_direct(a.to(torch.float16), True, None, False, True, None) is None
+    assert _direct.solve_direct(a, Request()) is not None
+    assert _direct.solve_direct(a.to(torch.float16), Request()) is None
     c = a.to(torch.complex128)
-    assert _direct.solve_direct(c.conj(), True, None, False, True, None) is None  # conj bit
+    assert _direct.solve_direct(c.conj(), Request()) is None  # conj bit
     got = torch.func.vmap(lambda m: spectra.eigvalsh(m))(a.expand(3, 5, 5))
     torch.testing.assert_close(got, spectra.eigvalsh(a.expand(3, 5, 5).contiguous()))
     import torch.autograd.forward_ad as fwAD
 
     with fwAD.dual_level():
         dual = fwAD.make_dual(a, torch.eye(5, dtype=torch.float64))
-        assert _direct.solve_direct(dual, True, None, False, True, None) is None
+        assert _direct.solve_direct(dual, Request()) is None
         w = spectra.eigvalsh(dual)
         torch.testing.assert_close(fwAD.unpack_dual(w).tangent.sum(), torch.tensor(5.0).double())
 
