@@ -25,7 +25,15 @@ DESCRIPTIONS = {
     **baselines.DESCRIPTIONS,
     "spectra": "spectra.eigh(a): eigenvalues and gauge-fixed eigenvectors, input checked",
 }
-__all__ = ["DESCRIPTIONS", "ThreadFanOut", "core_peers", "eigenvalue_error", "random_symmetric"]
+__all__ = [
+    "DESCRIPTIONS",
+    "ThreadFanOut",
+    "core_peers",
+    "eigenvalue_error",
+    "generalized_peers",
+    "random_overlap",
+    "random_symmetric",
+]
 
 
 def core_peers(
@@ -53,15 +61,49 @@ def core_peers(
 
 
 def random_symmetric(batch: int, n: int, dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
-    """``(X + X^T) / 2`` for a Gaussian ``X``, drawn in float64 and cast."""
+    """``(X + X^H) / 2`` for a Gaussian ``X`` (complex for complex ``dtype``), drawn in
+    double precision and cast."""
     gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(batch, n, n, dtype=torch.float64, generator=gen)
-    return (0.5 * (x + x.mT)).to(dtype)
+    wide = torch.complex128 if dtype.is_complex else torch.float64
+    x = torch.randn(batch, n, n, dtype=wide, generator=gen)
+    return (0.5 * (x + x.mH)).to(dtype)
 
 
-def eigenvalue_error(a: torch.Tensor, w: torch.Tensor, count: int = 64) -> float:
-    """Max |w - w_scipy| / ||A||_2 over the first ``count`` matrices."""
-    head = a[:count].cpu().double().numpy()
-    ref = reference_eigh(head, eigvals_only=True).eigenvalues
+def random_overlap(batch: int, n: int, dtype: torch.dtype, seed: int = 1) -> torch.Tensor:
+    """A well-conditioned Hermitian positive-definite ``B = I + X X^H / (4 n)`` (the shape
+    of a tight-binding overlap S(k)), drawn in double precision and cast."""
+    gen = torch.Generator().manual_seed(seed)
+    wide = torch.complex128 if dtype.is_complex else torch.float64
+    x = torch.randn(batch, n, n, dtype=wide, generator=gen)
+    eye = torch.eye(n, dtype=wide)
+    return (eye + x @ x.mH / (4 * n)).to(dtype)
+
+
+def generalized_peers(
+    a: torch.Tensor, b: torch.Tensor, loop_sample: int, fan_out: ThreadFanOut | None
+) -> dict[str, Impl]:
+    """The peers of ``eigh(a, b)`` on the CPU: the reduction a user writes in torch (whole
+    batch, and fanned out over threads) and a SciPy loop (on the first ``loop_sample``)."""
+    batch = len(a)
+    m = min(batch, loop_sample)
+    pairs = list(zip(a[:m].numpy(), b[:m].numpy(), strict=True))
+    peers = {
+        "torch reduction": Impl(partial(baselines.generalized_reduction, a, b)),
+        "scipy loop (a, b)": Impl(partial(baselines.scipy_generalized_loop, pairs), m, batch),
+    }
+    if fan_out is not None:
+        peers["reduction fan-out"] = Impl(lambda: fan_out(a, b))
+    return peers
+
+
+def eigenvalue_error(
+    a: torch.Tensor, w: torch.Tensor, count: int = 64, b: torch.Tensor | None = None
+) -> float:
+    """Max |w - w_scipy| / ||A||_2 over the first ``count`` matrices (of ``A v = w B v``
+    with ``b``), SciPy in double precision."""
+    wide = torch.complex128 if a.is_complex() else torch.float64
+    head = a[:count].cpu().to(wide).numpy()
+    bh = None if b is None else b[:count].cpu().to(wide).numpy()
+    ref = reference_eigh(head, bh, eigvals_only=True).eigenvalues
     norm = max(float(np.linalg.norm(head, ord=2, axis=(-2, -1)).max()), 1e-300)
     return float(np.abs(w[: len(head)].cpu().double().numpy() - ref).max()) / norm

@@ -8,7 +8,14 @@ from typing import Any
 
 import torch
 
-from .peers import ThreadFanOut, core_peers, eigenvalue_error, random_symmetric
+from .peers import (
+    ThreadFanOut,
+    core_peers,
+    eigenvalue_error,
+    generalized_peers,
+    random_overlap,
+    random_symmetric,
+)
 from .timing import Cell, Impl, Timer
 
 #: Full run: the kernel issue's sizes (about one LAPACK-second of work per call at each n).
@@ -29,6 +36,26 @@ QUICK_SIZES: tuple[tuple[int, int], ...] = (
     (64, 256),
     (128, 64),
 )
+#: The complex and generalized rows (the tight-binding and PySCF shapes: H(k), S(k)) that
+#: every default run adds after the real ones: (dtype, n, batch); full and --quick.
+COMPLEX_SIZES: dict[str, tuple[tuple[torch.dtype, int, int], ...]] = {
+    "full": (
+        (torch.complex64, 64, 1024),
+        (torch.complex128, 32, 2048),
+        (torch.complex128, 16, 8192),
+    ),
+    "quick": (
+        (torch.complex64, 64, 128),
+        (torch.complex128, 32, 256),
+        (torch.complex128, 16, 1024),
+    ),
+}
+GENERALIZED_SIZES: dict[str, tuple[tuple[torch.dtype, int, int], ...]] = {
+    "full": ((torch.complex128, 32, 2048), (torch.float64, 64, 1024)),
+    "quick": ((torch.complex128, 32, 256), (torch.float64, 64, 128)),
+}
+#: the dtype label of a generalized row (the verdict has one line per label)
+GENERALIZED_LABEL = "{} eigh(a, b)"
 #: Python loops are timed on at most this many matrices and scaled linearly to the batch
 #: (--quick: 32, so one threaded-LAPACK loop cannot take minutes on a busy machine).
 LOOP_SAMPLE = {"cpu": 2048, "cpu-quick": 32, "cuda": 256}
@@ -108,3 +135,63 @@ def bench_core(
     if fan is not None:
         fan.pool.shutdown()
     return rows
+
+
+def bench_extra(
+    device: str,
+    quick: bool,
+    timer: Timer,
+    loop_sample: int,
+    cores: int,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """The complex rows (``spectra.eigh`` against the same peers as the real rows) and the
+    generalized rows (``spectra.eigh(a, b)`` against the reduction a user writes: in torch
+    on the whole batch, fanned out over threads, and a SciPy loop). CPU only: on CUDA the
+    real rows are the table."""
+    if device.startswith("cuda"):
+        return []
+    from ..core import eigh
+    from ..core import plan as plan_of
+
+    mode = "quick" if quick else "full"
+    fan = ThreadFanOut(cores)
+    rows = []
+    for dtype, n, batch in COMPLEX_SIZES[mode]:
+        name = str(dtype).removeprefix("torch.")
+        if progress:
+            progress(f"n={n} batch={batch} {name}")
+        a = random_symmetric(batch, n, dtype, seed=n)
+        impls = core_peers(a, device, loop_sample, fan)
+        impls["spectra"] = Impl(partial(eigh, a))
+        cells, attempts = timer.measure(impls)
+        w, _ = eigh(a)
+        strategy = plan_of(n, batch, dtype, device).strategy
+        rows.append(
+            row_from_cells(
+                n, batch, name, device, cells, attempts, strategy, eigenvalue_error(a, w)
+            )
+        )
+    for dtype, n, batch in GENERALIZED_SIZES[mode]:
+        name = GENERALIZED_LABEL.format(str(dtype).removeprefix("torch."))
+        if progress:
+            progress(f"n={n} batch={batch} {name}")
+        a = random_symmetric(batch, n, dtype, seed=n)
+        b = random_overlap(batch, n, dtype, seed=n + 1)
+        impls = generalized_peers(a, b, loop_sample, fan)
+        impls["spectra"] = Impl(partial(eigh, a, b))
+        cells, attempts = timer.measure(impls)
+        w, _ = eigh(a, b)
+        strategy = plan_of(n, batch, dtype, device).strategy
+        error = eigenvalue_error(a, w, b=b)
+        rows.append(row_from_cells(n, batch, name, device, cells, attempts, strategy, error))
+    fan.pool.shutdown()
+    return rows
+
+
+def extra_steps(quick: bool, device: str) -> int:
+    """How many rows :func:`bench_extra` times (for the progress line)."""
+    if device.startswith("cuda"):
+        return 0
+    mode = "quick" if quick else "full"
+    return len(COMPLEX_SIZES[mode]) + len(GENERALIZED_SIZES[mode])

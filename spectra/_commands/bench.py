@@ -147,7 +147,14 @@ def run(args: argparse.Namespace) -> int:
 
     from spectra._bench import domains as dom
     from spectra._bench.progress import Progress
-    from spectra._bench.suite import FULL_SIZES, LOOP_SAMPLE, QUICK_SIZES, bench_core
+    from spectra._bench.suite import (
+        FULL_SIZES,
+        LOOP_SAMPLE,
+        QUICK_SIZES,
+        bench_core,
+        bench_extra,
+        extra_steps,
+    )
     from spectra._bench.table import core_table, domain_table, extrapolations, legend, verdict
     from spectra._bench.timing import busy_warning, load_snapshot
     from spectra._commands.validate import check_device
@@ -167,12 +174,17 @@ def run(args: argparse.Namespace) -> int:
     cores = cpu_count()
     timer = _timer(args, sync)
     steps = len(dtypes) * len(sizes)
+    # the complex and generalized rows join a default run (both real dtypes, no --sizes)
+    extra = args.sizes is None and args.dtype == "both"
+    steps += extra_steps(args.quick, device) if extra else 0
     if args.domains:
         steps += sum(s[0 if args.quick else 1] for s in dom.STEPS.values())
     before = load_snapshot(cores)
     report: dict[str, Any] = {"schema": "spectra-bench/2", "command": _command()}
     with Progress(steps) as progress:
         rows = bench_core(device, dtypes, sizes, timer, sample, cores, progress.step)
+        if extra:
+            rows += bench_extra(device, args.quick, timer, sample, cores, progress.step)
         tables = {}
         if args.domains:
             for name, fn in dom.DOMAINS.items():
