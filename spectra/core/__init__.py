@@ -5,10 +5,6 @@ domain surface :mod:`spectra.core.domain` (array in/out helpers, errors, the fan
 nothing outside ``spectra/core`` imports the private ``_modules``.
 """
 
-from . import (
-    _jacobi,  # noqa: F401  (registers the "jacobi" strategy)
-    _kernels,  # noqa: F401  (registers the small-matrix kernel strategies)
-)
 from ._eigh import EighResult, eigh, eigvalsh
 from ._errors import InputError, LinAlgError
 from ._gauge import fix_gauge
@@ -16,17 +12,21 @@ from ._matrix_function import matrix_function
 from ._options import Options
 from ._plan import Plan, plan
 from ._sparse import SparseConvergenceWarning, SparsePlan, plan_sparse
-from ._strategies import STRATEGIES, Strategy, register, unregister
+from ._strategies import STRATEGIES, Abilities, Claim, Cost, Runs, Strategy, register, unregister
 from ._validate import Validation, validate
 from .reference import reference_eigh
 
 __all__ = [
     "STRATEGIES",
+    "Abilities",
+    "Claim",
+    "Cost",
     "EighResult",
     "InputError",
     "LinAlgError",
     "Options",
     "Plan",
+    "Runs",
     "SparseConvergenceWarning",
     "SparsePlan",
     "Strategy",

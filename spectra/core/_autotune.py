@@ -1,18 +1,24 @@
-"""Autotuning: time every tunable strategy on a sample, exactly as ``execute`` runs it.
+"""Autotuning: time candidate plans on a sample, exactly as ``execute`` runs them.
 
-Each candidate is planned like the real call (same workers, memory budget, verification)
-with only the strategy forced, and timed through :func:`~spectra.core._execute.execute`:
-the fan-out, the per-block pipeline and the verification are part of what is measured.
+The planner hands over one plan per tunable strategy, each planned like the real call
+(same workers, memory budget, verification) with only the strategy forced; each is timed
+through :func:`~spectra.core._execute.execute`, so the fan-out, the per-block pipeline and
+the verification are part of what is measured.
 """
 
 from __future__ import annotations
 
 import functools
 import time
+from typing import TYPE_CHECKING
 
 import torch
 
-from ._strategies import STRATEGIES
+from . import _execute
+from ._samples import random_hermitian
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._plan import Plan
 
 #: at most this many sample matrices are timed per candidate
 MAX_SAMPLE = 256
@@ -25,52 +31,33 @@ def size_class(batch: int) -> int:
 
 @functools.lru_cache(maxsize=256)
 def autotune(
-    n: int,
-    batch_class: int,
-    dtype: torch.dtype,
-    device: torch.device,
-    vectors: bool,
-    workers: int,
-    budget: int = 1 << 30,
-    verify: bool | None = None,
-    version: int = 0,  # the registry's (a cache key)
+    candidates: tuple[Plan, ...], version: int = 0
 ) -> tuple[str, tuple[tuple[str, float], ...]]:
-    """Time each tunable strategy on a random sample; return the fastest and the timings.
+    """Time each candidate plan (all of one sample shape) on a random sample; return the
+    fastest strategy and the timings (``version``: the registry's, a cache key).
 
-    >>> best, timings = autotune(8, 16, torch.float64, torch.device("cpu"), True, 1)
-    >>> best in dict(timings)
+    >>> from spectra.core import plan
+    >>> cands = tuple(plan(8, 16, torch.float64, strategy=s, workers=1) for s in ("torch", "numpy"))
+    >>> best, timings = autotune(cands)
+    >>> best in dict(timings) and len(timings) == 2
     True
     """
-    from ._execute import execute
-    from ._plan import plan
-    from ._samples import random_hermitian
-
-    sample = random_hermitian((min(batch_class, MAX_SAMPLE),), n, dtype, seed=0).to(device)
+    if not candidates:
+        return "torch", ()
+    first = candidates[0]
+    sample = random_hermitian((first.batch,), first.n, first.dtype, seed=0).to(first.device)
+    device = first.device
     timings = []
-    for name, s in STRATEGIES.items():
-        if not (device.type in s.tunable_on and s.supports(device)):
-            continue
+    for p in candidates:
         try:
-            p = plan(
-                n,
-                sample.shape[0],
-                dtype,
-                device,
-                vectors=vectors,
-                strategy=name,
-                max_memory=budget,
-                workers=workers,
-                verify=verify,
-                autotune=False,
-            )
-            execute(p, sample)  # warm-up (kernels, workspaces, caches, the thread pool)
+            _execute.execute(p, sample)  # warm-up (kernels, workspaces, caches, the thread pool)
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             t0 = time.perf_counter()
-            execute(p, sample)
+            _execute.execute(p, sample)
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
-            timings.append((name, time.perf_counter() - t0))
+            timings.append((p.strategy, time.perf_counter() - t0))
         except Exception:  # a strategy that fails here is simply not chosen
             continue
     best = min(timings, key=lambda t: t[1])[0] if timings else "torch"

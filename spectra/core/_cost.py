@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
+
+
+class Claim(NamedTuple):
+    """A strategy's claim to be the default for a problem (``Runs.prefers``): why, from
+    which batch size (a kernel pays only for whole lane groups), and its rank among claims
+    on the same problem (the highest wins)."""
+
+    reason: str
+    min_batch: int = 1
+    rank: int = 0
 
 
 def call_overhead(device: torch.device) -> float:

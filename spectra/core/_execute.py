@@ -10,15 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import nullcontext
+from typing import TYPE_CHECKING
 
 import torch
 
 from ._arrays import real_dtype
-from ._checks import BlockCheck, InputRejected
-from ._plan import Plan
+from ._checks import InputRejected
 from ._strategies import STRATEGIES
 from ._threads import check_cancelled, fan_out, single_threaded_kernels
-from ._torch_lapack import torch_eigh
+from ._torch_lapack import empty_result, torch_eigh
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._plan import Plan
 
 #: On CPU each worker walks its part in sub-blocks of about this many input bytes, so the
 #: check, the solve, the gauge and the copy-out of a sub-block all hit a warm cache.
@@ -63,8 +66,10 @@ def execute(
     eigenvectors (the gauge).
     """
     strategy = STRATEGIES[p.strategy]
-    # a kernel's fused one-pass input check replaces torch's when it is the standard check
-    fused = strategy.check_block if isinstance(pre, BlockCheck) else None
+    check = strategy.input_check(pre)  # the strategy's fused check where it can stand in
+    into = strategy.abilities.into
+    gauged = strategy.abilities.gauged and not p.verify
+    blas = strategy.runs.blas_pool
 
     def block(
         x: torch.Tensor,
@@ -72,17 +77,11 @@ def execute(
         w_out: torch.Tensor | None = None,
         v_out: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        finite = False  # every entry of x known finite: no need to look at the result
-        if fused is not None and x.device.type == "cpu":
-            ok = fused(x, pre.tolerance(x.dtype))  # type: ignore[union-attr]
-            finite = bool(ok)
-            if not ok:
-                pre(x, offset)  # type: ignore[misc]  # torch's check decides (and refuses)
-        elif pre is not None:
-            pre(x, offset)
+        # finite: every entry of x known finite, no need to look at the result
+        finite = check(x, offset) if check is not None else False
         try:
-            if w_out is not None and strategy.solve_into is not None:
-                strategy.solve_into(x, w_out, v_out)
+            if w_out is not None and into is not None:
+                into(x, w_out, v_out)
                 w, v = w_out, v_out
             else:
                 w, v = strategy.solve(x, p.vectors)
@@ -100,7 +99,7 @@ def execute(
         if v is not None:
             if p.verify:
                 _recompute_failures(x, w, v)
-            if post is not None and not (strategy.gauged and not p.verify):
+            if post is not None and not gauged:
                 v = post(v)
         return w, v
 
@@ -112,20 +111,11 @@ def execute(
     )
     if len(chunks) == 1 and p.workers == 1 and p.batch <= step:
         if p.single_threaded:
-            with single_threaded_kernels(strategy.blas_pool):
+            with single_threaded_kernels(blas):
                 return block(a, 0)
         return block(a, 0)
-    w = torch.empty((p.batch, p.n), dtype=real_dtype(a.dtype), device=a.device)
-    v = None
-    if p.vectors:  # column-major like LAPACK's output, so solve_into writes in place
-        v = torch.empty_strided(
-            (p.batch, p.n, p.n), (p.n * p.n, 1, p.n), dtype=a.dtype, device=a.device
-        )
-    threads = (
-        single_threaded_kernels(strategy.blas_pool)
-        if p.workers > 1 or p.single_threaded
-        else nullcontext()
-    )
+    w, v = empty_result(a, p.vectors)  # column-major like LAPACK's: `into` writes in place
+    threads = single_threaded_kernels(blas) if p.workers > 1 or p.single_threaded else nullcontext()
     with threads:  # set once for all chunks: changing torch's thread count is not free
         for start, stop in chunks:
 
@@ -143,5 +133,5 @@ def execute(
             if p.workers == 1:
                 part(0, stop - start)
             else:
-                fan_out(part, stop - start, p.workers, blas=strategy.blas_pool, set_threads=False)
+                fan_out(part, stop - start, p.workers, blas=blas, set_threads=False)
     return w, v

@@ -34,7 +34,6 @@ from typing import NamedTuple
 import torch
 
 from ._checks import hermitian_from_lower
-from ._strategies import Strategy, register
 from ._threads import fan_out, single_threaded_kernels
 from ._torch_lapack import torch_eigh
 
@@ -316,17 +315,3 @@ def _solve_checked(
             v[idx] = vi
         w[idx] = wi
     return w, v
-
-
-register(
-    Strategy(
-        "jacobi",
-        ("cpu", "cuda"),
-        solve,
-        "spectra's batched parallel cyclic Jacobi in torch ops (stays batched on "
-        "CUDA for torch < 2.12; non-converged matrices recomputed by eigh)",
-        threadable=True,
-        tunable_on=("cuda",),
-        memory_factor=9.0,
-    )
-)

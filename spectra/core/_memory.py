@@ -1,11 +1,101 @@
-"""How much memory a batch may use: free memory probing and the default budget."""
+"""The one memory model: how much a batch may use, and how many matrices fit.
+
+Every path that cuts a batch into chunks from a memory budget (the planner's chunks, the
+generalized reductions, the backward, the kernels, the tight-binding k-point chunks) asks
+:func:`rows_within` with its working set per item, written in units of one ``n x n``
+matrix of the input dtype (:func:`matrix_bytes`) with the named factors below. The budget
+is ``max_memory`` when given, else half the free memory (:func:`memory_budget`).
+
+>>> per = matrix_bytes(16, 8, LAPACK_MATRICES)  # one 16x16 float64 solve by LAPACK
+>>> rows_within(10 * per, per, 1000), rows_within(10 * per, per, 3), rows_within(1, per, 5)
+(10, 3, 1)
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import time
+from typing import Any
 
 import torch
+
+#: Working sets per matrix, in ``n x n`` matrices of the input dtype (plus ``2 n`` entries
+#: for the eigenvalues and LAPACK's small work arrays, :func:`matrix_bytes`):
+#: ``torch.linalg.eigh`` and the other LAPACK paths: the input copy, the vectors, the
+#: ``syevd`` workspace (about ``1 + 6n + 2n^2`` entries)
+LAPACK_MATRICES = 4.0
+#: the numba lane kernels: the input block, the transposed vectors and a lane-major copy
+LANE_MATRICES = 3.0
+#: the torch-op closed form (n <= 3): a dozen elementwise temporaries per matrix
+CLOSED_FORM_MATRICES = 12.0
+#: the torch-op Jacobi: the padded matrix, the rotated copies, the vectors and a gather
+JACOBI_MATRICES = 9.0
+#: the generalized reductions: ``a`` and ``b`` chunks, the factor or overlap eigenvectors,
+#: two reduction temporaries, the reduced problem and the solver's own working set
+GENERALIZED_MATRICES = 10.0
+#: the eigenvector backward: ``V^H``, ``V^H G_V``, the factor matrix, ``inner`` and products
+BACKWARD_MATRICES = 8.0
+
+
+def matrix_bytes(n: int, itemsize: int, matrices: float) -> int:
+    """Bytes of ``matrices`` ``n x n`` matrices of ``itemsize`` bytes, plus ``2 n`` entries
+    (eigenvalues, small work arrays): the working set of one item of a batch.
+
+    >>> matrix_bytes(4, 8, 1.0)
+    192
+    """
+    return max(1, int(matrices * n * n * itemsize) + 2 * n * itemsize)
+
+
+def rows_within(budget: int | None, bytes_per_item: int, batch: int) -> int:
+    """How many items of ``bytes_per_item`` each one chunk of ``batch`` items takes so that
+    it fits ``budget`` bytes: at least 1 (one item over the budget is still solved), at most
+    ``batch`` (and 1 for an empty batch); the whole batch when ``budget`` is ``None``.
+
+    >>> rows_within(1000, 100, 25), rows_within(None, 100, 25), rows_within(1000, 100, 0)
+    (10, 25, 1)
+    """
+    if budget is None:
+        return max(1, batch)
+    return max(1, min(batch, budget // max(1, bytes_per_item)))
+
+
+def memory_budget(max_memory: Any = None, device: torch.device | str = "cpu") -> int:
+    """The core's budget in bytes: ``max_memory`` (a positive number, as
+    ``spectra.eigh(..., max_memory=)``) or, when ``None``, :func:`default_budget` of
+    ``device``. A non-positive or non-numeric ``max_memory`` is an ``InputError``.
+
+    >>> memory_budget(4096), memory_budget(None) % (64 << 20)
+    (4096, 0)
+    """
+    if max_memory is None:
+        return default_budget(torch.device(device))
+    from ._errors import InputError
+
+    try:
+        number = float(max_memory)
+    except (TypeError, ValueError):
+        raise InputError(
+            "max_memory", f"must be a number of bytes > 0, got {max_memory!r}"
+        ) from None
+    if isinstance(max_memory, bool) or not (math.isfinite(number) and number > 0):
+        raise InputError("max_memory", f"must be a finite number of bytes > 0, got {max_memory!r}")
+    return int(number) if number >= 1 else 1
+
+
+def format_bytes(n: int) -> str:
+    """``n`` bytes in binary units, e.g. ``format_bytes(3 << 20) == '3.0 MiB'``.
+
+    >>> format_bytes(512), format_bytes(3 << 30)
+    ('512 B', '3.0 GiB')
+    """
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover
 
 
 def available_memory(device: torch.device) -> int:
@@ -38,7 +128,6 @@ def check_fits(nbytes: float, what: str, device: str = "cpu", available: int | N
     spectra.core._errors.InputError: --nk 1e12 needs about 1.0 TiB of memory, more than ...
     """
     from ._errors import InputError
-    from ._plan import format_bytes
 
     free = available_memory(torch.device(device)) if available is None else available
     if nbytes > free:

@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ._autotune import autotune, size_class
+from ._autotune import MAX_SAMPLE, autotune, size_class
 from ._cost import matrix_seconds
-from ._kernels._choice import KERNEL_MIN_BATCH, choose_kernel
-from ._memory import default_budget
+from ._memory import default_budget, format_bytes, rows_within
 from ._options import check_count, check_positive
-from ._strategies import STRATEGIES, registry_version
+from ._strategies import STRATEGIES, preferred, registry_version
 from ._threads import cpu_count
 from ._versions import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
+
+__all__ = ["Plan", "choose_strategy", "direct_path", "format_bytes", "plan"]
 
 #: Below this size one CPU matrix gains nothing from threaded LAPACK; running every CPU
 #: solve with one kernel thread also keeps results bitwise independent of how the batch
@@ -46,7 +47,8 @@ def direct_path(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
     (``_direct``) then runs without the pipeline: no kernel (fewer than
     ``KERNEL_MIN_BATCH`` matrices, or a size LAPACK wins), too little work to fan out, one
     chunk (a few small matrices always fit the budget's 64 MiB floor), ``n`` below the
-    threaded-LAPACK size. The planner reports it (``Plan.direct``).
+    threaded-LAPACK size. A strategy claiming the problem (``Runs.prefers``) from this
+    batch on takes it off the direct path. The planner reports it (``Plan.direct``).
 
     >>> direct_path(8, 1, torch.float64, True), direct_path(8, 4096, torch.float64, True)
     (True, False)
@@ -54,7 +56,8 @@ def direct_path(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
     if n >= THREADED_LAPACK_MIN_N or batch > DIRECT_MAX_BATCH or batch < 1:
         return False
     cpu = torch.device("cpu")
-    if choose_kernel(n, dtype, cpu, vectors, batch) is not None:
+    claim = preferred(n, dtype, cpu, vectors)
+    if claim is not None and batch >= claim[1].min_batch:
         return False
     return batch < _MIN_PARALLEL_BATCH or batch * matrix_seconds(n, dtype, cpu) < (
         _MIN_PARALLEL_SECONDS
@@ -63,20 +66,6 @@ def direct_path(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
 
 #: at most this many matrices take the direct path (``direct_path``)
 DIRECT_MAX_BATCH = 8
-
-
-def format_bytes(n: int) -> str:
-    """``n`` bytes in binary units, e.g. ``format_bytes(3 << 20) == '3.0 MiB'``.
-
-    >>> format_bytes(512), format_bytes(3 << 30)
-    ('512 B', '3.0 GiB')
-    """
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 @dataclass(frozen=True)
@@ -202,35 +191,63 @@ def choose_strategy(
     """The strategy for a batch the caller did not force one for, and why.
 
     The one place the default choice is made: autotune where asked (or on legacy CUDA for
-    n > 32), else on CPU a small-matrix kernel where it was measured faster
-    (``_kernels._choice``), else batched torch, or on legacy CUDA a path that stays batched.
+    n > 32); else the registered strategy that claims the problem (``Runs.prefers``: the
+    kernels where measured faster on the CPU, a batched path on legacy CUDA), from the batch
+    size it claims it for; else batched ``torch``.
     """
     legacy_cuda = device.type == "cuda" and not cuda_batched_everywhere()
     if autotune_ or (autotune_ is None and legacy_cuda and n > LEGACY_CUDA_BATCHED_MAX_N):
-        cls = size_class(batch)
+        sample = min(size_class(batch), MAX_SAMPLE)
         name, timings = autotune(
-            n, cls, dtype, device, vectors, workers, budget, verify, registry_version()
+            _candidates(n, sample, dtype, device, vectors, workers, budget, verify),
+            registry_version(),
         )
         shown = ", ".join(f"{k} {1e3 * t:.2f} ms" for k, t in timings)
-        return name, [f"autotuned on {min(cls, 256)} sample matrices: {shown}"]
-    if device.type == "cpu":
-        kernel = choose_kernel(n, dtype, device, vectors, batch)  # measured: where it wins
-        if kernel is not None:
-            return kernel
-        if batch < KERNEL_MIN_BATCH and choose_kernel(n, dtype, device, vectors) is not None:
-            return "torch", [
-                f"{batch} < {KERNEL_MIN_BATCH} matrices: LAPACK (a kernel pays from "
-                f"{KERNEL_MIN_BATCH}, and never makes a small call wait for numba)"
-            ]
-        return "torch", []
-    if not (legacy_cuda and n > LEGACY_CUDA_BATCHED_MAX_N):
+        return name, [f"autotuned on {sample} sample matrices: {shown}"]
+    claim = preferred(n, dtype, device, vectors)  # measured: where a strategy wins
+    if claim is not None:
+        name, why = claim
+        if batch >= why.min_batch:
+            return name, [why.reason]
+        return "torch", [
+            f"{batch} < {why.min_batch} matrices: LAPACK (a kernel pays from "
+            f"{why.min_batch}, and never makes a small call wait for numba)"
+        ]
+    if device.type == "cuda" and not (legacy_cuda and n > LEGACY_CUDA_BATCHED_MAX_N):
         return "torch", ["one batched cuSOLVER call per chunk"]
-    why = f"torch {torch.__version__} loops syevd for n > 32 on CUDA; "
-    if STRATEGIES["cupy-syevj"].supports(device):
-        return "cupy-syevj", [why + "CuPy's batched syevj stays batched"]
-    if "jacobi" in STRATEGIES:
-        return "jacobi", [why + "spectra's batched Jacobi stays batched"]
-    return "torch", []  # pragma: no cover - jacobi is always registered
+    return "torch", []
+
+
+def _candidates(
+    n: int,
+    sample: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    vectors: bool,
+    workers: int,
+    budget: int,
+    verify: bool | None,
+) -> tuple[Plan, ...]:
+    """The plans the autotuner times: every tunable strategy that runs on ``device``,
+    planned for the sample exactly as the call would be (only the strategy forced)."""
+    out = []
+    for name, s in STRATEGIES.items():
+        if device.type in s.runs.tunable_on and s.supports(device):
+            out.append(
+                plan(
+                    n,
+                    sample,
+                    dtype,
+                    device,
+                    vectors=vectors,
+                    strategy=name,
+                    max_memory=budget,
+                    workers=workers,
+                    verify=verify,
+                    autotune=False,
+                )
+            )
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -262,9 +279,9 @@ def _plan_cached(
             n, batch, dtype, device, vectors, workers, budget, verify, autotune_
         )
         reasons += why
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    per_matrix = max(1, int(STRATEGIES[name].memory_factor * n * n * itemsize) + 2 * n * itemsize)
-    fits = max(1, budget // per_matrix)
+    chosen = STRATEGIES[name]
+    per_matrix = chosen.bytes_per_matrix(n, dtype)
+    fits = rows_within(budget, per_matrix, batch)
     if budget_given and per_matrix > budget and batch > 0:
         warnings.warn(
             f"max_memory={budget:,} B is below the working set of one {n}x{n} matrix "
@@ -276,17 +293,15 @@ def _plan_cached(
         size = chunk_size
         reasons.append(f"chunk_size={chunk_size} given")
     else:
-        size = max(1, min(batch, fits))
+        size = fits
         if batch > fits:
             reasons.append(f"batch cut into chunks of {size} to fit the {budget:,} B budget")
     do_verify = device.type == "cuda" if verify is None else bool(verify)
     if do_verify and verify is None:
         reasons.append("CUDA results are checked (cuSOLVER has shipped silent eigenvector bugs)")
     used_workers = 1
-    if device.type == "cpu" and STRATEGIES[name].threadable:
-        cost = STRATEGIES[name].matrix_seconds
-        each = cost(n, dtype) if cost is not None else matrix_seconds(n, dtype, device)
-        serial = min(size, batch) * each
+    if device.type == "cpu" and chosen.runs.fan_out:
+        serial = min(size, batch) * chosen.matrix_seconds(n, dtype, device)
         if (
             workers > 1
             and min(size, batch) >= _MIN_PARALLEL_BATCH

@@ -64,11 +64,27 @@ def torch_eigh(a: torch.Tensor, vectors: bool) -> Result:
                 w, v = torch.linalg.eigh(a)
                 return w, v
             return torch.linalg.eigvalsh(a), None
-        n = a.shape[-1]
-        w = torch.empty(a.shape[:-1], dtype=a.real.dtype if a.is_complex() else a.dtype)
-        v = torch.empty_strided(a.shape, (n * n, 1, n), dtype=a.dtype) if vectors else None
+        w, v = empty_result(a, vectors)
         _per_matrix(a, w, v)
         return w, v
+
+
+def empty_result(a: torch.Tensor, vectors: bool) -> Result:
+    """Uninitialized outputs for the ``(B, n, n)`` block ``a`` on its device: eigenvalues
+    ``(B, n)`` in the real dtype, and eigenvectors (when ``vectors``) column-major, as
+    LAPACK returns them, so that an ``into`` solver writes them in place.
+
+    >>> w, v = empty_result(torch.zeros(2, 3, 3, dtype=torch.complex64), True)
+    >>> w.dtype, v.stride()
+    (torch.float32, (9, 1, 3))
+    """
+    n = a.shape[-1]
+    real = a.real.dtype if a.is_complex() else a.dtype
+    w = torch.empty(a.shape[:-1], dtype=real, device=a.device)
+    v = None
+    if vectors:
+        v = torch.empty_strided(a.shape, (n * n, 1, n), dtype=a.dtype, device=a.device)
+    return w, v
 
 
 def torch_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:

@@ -32,10 +32,16 @@ from ._collections import collection_op, register_collection_op, set_collection_
 from ._eigh import _caller_kernels as caller_kernel_threads
 from ._errors import InputError, LinAlgError, format_indices
 from ._execute import execute, orthonormality_error
-from ._memory import available_memory, check_fits
+from ._memory import (
+    available_memory,
+    check_fits,
+    format_bytes,
+    matrix_bytes,
+    memory_budget,
+    rows_within,
+)
 from ._moments import Moments, combine_moments
 from ._options import Options
-from ._plan import format_bytes
 from ._prepare import check_k, is_ragged
 from ._request import EIGH_OPTION_NAMES, PROBLEM_KEYWORDS, Request
 from ._solver_names import EIGENSOLVER_CALLS, TORCH_EIGH
@@ -72,10 +78,13 @@ __all__ = [
     "is_dask_collection",
     "is_ragged",
     "is_sparse_input",
+    "matrix_bytes",
+    "memory_budget",
     "orthonormality_error",
     "real_dtype",
     "register_collection_op",
     "restore",
+    "rows_within",
     "set_collection_loader",
     "torch_version",
 ]

@@ -14,12 +14,9 @@ import numpy as np
 import torch
 
 from ..core import eigh, eigvalsh
-from ..core.domain import InputError, as_tensor, restore
+from ..core.domain import InputError, as_tensor, memory_budget, restore, rows_within
 
 CONVENTIONS = ("lattice", "orbital")
-
-#: Default memory budget (bytes) for the k-point chunking of ``bands``/``eigh``.
-DEFAULT_MAX_MEMORY = 512 * 2**20
 
 
 @dataclass(frozen=True)
@@ -152,13 +149,18 @@ def chunk_length(
     overlap: bool,
     itemsize: int,
     max_memory: int | None,
+    device: torch.device | str = "cpu",
 ) -> int:
-    """k-points per chunk so the Bloch sums, the solve and its work fit ``max_memory``."""
-    budget = DEFAULT_MAX_MEMORY if max_memory is None else int(max_memory)
-    if budget <= 0:
-        raise InputError("max_memory", f"must be positive, got {max_memory}")
+    """k-points per chunk so the Bloch sums, the solve and its work fit the core's memory
+    budget: ``max_memory`` (the core's option, passed on to each core call) or, by
+    default, the core's (half the free memory of ``device``).
+
+    >>> chunk_length(1000, 4, 7, True, False, 16, 16 * 4000)  # 1,712 bytes per k-point
+    37
+    """
+    budget = memory_budget(max_memory, device)
     per_k = itemsize * (nr + nstates + nstates * nstates * (4 + 2 * overlap + 2 * vectors))
-    return int(max(1, min(max(nk, 1), budget // max(per_k, 1))))
+    return rows_within(budget, per_k, nk)
 
 
 def solve(
@@ -176,8 +178,10 @@ def solve(
     rtype = kt.dtype
     itemsize = 2 * torch.finfo(rtype).bits // 8
     step = chunk_length(
-        nk, n, data.rvecs.shape[0], vectors, data.sr is not None, itemsize, max_memory
+        nk, n, data.rvecs.shape[0], vectors, data.sr is not None, itemsize, max_memory, kt.device
     )
+    if max_memory is not None:  # the core's option: it bounds each core call's chunks too
+        eigh_kw["max_memory"] = max_memory
     ws: list[torch.Tensor] = []
     vs: list[torch.Tensor] = []
     for start in range(0, max(nk, 1), step):

@@ -297,7 +297,8 @@ class Model(Terms):
         """Band energies ``(nk, nstates)`` (ascending) at reduced ``k`` (or along a
         :class:`KPath`).
 
-        k is processed in chunks that fit ``max_memory`` bytes (default 512 MiB), each chunk
+        k is processed in chunks that fit ``max_memory`` bytes (the core's option; default
+        half the free memory), each chunk
         one batched core call; extra keywords go to :func:`spectra.eigvalsh`. A Dask array
         of k-points gives a lazy Dask array of energies, block by block on the workers
         (:func:`spectra.distributed.bands`).

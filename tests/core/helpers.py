@@ -45,7 +45,7 @@ def projector_distance(v1, v2, w, gap_tol):
 
 def patch_torch_strategy(monkeypatch, solve):
     """Replace the registered ``torch`` strategy's solve by ``solve(a, vectors)`` for one
-    test (its in-place ``solve_into`` dropped, so every call reaches ``solve``); returns
+    test (its in-place ``abilities.into`` dropped, so every call reaches ``solve``); returns
     the original solve for the replacement to call."""
     import dataclasses
 
@@ -53,7 +53,11 @@ def patch_torch_strategy(monkeypatch, solve):
 
     original = STRATEGIES["torch"]
     monkeypatch.setitem(
-        STRATEGIES, "torch", dataclasses.replace(original, solve=solve, solve_into=None)
+        STRATEGIES,
+        "torch",
+        dataclasses.replace(
+            original, solve=solve, abilities=dataclasses.replace(original.abilities, into=None)
+        ),
     )
     return original.solve
 

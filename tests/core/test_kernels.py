@@ -346,7 +346,7 @@ def test_kernel_batches_fan_out_by_the_kernels_cost(n, small, large):
     """LAPACK's ~5 us per matrix made 200 3x3s fan out (2x slower, measured); the kernels'
     own cost keeps small batches in the caller's thread and still splits large ones."""
     p = spectra.plan(n, small, torch.float64, "cpu", workers=2)
-    assert p.strategy in STRATEGIES and STRATEGIES[p.strategy].matrix_seconds is not None
+    assert p.strategy in STRATEGIES and STRATEGIES[p.strategy].cost.seconds is not None
     assert p.workers == 1, str(p)
     assert spectra.plan(n, large, torch.float64, "cpu", workers=2).workers == 2
     if n == 3:  # where the two cost models differ most (0.2 vs 5 us per matrix)

@@ -103,7 +103,7 @@ def test_numpy_input_on_cuda_comes_back_as_numpy():
 
 def test_autotune_times_the_tunable_strategies_and_explains():
     p = plan(12, 64, torch.float64, "cpu", autotune=True, workers=2)
-    tunable = {name for name, s in spectra.core.STRATEGIES.items() if "cpu" in s.tunable_on}
+    tunable = {name for name, s in spectra.core.STRATEGIES.items() if "cpu" in s.runs.tunable_on}
     assert p.strategy in tunable and {"torch", "numpy"} <= tunable
     assert any("autotuned" in r for r in p.reasons)
     assert "scipy" not in " ".join(p.reasons)  # the slow reference is never a candidate
@@ -150,7 +150,7 @@ def test_misaligned_numpy_memory_is_copied_not_crashed():
 
 def test_autotune_times_what_execute_runs(monkeypatch):
     """The autotuner calls execute with the candidate's plan (its workers, its chunks)."""
-    from spectra.core import _autotune, _execute
+    from spectra.core import _autotune, _execute, _plan
 
     seen = []
     real = _execute.execute
@@ -161,7 +161,10 @@ def test_autotune_times_what_execute_runs(monkeypatch):
 
     monkeypatch.setattr(_execute, "execute", spy)
     _autotune.autotune.cache_clear()
-    best, timings = _autotune.autotune(24, 512, torch.float64, torch.device("cpu"), True, 2)
+    candidates = _plan._candidates(
+        24, 256, torch.float64, torch.device("cpu"), True, 2, 1 << 30, None
+    )
+    best, timings = _autotune.autotune(candidates)
     _autotune.autotune.cache_clear()
     timed = {name for name, _ in timings}
     assert best in timed and {"torch", "numpy"} <= timed
@@ -207,13 +210,15 @@ def test_options_object_and_keywords_are_one_thing():
 
 
 def test_register_refuses_a_taken_name_unless_replacing():
-    from spectra.core import STRATEGIES, Strategy, register
+    from spectra.core import STRATEGIES, Runs, Strategy, register
 
     torch_strategy = STRATEGIES["torch"]
     with pytest.raises(ValueError, match="already registered"):
         register(torch_strategy)
     try:
-        copy = Strategy("torch-copy", ("cpu",), torch_strategy.solve, "a copy", threadable=True)
+        copy = Strategy(
+            "torch-copy", ("cpu",), torch_strategy.solve, "a copy", runs=Runs(fan_out=True)
+        )
         register(copy)
         assert register(copy, replace=True) is copy
         a = random_hermitian((4,), 6, torch.float64, seed=9)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import spectra
-from spectra.core import STRATEGIES, Strategy
+from spectra.core import STRATEGIES, Cost, Strategy
 
 from .helpers import DTYPES, random_hermitian, served_size, tol
 
@@ -63,7 +63,7 @@ def test_replacing_or_removing_a_strategy_replans(monkeypatch):
         return (w / 2).to(a.real.dtype), (v.to(a.dtype) if vectors else None)
 
     a = random_hermitian((3,), 4, torch.float64, seed=1)
-    register(Strategy("demo-halve", ("cpu",), halve, "eigh, halved", memory_factor=2.0))
+    register(Strategy("demo-halve", ("cpu",), halve, "eigh, halved", cost=Cost(memory=2.0)))
     try:
         p = spectra.plan(4, 3, torch.float64, strategy="demo-halve")
         assert p.bytes_per_matrix == int(2.0 * 16 * 8) + 2 * 4 * 8
@@ -76,7 +76,7 @@ def test_replacing_or_removing_a_strategy_replans(monkeypatch):
             return 2 * w3 / 3, v3
 
         register(
-            Strategy("demo-halve", ("cpu",), third, "eigh / 3", memory_factor=3.0), replace=True
+            Strategy("demo-halve", ("cpu",), third, "eigh / 3", cost=Cost(memory=3.0)), replace=True
         )
         assert registry_version() > before
         p = spectra.plan(4, 3, torch.float64, strategy="demo-halve")
@@ -103,7 +103,11 @@ def test_a_replaced_torch_strategy_is_used_by_small_calls_too(monkeypatch):
     import dataclasses
 
     monkeypatch.setitem(
-        STRATEGIES, "torch", dataclasses.replace(original, solve=counted, solve_into=None)
+        STRATEGIES,
+        "torch",
+        dataclasses.replace(
+            original, solve=counted, abilities=dataclasses.replace(original.abilities, into=None)
+        ),
     )
     a = random_hermitian((2,), 5, torch.float64, seed=2)
     spectra.eigh(a)  # a direct-path size: the replacement must still run

@@ -1,7 +1,8 @@
 """Where the kernels beat LAPACK: the measured cost model the planner consults.
 
-``choose_kernel`` returns the kernel strategy for a CPU batch of ``n x n`` matrices, or
-``None`` where ``torch.linalg.eigh`` (fanned out by the executor) is as fast or faster. The
+Each kernel strategy's ``Runs.prefers`` is one of the claims below: it claims a CPU batch
+of ``n x n`` matrices (from ``KERNEL_MIN_BATCH`` matrices) where it was measured faster, and
+nothing where ``torch.linalg.eigh`` (fanned out by the executor) is as fast or faster. The
 size ranges come from ``benchmarks/bench_kernels.py --calibrate`` and interleaved
 paired-ratio runs on the 2-core x86 CI machine (AVX-512; load average 11-13 during the
 runs, 2026-11-30), single-thread microseconds per matrix, ``torch.linalg.eigh`` vs kernel:
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import torch
 
+from .._cost import Claim
 from . import numba_available
 
 #: (largest n with eigenvectors, largest n for eigenvalues only) where numba-ql is picked
@@ -55,29 +57,37 @@ JACOBI_BELOW = 6
 KERNEL_MIN_BATCH = 32
 
 
-def choose_kernel(
-    n: int, dtype: torch.dtype, device: torch.device, vectors: bool, batch: int = KERNEL_MIN_BATCH
-) -> tuple[str, list[str]] | None:
-    """The kernel strategy for this batch and why, or ``None`` to keep LAPACK."""
-    if device.type != "cpu":
+def _lane_claim(why: str) -> Claim:
+    return Claim(f"{why} beats LAPACK's per-call cost", min_batch=KERNEL_MIN_BATCH)
+
+
+def closed_form_claim(
+    n: int, dtype: torch.dtype, device: torch.device, vectors: bool
+) -> Claim | None:
+    """``"closed-form"``'s claim (a ``Runs.prefers``): real n <= 3, complex n <= 2, CPU."""
+    if device.type != "cpu" or not (n <= 2 or (n == 3 and not dtype.is_complex)):
         return None  # not measured on GPUs yet: cuSOLVER's batched path stays
-    if batch < KERNEL_MIN_BATCH:
+    return Claim(f"n = {n}: closed form, one SIMD lane per matrix", min_batch=KERNEL_MIN_BATCH)
+
+
+def jacobi_claim(n: int, dtype: torch.dtype, device: torch.device, vectors: bool) -> Claim | None:
+    """``"numba-jacobi"``'s claim: real 4 <= n < ``JACOBI_BELOW`` on the CPU."""
+    if device.type != "cpu" or dtype.is_complex or not 3 < n < JACOBI_BELOW:
         return None
-    complex_ = dtype.is_complex
-    if n <= 2 or (n == 3 and not complex_):
-        return "closed-form", [f"n = {n}: closed form, one SIMD lane per matrix"]
     if not numba_available():
         return None
-    if complex_:
-        if n <= COMPLEX_QL_MAX_N:
-            return "numba-ql", [
-                f"n = {n}: lane-per-matrix Hermitian Householder + QL beats LAPACK's per-call cost"
-            ]
+    return _lane_claim(f"n = {n}: lane-per-matrix Jacobi")
+
+
+def ql_claim(n: int, dtype: torch.dtype, device: torch.device, vectors: bool) -> Claim | None:
+    """``"numba-ql"``'s claim: real ``JACOBI_BELOW <= n <= QL_MAX_N``, complex
+    ``3 <= n <= COMPLEX_QL_MAX_N``, on the CPU."""
+    if device.type != "cpu" or not numba_available():
         return None
-    if n < JACOBI_BELOW:
-        return "numba-jacobi", [f"n = {n}: lane-per-matrix Jacobi beats LAPACK's per-call cost"]
-    if n <= QL_MAX_N[0 if vectors else 1]:
-        return "numba-ql", [
-            f"n = {n}: lane-per-matrix Householder + QL beats LAPACK's per-call cost"
-        ]
+    if dtype.is_complex:
+        if 2 < n <= COMPLEX_QL_MAX_N:
+            return _lane_claim(f"n = {n}: lane-per-matrix Hermitian Householder + QL")
+        return None
+    if JACOBI_BELOW <= n <= QL_MAX_N[0 if vectors else 1]:
+        return _lane_claim(f"n = {n}: lane-per-matrix Householder + QL")
     return None

@@ -1,0 +1,312 @@
+"""What a strategy is, and the registry of them.
+
+A :class:`Strategy` is four things and three groups: its ``name``, the ``devices`` it runs
+on, ``solve(a, vectors)`` on a flat ``(B, n, n)`` block, a ``description``; how and where
+the planner may run it (:class:`Runs`), what a matrix costs (:class:`Cost`), and the
+optional abilities the executor uses when present (:class:`Abilities`, each a typed
+``Protocol``). The planner asks strategies, never compares their names: which problems
+each solves on its own path (``Runs.serves``), where each was measured to beat the
+default (``Runs.prefers``, a :class:`Claim`), its working set and its time per matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+from .._cost import Claim, matrix_seconds
+from .._memory import LAPACK_MATRICES, matrix_bytes
+from .._torch_lapack import empty_result
+
+Result = tuple[torch.Tensor, "torch.Tensor | None"]
+#: ``solve(a, vectors)``: a ``(B, n, n)`` block in, ``(w ascending, v or None)`` out
+SolveFn = Callable[[torch.Tensor, bool], Result]
+
+
+class WritesInto(Protocol):
+    """``into(a, w, v)``: solve ``a`` writing straight into the executor's outputs ``w``
+    (``(B, n)``) and ``v`` (``(B, n, n)`` column-major, as LAPACK returns it, or ``None``)."""
+
+    def __call__(self, a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None, /) -> None: ...
+
+
+class ChecksBlock(Protocol):
+    """``check(a, tol)``: the executor's input check in one fused pass: ``True`` every
+    matrix finite and Hermitian within ``tol``; ``False`` maybe not (the caller's own check
+    then decides and names what is wrong); ``None`` not applicable to this block."""
+
+    def __call__(self, a: torch.Tensor, tol: float, /) -> bool | None: ...
+
+
+@runtime_checkable
+class FusableCheck(Protocol):
+    """A per-block input check (``pre(block, offset)``) that a strategy's :class:`ChecksBlock`
+    may stand in for: it says which symmetry tolerance it applies."""
+
+    def __call__(self, block: torch.Tensor, offset: int, /) -> None: ...
+
+    def tolerance(self, dtype: torch.dtype) -> float: ...
+
+
+#: ``prefers(n, dtype, device, vectors)``: a :class:`Claim` where measured faster, else None
+PrefersFn = Callable[[int, torch.dtype, torch.device, bool], "Claim | None"]
+
+
+def _always() -> bool:
+    return True
+
+
+def _everything(n: int, dtype: torch.dtype) -> bool:
+    return True
+
+
+def _never(n: int, dtype: torch.dtype, device: torch.device, vectors: bool) -> Claim | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Runs:
+    """How and where the planner may run a strategy.
+
+    available : whether it can run at all here (e.g. its optional dependency is installed).
+    tunable_on : device types the autotuner may time and pick it on.
+    serves : ``serves(n, dtype)``: it solves such matrices on its own path; where not, it
+        hands them to ``torch.linalg.eigh`` (e.g. the closed form above n = 3).
+    prefers : ``prefers(n, dtype, device, vectors)``: a :class:`Claim` to be the default
+        where it was measured faster than LAPACK, else ``None`` (the default: never).
+    fan_out : it releases the GIL: the executor may split a CPU batch across threads.
+    blas_pool : it runs on the BLAS thread pool (limited to one thread per worker).
+    """
+
+    available: Callable[[], bool] = _always
+    tunable_on: tuple[str, ...] = ("cpu", "cuda")
+    serves: Callable[[int, torch.dtype], bool] = _everything
+    prefers: PrefersFn = _never
+    fan_out: bool = False
+    blas_pool: bool = False
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one matrix costs a strategy.
+
+    memory : peak working set per matrix, in ``n x n`` matrices of the input dtype (the
+        named factors of ``_memory``: ``LAPACK_MATRICES``, ``LANE_MATRICES``, ...).
+    seconds : ``seconds(n, dtype)``: one thread's time per matrix on the CPU, for the
+        fan-out decision (default: LAPACK's model, ``_cost.matrix_seconds``).
+    """
+
+    memory: float = LAPACK_MATRICES
+    seconds: Callable[[int, torch.dtype], float] | None = None
+
+
+@dataclass(frozen=True)
+class Abilities:
+    """What the executor may use besides ``solve``, each optional.
+
+    into : a :class:`WritesInto` (no copy-out of the results).
+    check : a :class:`ChecksBlock` standing in for the executor's input check.
+    gauged : eigenvectors come out already in the core's gauge (``fix_gauge_``): the
+        executor skips its gauge pass unless verification may have recomputed some.
+    """
+
+    into: WritesInto | None = None
+    check: ChecksBlock | None = None
+    gauged: bool = False
+
+
+PLAIN = Abilities()
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One way of solving a batch: what it is, how it runs, what it costs, what it offers.
+
+    >>> s = Strategy("demo-s", ("cpu",), lambda a, vectors: (a, None), "demo")
+    >>> s.runs.fan_out, s.cost.memory, s.abilities.into is None, s.serves(3, torch.float64)
+    (False, 4.0, True, True)
+    """
+
+    name: str
+    devices: tuple[str, ...]
+    solve: SolveFn
+    description: str
+    runs: Runs = field(default_factory=Runs)
+    cost: Cost = field(default_factory=Cost)
+    abilities: Abilities = PLAIN
+
+    def supports(self, device: torch.device) -> bool:
+        """It runs on ``device`` here (its device type, and ``runs.available()``)."""
+        return device.type in self.devices and self.runs.available()
+
+    def serves(self, n: int, dtype: torch.dtype) -> bool:
+        """It solves ``n x n`` matrices of ``dtype`` on its own path (``runs.serves``)."""
+        return self.runs.serves(n, dtype)
+
+    def bytes_per_matrix(self, n: int, dtype: torch.dtype) -> int:
+        """Its working set per ``n x n`` matrix of ``dtype``, in bytes."""
+        return matrix_bytes(n, torch.empty((), dtype=dtype).element_size(), self.cost.memory)
+
+    def matrix_seconds(self, n: int, dtype: torch.dtype, device: torch.device) -> float:
+        """One thread's time per matrix (``cost.seconds``, else LAPACK's cost model)."""
+        each = self.cost.seconds
+        return each(n, dtype) if each is not None else matrix_seconds(n, dtype, device)
+
+    def input_check(self, pre: Callable[[torch.Tensor, int], None] | None) -> InputCheck | None:
+        """The per-block input check the executor runs for ``pre``: a callable
+        ``check(block, offset) -> bool`` (``True``: every entry known finite) that runs this
+        strategy's fused :class:`ChecksBlock` where ``pre`` is a :class:`FusableCheck`, and
+        ``pre`` itself where the fused check does not apply or is not sure."""
+        if pre is None:
+            return None
+        fused = self.abilities.check
+        if fused is None or not isinstance(pre, FusableCheck):
+            return _Plain(pre)
+        return _Fused(pre, fused)
+
+
+class InputCheck(Protocol):
+    """What :meth:`Strategy.input_check` returns: ``check(block, offset) -> known finite``."""
+
+    def __call__(self, block: torch.Tensor, offset: int, /) -> bool: ...
+
+
+class _Plain:
+    __slots__ = ("pre",)
+
+    def __init__(self, pre: Callable[[torch.Tensor, int], None]) -> None:
+        self.pre = pre
+
+    def __call__(self, block: torch.Tensor, offset: int) -> bool:
+        self.pre(block, offset)
+        return False
+
+
+class _Fused:
+    __slots__ = ("fused", "pre")
+
+    def __init__(self, pre: FusableCheck, fused: ChecksBlock) -> None:
+        self.pre, self.fused = pre, fused
+
+    def __call__(self, block: torch.Tensor, offset: int) -> bool:
+        if self.fused(block, self.pre.tolerance(block.dtype)):
+            return True
+        self.pre(block, offset)  # the caller's check decides (and names what is wrong)
+        return False
+
+
+class _Registry(dict[str, Strategy]):
+    """The strategies by name; every change (``register``, ``unregister``, ``del``, a
+    test's ``monkeypatch.setitem``) bumps :func:`registry_version`, which every cache of
+    plans and timings is keyed on, so none can name a replaced or removed strategy."""
+
+    version = 0
+
+    def _bump(self) -> None:
+        type(self).version += 1
+
+    def __setitem__(self, key: str, value: Strategy) -> None:
+        super().__setitem__(key, value)
+        self._bump()
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self._bump()
+
+    def pop(self, key: str, *default: Any) -> Any:  # type: ignore[override]
+        out = super().pop(key, *default)
+        self._bump()
+        return out
+
+    def clear(self) -> None:
+        super().clear()
+        self._bump()
+
+    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        super().update(*args, **kwargs)
+        self._bump()
+
+
+STRATEGIES: dict[str, Strategy] = _Registry()
+
+
+def registry_version() -> int:
+    """A number that changes whenever a strategy is registered, replaced or removed.
+
+    >>> v = registry_version()
+    >>> _ = register(Strategy("demo-v", ("cpu",), lambda a, vectors: (a, None), "demo"))
+    >>> _ = unregister("demo-v")
+    >>> registry_version() > v
+    True
+    """
+    return _Registry.version
+
+
+def unregister(name: str) -> Strategy:
+    """Remove the strategy ``name`` from the registry (plans and timings made with it are
+    dropped from every cache) and return it; an unknown name is an ``InputError``."""
+    if name not in STRATEGIES:
+        from .._errors import InputError
+
+        raise InputError(
+            "strategy", f"{name!r} is not registered; registered: {sorted(STRATEGIES)}"
+        )
+    return STRATEGIES.pop(name)
+
+
+def register(strategy: Strategy, *, replace: bool = False) -> Strategy:
+    """Add ``strategy`` to the registry; a name already taken is refused unless ``replace``.
+
+    >>> import torch
+    >>> s = Strategy("demo", ("cpu",), lambda a, vectors: (torch.linalg.eigvalsh(a), None),
+    ...              "eigenvalues through torch")
+    >>> _ = register(s)
+    >>> register(s)
+    Traceback (most recent call last):
+    ...
+    ValueError: a strategy named 'demo' is already registered; pass replace=True to replace it
+    >>> register(s, replace=True).name
+    'demo'
+    >>> del STRATEGIES["demo"]
+    """
+    if strategy.name in STRATEGIES and not replace:
+        raise ValueError(
+            f"a strategy named {strategy.name!r} is already registered; "
+            "pass replace=True to replace it"
+        )
+    STRATEGIES[strategy.name] = strategy
+    return strategy
+
+
+def preferred(
+    n: int, dtype: torch.dtype, device: torch.device, vectors: bool
+) -> tuple[str, Claim] | None:
+    """The registered strategy that claims to be the default for ``n x n`` matrices of
+    ``dtype`` on ``device`` (the highest-ranked claim; the first registered on a tie), and
+    its :class:`Claim`; ``None`` where none does (the default, ``torch``, stays).
+
+    >>> preferred(8, torch.float64, torch.device("cpu"), True)[0]  # numba installed
+    'numba-ql'
+    """
+    best: tuple[str, Claim] | None = None
+    for name, s in STRATEGIES.items():
+        if not s.supports(device):
+            continue
+        claim = s.runs.prefers(n, dtype, device, vectors)
+        if claim is not None and (best is None or claim.rank > best[1].rank):
+            best = (name, claim)
+    return best
+
+
+def solve_through(into: WritesInto) -> SolveFn:
+    """A ``solve(a, vectors)`` built on ``into(a, w, v)`` (outputs from :func:`empty_result`)."""
+
+    def solve(a: torch.Tensor, vectors: bool) -> Result:
+        w, v = empty_result(a, vectors)
+        into(a, w, v)
+        return w, v
+
+    return solve

@@ -1,0 +1,154 @@
+"""The lane-per-matrix kernel strategies (:mod:`.._kernels`): ``closed-form`` (n <= 3),
+``numba-jacobi`` (real, small n) and ``numba-ql`` (Householder + implicit QL, real and
+complex). Each writes into the executor's outputs, offers numba's fused input check, and
+claims the sizes where it was measured faster than LAPACK (:mod:`.._kernels._choice`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .._arrays import real_dtype
+from .._gauge import fix_gauge_
+from .._kernels import numba_available, numba_into
+from .._kernels._choice import closed_form_claim, jacobi_claim, ql_claim
+from .._kernels._closed_form import eig_small
+from .._memory import CLOSED_FORM_MATRICES, LANE_MATRICES
+from .._torch_lapack import torch_eigh, torch_eigh_into
+from ._base import Abilities, Cost, Runs, Strategy, register, solve_through
+from ._checks import numba_check
+
+
+def _lapack_seconds(n: int, dtype: torch.dtype) -> float:
+    from .._cost import matrix_seconds
+
+    return matrix_seconds(n, dtype, torch.device("cpu"))
+
+
+def closed_form_seconds(n: int, dtype: torch.dtype) -> float:
+    """One thread's time per matrix (the fan-out decision): 0.1-0.2 us for real n <= 3 in
+    numba (``_choice``'s table), where LAPACK's 5 us made batches of 200 fan out."""
+    if n > 3 or dtype.is_complex:
+        return _lapack_seconds(n, dtype) if n > 3 else 1e-6  # torch lanes: ~0.3-16 us
+    return 2e-7
+
+
+def lane_seconds(n: int, dtype: torch.dtype) -> float:
+    """numba-jacobi / numba-ql per matrix, one thread, checks and gauge included: 3.2e-8
+    n^2.18 s, the fit of numba-ql with 64 lanes at n = 8, 16, 32 (3.0, 13.5, 62 us,
+    float64, 2026-11-30; Jacobi at n = 4, 5 is within 1.5x of it; complex about 4x)."""
+    return (4.0 if dtype.is_complex else 1.0) * 3.2e-8 * n**2.18
+
+
+# ---- "closed-form" ---------------------------------------------------------------------
+
+
+def closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
+    """Vectors come out in the core's gauge on every path (the strategy is ``gauged``)."""
+    n = a.shape[-1]
+    if a.shape[0] == 0:
+        return
+    if n > 3:
+        wt, vt = torch_eigh(a, v is not None)
+    elif a.device.type == "cpu" and not a.is_complex() and n >= 2 and numba_available():
+        from .._kernels import _numba_closed_form as ncf
+        from .._kernels._numba_gauge import gauge_constants
+
+        # the kernel applies the gauge itself
+        numba_into(ncf.sym3 if n == 3 else ncf.sym2, a, w, v, gauge_constants(a.dtype))
+        return
+    else:
+        with torch.no_grad():
+            wt, vt = eig_small(a, v is not None)
+    w.copy_(wt)
+    if v is not None and vt is not None:
+        v.copy_(vt)
+        fix_gauge_(v)
+
+
+register(
+    Strategy(
+        "closed-form",
+        ("cpu", "cuda"),
+        solve_through(closed_form_into),
+        "closed-form eigenpairs for n <= 3 (exact 2x2; robust 3x3 after Kopp 2008/"
+        "Eberly 2014), one lane per matrix (numba on CPU, torch ops elsewhere); "
+        "n > 3 goes to torch.linalg.eigh",
+        runs=Runs(fan_out=True, serves=lambda n, dtype: n <= 3, prefers=closed_form_claim),
+        cost=Cost(memory=CLOSED_FORM_MATRICES, seconds=closed_form_seconds),
+        abilities=Abilities(into=closed_form_into, check=numba_check, gauged=True),
+    )
+)
+
+
+# ---- "numba-jacobi" --------------------------------------------------------------------
+
+
+def jacobi_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
+    if a.shape[0] == 0:
+        return
+    if a.is_complex() or a.device.type != "cpu":
+        torch_eigh_into(a, w, v)
+        return
+    from .._kernels import _numba_jacobi as nj
+
+    numba_into(nj.jacobi_real, a, w, v, float(torch.finfo(a.dtype).eps))
+
+
+register(
+    Strategy(
+        "numba-jacobi",
+        ("cpu",),
+        solve_through(jacobi_into),
+        "cyclic Jacobi with one SIMD lane per matrix (numba, real; complex goes to "
+        "torch.linalg.eigh)",
+        runs=Runs(
+            available=numba_available,
+            fan_out=True,
+            serves=lambda n, dtype: not dtype.is_complex,
+            prefers=jacobi_claim,
+        ),
+        cost=Cost(memory=LANE_MATRICES, seconds=lane_seconds),
+        abilities=Abilities(into=jacobi_into, check=numba_check),
+    )
+)
+
+
+# ---- "numba-ql" ------------------------------------------------------------------------
+
+
+def ql_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
+    if a.shape[0] == 0:
+        return
+    if a.device.type != "cpu":
+        torch_eigh_into(a, w, v)
+        return
+    eps = float(torch.finfo(real_dtype(a.dtype)).eps)
+    if a.is_complex():
+        from .._kernels._numba_hermitian_ql import hermitian_ql
+
+        failed = numba_into(hermitian_ql, a, w, v, eps)
+    else:
+        from .._kernels._numba_tridiag_ql import tridiag_ql_real
+
+        failed = numba_into(tridiag_ql_real, a, w, v, eps)
+    if failed.any():  # QL did not converge on some lane (never seen in tests): LAPACK
+        idx = torch.from_numpy(np.flatnonzero(failed))
+        wi, vi = torch_eigh(a[idx], v is not None)
+        w[idx] = wi
+        if v is not None and vi is not None:
+            v[idx] = vi
+
+
+register(
+    Strategy(
+        "numba-ql",
+        ("cpu",),
+        solve_through(ql_into),
+        "Householder tridiagonalization + implicit QL with per-lane convergence masks, one "
+        "SIMD lane per matrix (numba; real symmetric and complex Hermitian)",
+        runs=Runs(available=numba_available, fan_out=True, prefers=ql_claim),
+        cost=Cost(memory=LANE_MATRICES, seconds=lane_seconds),
+        abilities=Abilities(into=ql_into, check=numba_check),
+    )
+)
