@@ -355,7 +355,7 @@ def test_torch_sparse_on_cuda_stays_on_cuda():
     assert largest_angle(v.cpu().numpy(), ref_v, ref_w, 4) < 1e-6
 
 
-def test_auto_preconditioner_takes_amg_for_large_explicit_matrices(monkeypatch):
+def test_auto_preconditioner_takes_amg_when_the_factorization_does_not_fit(monkeypatch):
     pytest.importorskip("pyamg")
     from spectra.core._sparse import _precondition
 
@@ -363,9 +363,11 @@ def test_auto_preconditioner_takes_amg_for_large_explicit_matrices(monkeypatch):
     real = _precondition.BlockVCycle
     monkeypatch.setattr(_precondition, "BlockVCycle", lambda m: built.append(m.shape) or real(m))
     lap = _rgg_laplacian(2500, seed=23)
-    w = spectra.eigvalsh(lap, k=3, tol=1e-10)  # precondition="auto"
+    plan = spectra.core.plan_sparse(lap, k=3, max_memory=3 << 20)
+    assert plan.preconditioners == ("amg",) and "over max_memory" in plan.preconditioner_reasons[0]
+    w = spectra.eigvalsh(lap, k=3, tol=1e-10, max_memory=3 << 20)  # precondition="auto"
     assert built == [(2500, 2500)]
     ref = sla.eigsh(lap, k=3, sigma=-1e-3, return_eigenvectors=False)
     np.testing.assert_allclose(w, np.sort(ref), rtol=1e-8, atol=1e-12)
-    spectra.eigvalsh(_rgg_laplacian(1500, seed=24), k=3, method="lobpcg")  # below: Jacobi
-    assert len(built) == 1
+    spectra.eigvalsh(_rgg_laplacian(1500, seed=24), k=3, method="lobpcg", max_memory=1 << 20)
+    assert len(built) == 1  # below AMG_MIN_N: Jacobi

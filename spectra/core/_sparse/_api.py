@@ -144,13 +144,16 @@ def solve_sparse(
                 "k", f"must be in [1, n{extra}) = [1, {room}) for {name} (n = {op.n}), got {k!r}"
             )
     budget = opts.max_memory or default_budget(ops[0].device)
-    dense = [m == "dense" for m in plan_ops(ops, kk, sopts.method, budget).methods]
+    planned = plan_ops(
+        ops, kk, sopts.method, budget, pres if pres is not None else sopts.precondition, pres is not None
+    )
+    dense = [m == "dense" for m in planned.methods]
     results: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(ops)
     for i in [i for i, d in enumerate(dense) if d]:
         results[i] = _dense(ops[i], flats[i], kk, largest, sopts)
     sparse_ids = [i for i, d in enumerate(dense) if not d]
     for group in _groups(ops, sparse_ids):
-        pre_specs = [pres[i] if pres is not None else sopts.precondition for i in group]
+        pre_specs = [planned.preconditioners[i] for i in group]
         solved = _iterate(
             [ops[i] for i in group],
             [flats[i] for i in group],
@@ -277,7 +280,9 @@ def _iterate(
     sign = -1.0 if largest else 1.0
     scales = [_scale(op, sopts) for op in ops]
     pres = [
-        make_preconditioner(op, spec, sign, _lower(op, sopts, sign), s)
+        make_preconditioner(
+            op, spec, sign, _lower(op, sopts, sign), s, sopts.spectrum_bound is not None
+        )
         for op, spec, s in zip(ops, pre_specs, scales, strict=True)
     ]
     batch = Batch(ops, sign, pres)

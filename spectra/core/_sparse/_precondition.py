@@ -9,13 +9,16 @@ largest of ``A``). A preconditioner ``T ~ (B - sigma I)^-1`` for a ``sigma`` jus
 - ``"amg"``: one block V-cycle (:mod:`._amg`) on pyamg's smoothed-aggregation hierarchy
   (``pip install torch-spectra[graph]``) of ``B - (lo - eps) I`` (sklearn's
   ``spectral_embedding(eigen_solver="amg")`` shifts the Laplacian by 1e-5 likewise);
+- ``"factor"``: shift-invert, ``W = (B - sigma I)^-1 R`` by a sparse LU of the shifted
+  matrix (:mod:`._factor`, SciPy's SuperLU), ``sigma`` just below ``lo``;
 - a callable ``f(R) -> W`` on ``(n, m)`` residual blocks (torch tensors for torch input,
   NumPy arrays for SciPy input, in float64/complex128);
 - ``None`` / ``"none"``: the identity;
-- ``"auto"`` (the default): ``"amg"`` for explicit CPU matrices from ``n = AMG_MIN_N`` when
-  pyamg is installed, ``"jacobi"`` otherwise (measured on normalized Laplacians of random
-  geometric graphs, k = 8: 3,000 nodes 0.21 s with AMG, 0.74 s with Jacobi; 20,000 nodes
-  1.2 s against 8.7 s).
+- ``"auto"`` (the default), decided by the plan (:func:`._plan.choose_preconditioner`):
+  ``"factor"`` for explicit CPU matrices whose estimated fill is small and fits
+  ``max_memory``, else ``"amg"`` from ``n = AMG_MIN_N`` when pyamg is installed, else
+  ``"jacobi"`` (measured on normalized Laplacians of random geometric graphs, k = 8:
+  3,000 nodes 0.21 s with AMG, 0.74 s with Jacobi; 20,000 nodes 1.2 s against 8.7 s).
 """
 
 from __future__ import annotations
@@ -28,10 +31,11 @@ import torch
 
 from .._errors import InputError
 from ._amg import BlockVCycle
+from ._factor import ShiftInvert
 from ._operators import SparseOperator
 
 Preconditioner = Callable[[torch.Tensor], torch.Tensor]
-NAMES = ("auto", "jacobi", "amg", "none")
+NAMES = ("auto", "jacobi", "amg", "factor", "none")
 #: ``"auto"`` takes AMG from this size (pyamg installed, an explicit matrix on the CPU)
 AMG_MIN_N = 2000
 
@@ -45,7 +49,12 @@ def amg_available() -> bool:
 
 
 def make_preconditioner(
-    op: SparseOperator, spec: Any, sign: float, lower: float | None, scale: float
+    op: SparseOperator,
+    spec: Any,
+    sign: float,
+    lower: float | None,
+    scale: float,
+    known: bool = False,
 ) -> Preconditioner | None:
     """The preconditioner ``spec`` for ``B = sign * A`` with ``lower`` a bound below ``B``'s
     spectrum (``None`` when unknown) and ``scale`` an estimate of ``||A||``; ``None`` means
@@ -61,6 +70,8 @@ def make_preconditioner(
         return _jacobi(op, sign, lower, scale)
     if spec == "amg":
         return _amg(op, sign, lower, scale)
+    if spec == "factor":
+        return _factor(op, sign, lower, scale, known)
     raise InputError("precondition", f"must be one of {NAMES}, a callable or None, got {spec!r}")
 
 
@@ -105,6 +116,25 @@ def _amg(op: SparseOperator, sign: float, lower: float | None, scale: float) -> 
 
     def apply(r: torch.Tensor) -> torch.Tensor:
         return torch.from_numpy(cycle.apply(r.cpu().numpy())).to(device=device, dtype=dtype)
+
+    return apply
+
+
+def _factor(
+    op: SparseOperator, sign: float, lower: float | None, scale: float, known: bool
+) -> Preconditioner:
+    """Shift-invert; ``known``: ``lower`` is the caller's ``spectrum_bound``."""
+    if op.csr is None or op.bounds is None:
+        raise InputError(
+            "precondition",
+            '"factor" needs an explicit sparse matrix (torch or SciPy), not a linear operator',
+        )
+    gershgorin = op.bounds[0] if sign > 0 else -op.bounds[1]
+    solver = ShiftInvert(op.csr(), sign, gershgorin, lower if known else None, scale)
+    device, dtype = op.device, op.work_dtype
+
+    def apply(r: torch.Tensor) -> torch.Tensor:
+        return solver.apply(r.cpu()).to(device=device, dtype=dtype)
 
     return apply
 
