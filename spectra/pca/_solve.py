@@ -256,9 +256,11 @@ def complete(vecs: torch.Tensor, good: torch.Tensor) -> torch.Tensor:
     return torch.where(good[:, None, :], vecs, q[..., : vecs.shape[-1]])
 
 
-def ill_conditioned(lam: torch.Tensor) -> torch.Tensor:
+def ill_conditioned(lam: torch.Tensor, rank: torch.Tensor | None = None) -> torch.Tensor:
     """``(B,)`` True where the covariance route loses digits: ``lambda_max / lambda_min``
-    (over the non-zero eigenvalues) above ``eps^(-1/3)`` (1.6e5 in float64, 203 in float32).
+    (over the non-zero eigenvalues) above ``eps^(-1/3)`` (1.6e5 in float64, 203 in float32),
+    or, given the expected ``rank`` ``(B,)``, fewer non-zero eigenvalues than that (the
+    route rounded a small variance to 0, which the SVD route may still resolve).
 
     The covariance route's relative error in ``lambda_min`` is ``~eps kappa``: below the
     threshold it stays under ``eps^(2/3)`` (4e-11 in float64), the SVD route's error
@@ -269,7 +271,10 @@ def ill_conditioned(lam: torch.Tensor) -> torch.Tensor:
     limit = torch.finfo(lam.dtype).eps ** (-1.0 / 3.0)
     positive = lam > 0
     low = torch.where(positive, lam, torch.inf).amin(-1)
-    return positive.any(-1) & (lam[:, 0] > limit * low)
+    bad = positive.any(-1) & (lam[:, 0] > limit * low)
+    if rank is not None:
+        bad = bad | (positive.any(-1) & (positive.sum(-1) < rank))
+    return bad
 
 
 def _base_spectrum(
@@ -332,7 +337,9 @@ def from_data(
         xc, base, eigh_kw, lambda total: check_stats(mean, total, on_bad)
     )
     exact = torch.full_like(count, base == "covariance", dtype=torch.bool)
-    bad = ill_conditioned(lam) if route == "auto" else torch.zeros_like(exact)
+    # centred data has rank min(N - 1, D) unless its columns are dependent
+    expected = (count - 1).clamp(min=0, max=d)
+    bad = ill_conditioned(lam, expected) if route == "auto" else torch.zeros_like(exact)
     redo = torch.nonzero(bad).flatten().tolist()
     vecs_fn = vectors
     if redo:

@@ -21,7 +21,9 @@ import torch
 from ..core import eigh
 
 
-def dilation_svd(m: torch.Tensor, eigh_kw: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+def dilation_svd(
+    m: torch.Tensor, eigh_kw: dict[str, Any], scale: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Singular values (descending) and right singular vectors of square ``m`` ``(B, n, n)``.
 
     One batched eigh of the ``(B, 2n, 2n)`` dilations ``[[0, m], [m^T, 0]]``; the ``n``
@@ -29,7 +31,11 @@ def dilation_svd(m: torch.Tensor, eigh_kw: dict[str, Any]) -> tuple[torch.Tensor
     (refined as ``||m v_i||``) and ``v`` ``(B, n, n)`` with unit columns, except for null
     directions (singular value at round-off, where a ``+-0`` pair mixes ``[u; 0]`` and
     ``[0; v]``): their value and column are 0, for callers to complete (see
-    :func:`spectra.pca._solve.complete`).
+    :func:`spectra.pca._solve.complete`). "At round-off" is ``20 n eps sigma_max``, or, with
+    ``scale`` ``(B, n)`` (the norms of ``m``'s columns as the data had them: QR leaves
+    them as they were), ``20 n eps ||scale * v_i||``: the uncertainty of ``sigma_i`` when
+    each column carries errors relative to its own norm, as Householder QR's do. Then a
+    small singular value of column-scaled data is kept however far below ``sigma_max``.
 
     Examples
     --------
@@ -50,27 +56,39 @@ def dilation_svd(m: torch.Tensor, eigh_kw: dict[str, Any]) -> tuple[torch.Tensor
     # v block without turning it; at sigma ~ 0 (a null direction of m) the block may be
     # ~0 and its direction noise: those columns are null (sigma 0, vector 0)
     norm = torch.linalg.vector_norm(v, dim=-2)
-    floor = 20 * n * torch.finfo(w.dtype).eps * w[:, :1].clamp(min=0)
-    null = (w <= floor) | (norm < 0.25)
-    v = torch.where(
-        null[:, None, :], 0.0, v / norm.clamp(min=torch.finfo(v.dtype).tiny)[:, None, :]
-    )
+    v = v / norm.clamp(min=torch.finfo(v.dtype).tiny)[:, None, :]
+    null = (w <= 2 * round_off(w, v, scale, n)) | (norm < 0.25)
+    v = torch.where(null[:, None, :], 0.0, v)
     sigma = torch.linalg.vector_norm(m @ v, dim=-2)
     # the refined values may swap near-ties: keep them descending, with their vectors
     sigma, order = sigma.sort(dim=-1, descending=True, stable=True)
     return sigma, v.gather(-1, order[:, None, :].expand_as(v))
 
 
-def drop_small(sigma: torch.Tensor, n_features: int) -> torch.Tensor:
+def round_off(
+    sigma: torch.Tensor, v: torch.Tensor, scale: torch.Tensor | None, size: int
+) -> torch.Tensor:
+    """``10 size eps`` times the scale of each singular value's error ``(B, R)``:
+    ``sigma_max`` (a norm-wise backward error), or ``||scale * v_i||`` for unit vectors
+    ``v`` ``(B, n, R)`` when the errors are column-wise relative to ``scale`` ``(B, n)``."""
+    eps = torch.finfo(sigma.dtype).eps
+    if scale is None:
+        return 10 * size * eps * sigma[:, :1].clamp(min=0).expand_as(sigma)
+    return 10 * size * eps * torch.linalg.vector_norm(scale[:, :, None] * v, dim=-2)
+
+
+def drop_small(
+    sigma: torch.Tensor, n_features: int, v: torch.Tensor, scale: torch.Tensor | None = None
+) -> torch.Tensor:
     """``sigma`` ``(B, R)`` descending, with round-off-level singular values set to 0.
 
-    Below ``10 max(R, D) eps sigma_max`` a singular value carries no information (the
-    SVD's absolute error is ``~eps sigma_max``); zeroing it makes null directions exact.
+    Below :func:`round_off` (``10 max(R, D) eps sigma_max``, or per direction
+    ``10 max(R, D) eps ||scale * v_i||`` with column norms ``scale``) a singular value
+    carries no information; zeroing it makes null directions exact.
     """
     if sigma.numel() == 0:
         return sigma
-    eps = torch.finfo(sigma.dtype).eps
-    floor = 10 * max(sigma.shape[-1], n_features) * eps * sigma[:, :1]
+    floor = round_off(sigma, v, scale, max(sigma.shape[-1], n_features))
     return torch.where(sigma > floor, sigma, torch.zeros_like(sigma))
 
 
@@ -78,16 +96,31 @@ def svd_spectrum(xc: torch.Tensor, eigh_kw: dict[str, Any]) -> tuple[torch.Tenso
     """Squared singular values ``(B, R)`` (descending) and right singular vectors
     ``(B, D, R)`` of the centred data ``xc`` ``(B, N, D)``, ``R = min(N, D)``.
 
-    ``N >= D``: ``X_c = Q R``, and ``X_c``'s right singular vectors are ``R``'s.
-    ``N < D``: ``X_c^T = Q R``, so ``X_c = R^T Q^T`` and they are ``Q`` times ``R^T``'s.
+    ``N >= D``: ``X_c P = Q R`` (``P`` orders the columns by descending norm), and
+    ``X_c``'s right singular vectors are ``P`` times ``R``'s. ``N < D``: ``X_c^T P = Q R``
+    (the samples by descending norm), so ``P^T X_c = R^T Q^T`` and they are ``Q`` times
+    ``R^T``'s. The pivot grades ``R`` (large entries first), which keeps each component of
+    column-scaled data to a few ulps, as LAPACK's SVD does (unsorted: ~1e-13 on the
+    breast-cancer columns); for ``N >= D`` a singular value is dropped as round-off against
+    the column norms along its direction (:func:`round_off`), not against ``sigma_max``.
     """
     n, d = xc.shape[-2], xc.shape[-1]
     if n >= d:
-        r = torch.linalg.qr(xc, mode="r")[1]
-        sigma, vecs = dilation_svd(r, eigh_kw)
+        # columns by descending norm (QR with a static column pivot): R is graded with its
+        # large entries first, which the dilation eigh resolves to a few ulps per component
+        norms, order = torch.linalg.vector_norm(xc, dim=-2).sort(
+            dim=-1, descending=True, stable=True
+        )
+        r = torch.linalg.qr(xc.gather(-1, order[:, None, :].expand_as(xc)), mode="r")[1]
+        sigma, v = dilation_svd(r, eigh_kw, norms)
+        sigma = drop_small(sigma, d, v, norms)
+        vecs = torch.empty_like(v).scatter_(-2, order[:, :, None].expand_as(v), v)
     else:
-        q, r = torch.linalg.qr(xc.mT)
+        # X_c^T = Q R with its columns (the samples) by descending norm: a row permutation of
+        # X_c leaves its right singular vectors as they are
+        order = torch.linalg.vector_norm(xc, dim=-1).argsort(dim=-1, descending=True, stable=True)
+        q, r = torch.linalg.qr(xc.gather(-2, order[:, :, None].expand_as(xc)).mT)
         sigma, v = dilation_svd(r.mT, eigh_kw)
+        sigma = drop_small(sigma, d, v)
         vecs = q @ v
-    sigma = drop_small(sigma, d)
     return sigma.square(), vecs
