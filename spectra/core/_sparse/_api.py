@@ -145,7 +145,12 @@ def solve_sparse(
             )
     budget = opts.max_memory or default_budget(ops[0].device)
     planned = plan_ops(
-        ops, kk, sopts.method, budget, pres if pres is not None else sopts.precondition, pres is not None
+        ops,
+        kk,
+        sopts.method,
+        budget,
+        pres if pres is not None else sopts.precondition,
+        pres is not None,
     )
     dense = [m == "dense" for m in planned.methods]
     results: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(ops)

@@ -83,7 +83,10 @@ def _factorize(mat: Any) -> Any:
     import scipy.sparse.linalg as sla
 
     return sla.splu(
-        mat.tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
+        mat.tocsc(),
+        permc_spec="MMD_AT_PLUS_A",
+        diag_pivot_thresh=0.0,
+        options={"SymmetricMode": True},
     )
 
 
@@ -100,9 +103,7 @@ class ShiftInvert:
     the first of :func:`shifts` below which ``B``'s spectrum lies (checked by the inertia
     of the factorization; the last is a proven bound and taken as it is)."""
 
-    def __init__(
-        self, csr: Any, sign: float, gershgorin: float, given: float | None, scale: float
-    ):
+    def __init__(self, csr: Any, sign: float, gershgorin: float, given: float | None, scale: float):
         import scipy.sparse as sp
 
         n = csr.shape[0]

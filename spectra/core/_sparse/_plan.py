@@ -86,9 +86,7 @@ def use_dense(op: SparseOperator, k: int, method: str, budget: int) -> tuple[boo
     return False, f"iterative: n = {op.n} > {DENSE_MAX_N} with k = {k}"
 
 
-def choose_preconditioner(
-    op: SparseOperator, spec: Any, budget: int
-) -> tuple[Any, str, int]:
+def choose_preconditioner(op: SparseOperator, spec: Any, budget: int) -> tuple[Any, str, int]:
     """``(preconditioner, why, bytes)`` for one iterative problem: ``spec`` itself unless it
     is ``"auto"``, which takes ``"factor"`` for an explicit CPU matrix whose estimated fill
     is at most ``FILL_CAP * nnz`` and fits ``budget``, else ``"amg"`` from ``AMG_MIN_N``
@@ -156,7 +154,11 @@ def plan_ops(
 ) -> SparsePlan:
     """The plan of ``ops``; ``precondition`` is one spec, or one per matrix when
     ``per_matrix``. Factorizations are granted while their total fits ``budget``."""
-    methods, reasons, memory, pres, pre_why = [], [], [], [], []
+    methods: list[str] = []
+    reasons: list[str] = []
+    memory: list[int] = []
+    pres: list[Any] = []
+    pre_why: list[str] = []
     left = budget
     for i, op in enumerate(ops):
         dense, why = use_dense(op, k, method, budget)
