@@ -33,11 +33,10 @@ from typing import Any, NamedTuple
 import torch
 
 from ._errors import InputError
+from ._memory import BACKWARD_MATRICES, matrix_bytes, rows_within
 
 Solver = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 DEGENERATE_POLICIES = ("warn", "nan", "ignore")
-#: working set of the backward per matrix, in n x n matrices of the eigenvector dtype
-BACKWARD_MATRICES = 8
 
 
 class DegenerateGradientWarning(UserWarning):
@@ -188,9 +187,7 @@ def _backward_block(w, v, gw, gv, opts: BackwardOptions) -> tuple[torch.Tensor, 
 
 
 def _rows(n: int, batch: int, itemsize: int, budget: int | None) -> int:
-    if budget is None:
-        return max(1, batch)
-    return max(1, min(batch, budget // max(1, BACKWARD_MATRICES * n * n * itemsize)))
+    return rows_within(budget, matrix_bytes(n, itemsize, BACKWARD_MATRICES, vectors=0), batch)
 
 
 def eigh_backward(

@@ -33,19 +33,19 @@ CLOSED_FORM_MATRICES = 12.0
 JACOBI_MATRICES = 9.0
 #: the generalized reductions: ``a`` and ``b`` chunks, the factor or overlap eigenvectors,
 #: two reduction temporaries, the reduced problem and the solver's own working set
-GENERALIZED_MATRICES = 10.0
+GENERALIZED_MATRICES = 10
 #: the eigenvector backward: ``V^H``, ``V^H G_V``, the factor matrix, ``inner`` and products
-BACKWARD_MATRICES = 8.0
+BACKWARD_MATRICES = 8
 
 
-def matrix_bytes(n: int, itemsize: int, matrices: float) -> int:
-    """Bytes of ``matrices`` ``n x n`` matrices of ``itemsize`` bytes, plus ``2 n`` entries
-    (eigenvalues, small work arrays): the working set of one item of a batch.
+def matrix_bytes(n: int, itemsize: int, matrices: float, vectors: int = 2) -> int:
+    """Bytes of ``matrices`` ``n x n`` matrices and ``vectors`` length-``n`` vectors
+    (eigenvalues, small work arrays) of ``itemsize`` bytes: the working set of one item.
 
-    >>> matrix_bytes(4, 8, 1.0)
-    192
+    >>> matrix_bytes(4, 8, 1.0), matrix_bytes(4, 8, 1.0, vectors=0)
+    (192, 128)
     """
-    return max(1, int(matrices * n * n * itemsize) + 2 * n * itemsize)
+    return max(1, int(matrices * n * n * itemsize) + vectors * n * itemsize)
 
 
 def rows_within(budget: int | None, bytes_per_item: int, batch: int) -> int:

@@ -15,6 +15,7 @@ from ._checks import cholesky_checked, hermitian_from_lower, hermitian_from_lowe
 from ._errors import InputError, LinAlgError
 from ._execute import Pre, execute
 from ._gauge import fix_gauge, fix_gauge_
+from ._memory import GENERALIZED_MATRICES, matrix_bytes, memory_budget, rows_within
 from ._options import Options
 from ._plan import Plan, plan
 from ._strategies import STRATEGIES
@@ -94,12 +95,6 @@ def solve_standard(
     return w, (v.reshape(*batch_shape, n, n) if vectors and v is not None else None)
 
 
-#: working set of the generalized reductions per matrix, in n x n matrices (a and b chunks,
-#: the factor or overlap eigenvectors, two reduction temporaries, the reduced problem and
-#: the solver's own working set)
-GENERALIZED_MATRICES = 10
-
-
 def whole_batch_strategy(
     opts: Options, n: int, batch: int, dtype: torch.dtype, device: torch.device
 ) -> Options:
@@ -117,11 +112,8 @@ def generalized_rows(a: torch.Tensor, opts: Options) -> int:
     """Matrices per chunk of the generalized paths so their working set fits the budget."""
     n = a.shape[-1]
     batch = max(1, math.prod(a.shape[:-2]))
-    budget = plan(
-        n, batch, a.dtype, a.device, strategy=opts.strategy, max_memory=opts.max_memory
-    ).memory_budget
-    per_matrix = max(1, GENERALIZED_MATRICES * n * n * a.element_size())
-    return max(1, min(batch, budget // per_matrix))
+    per_matrix = matrix_bytes(n, a.element_size(), GENERALIZED_MATRICES, vectors=0)
+    return rows_within(memory_budget(opts.max_memory, a.device), per_matrix, batch)
 
 
 def _chunked(fn: Callable[..., Result], a: torch.Tensor, b: torch.Tensor, opts, *args) -> Result:
