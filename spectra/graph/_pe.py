@@ -115,6 +115,7 @@ def pe_pipeline(
         lowest = Lowest(k + int(drop_trivial)) if pyg else Lowest(k, deflate=drop_trivial)
         opts = dict(eigh_options or {})
         spec = edge_spectra(edges, normalization, isolated_one=pyg, lowest=lowest, **opts)
+    with glue_threads(1):  # gathers and scatters over all nodes: one kernel thread
         drop = None
         if pyg:  # PyG drops exactly the first eigenvector of every graph
             drop = torch.full((layout.num_graphs,), int(drop_trivial), dtype=torch.long)

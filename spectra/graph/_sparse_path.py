@@ -12,6 +12,7 @@ import torch
 
 from ..core import eigh
 from ._assemble import Entries
+from ._layout import glue_threads
 from ._parts import Part
 
 #: the keywords of the core's sparse path a caller may pass in ``eigh_options``
@@ -100,27 +101,30 @@ def sparse_parts(
     by_k: dict[int, list[int]] = {}
     for g, c in zip(graphs, comps, strict=True):
         by_k.setdefault(wanted(lowest, c), []).append(g)
+    cpu = entries.values.device.type == "cpu"
     parts = []
     for k, members in by_k.items():
-        mats = entries.sparse_blocks(members)
-        nulls = None
-        if lowest.deflate:
-            assert labels is not None and null_weight is not None
-            nulls = [null_basis(_nodes(lay, g), labels, null_weight) for g in members]
+        with glue_threads(1):  # the assembly: elementwise work, one kernel thread
+            mats = entries.scipy_blocks(members) if cpu else entries.sparse_blocks(members)
+            nulls = None
+            if lowest.deflate:
+                assert labels is not None and null_weight is not None
+                nulls = [null_basis(_nodes(lay, g), labels, null_weight) for g in members]
         extra: dict[str, Any] = {"spectrum_bound": (0.0, 2.0)} if bound_two else {}
         if nulls is not None:
             extra["deflate"] = nulls
-        ws, vs = eigh(mats, k=k, **extra, **kw)
-        for i, g in enumerate(members):
-            w, v = ws[i], vs[i]
-            if nulls is not None:
-                w = torch.cat([w.new_zeros(nulls[i].shape[-1]), w])
-                v = torch.cat([nulls[i].to(v.dtype), v], dim=-1)
-            n = int(lay.counts[g])
-            count = torch.tensor([n])
-            valid = torch.tensor([min(w.numel(), n)])
-            index = torch.tensor([g])
-            parts.append(Part(index, w[None], v[None], count, valid, w.numel() >= n, "sparse"))
+        ws, vs = eigh(mats, k=k, **extra, **kw)  # the solve: the core's own threads
+        with glue_threads(1):
+            for i, g in enumerate(members):
+                w, v = torch.as_tensor(ws[i]), torch.as_tensor(vs[i])  # NumPy for SciPy in
+                if nulls is not None:
+                    w = torch.cat([w.new_zeros(nulls[i].shape[-1]), w])
+                    v = torch.cat([nulls[i].to(v.dtype), v], dim=-1)
+                n = int(lay.counts[g])
+                count = torch.tensor([n])
+                valid = torch.tensor([min(w.numel(), n)])
+                index = torch.tensor([g])
+                parts.append(Part(index, w[None], v[None], count, valid, w.numel() >= n, "sparse"))
     return parts
 
 

@@ -251,20 +251,21 @@ def edge_spectra(
     eigenvectors scaled by ``D^{-1/2}``, 1 at isolated nodes, and re-gauged)."""
     check_normalization(normalization)
     sym_norm = "sym" if normalization == "rw" else normalization
-    if undirected_tol is not None:
-        require_undirected(
-            Entries(edges.layout, edges.src, edges.dst, edges.weight), undirected_tol
-        )
-    entries, deg = laplacian_entries(edges, sym_norm, isolated_one=isolated_one)
-    comps, labels = edge_components(edges)
-    signed = bool((edges.weight < 0).any())
-    bound_two = sym_norm == "sym" and not signed
-    if signed or (isolated_one and lowest is not None and lowest.deflate):
-        lowest = None  # the null space is not the components': every eigenpair, densely
-    null_weight = None
-    if lowest is not None and lowest.deflate:
-        null_weight = deg.sqrt() if sym_norm == "sym" else torch.ones_like(deg)
-        null_weight = torch.where(deg > 0, null_weight, torch.ones_like(deg))
+    with glue_threads(1):  # elementwise work over all edges: one kernel thread
+        if undirected_tol is not None:
+            require_undirected(
+                Entries(edges.layout, edges.src, edges.dst, edges.weight), undirected_tol
+            )
+        entries, deg = laplacian_entries(edges, sym_norm, isolated_one=isolated_one)
+        comps, labels = edge_components(edges)
+        signed = bool((edges.weight < 0).any())
+        bound_two = sym_norm == "sym" and not signed
+        if signed or (isolated_one and lowest is not None and lowest.deflate):
+            lowest = None  # the null space is not the components': every eigenpair, densely
+        null_weight = None
+        if lowest is not None and lowest.deflate:
+            null_weight = deg.sqrt() if sym_norm == "sym" else torch.ones_like(deg)
+            null_weight = torch.where(deg > 0, null_weight, torch.ones_like(deg))
     return solve_entries(
         entries, deg, comps, normalization, bound_two, eigh_kw, lowest, labels, null_weight
     )

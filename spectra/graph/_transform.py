@@ -205,11 +205,12 @@ class LaplacianPE(PETransform):
             convention=self.convention,
             eigh_options=self.eigh_options,
         )
-        feats = {"pe": pe.to(device=out_device, dtype=self.dtype)}
-        self._column_features(feats, layout, out_device, mask, vals)
-        if self.groups_attr is not None:
-            feats[self.groups_attr] = groups[layout.batch].to(out_device)
-        if self.heat_times is not None:
-            heat = heat_nodes(spec, self.heat_times)
-            feats[self.heat_attr] = heat.to(out_device, self.dtype)
+        with glue_threads(1):  # per-node copies: one kernel thread
+            feats = {"pe": pe.to(device=out_device, dtype=self.dtype)}
+            self._column_features(feats, layout, out_device, mask, vals)
+            if self.groups_attr is not None:
+                feats[self.groups_attr] = groups[layout.batch].to(out_device)
+            if self.heat_times is not None:
+                heat = heat_nodes(spec, self.heat_times)
+                feats[self.heat_attr] = heat.to(out_device, self.dtype)
         return feats, layout

@@ -180,6 +180,7 @@ class PETransform(BaseTransform):
         """
         with glue_threads(_largest_graph(data)):
             feats, layout = self._features(data)
+        with glue_threads(1):  # attaching and slicing: no kernel work worth a thread team
             if isinstance(data, Batch):
                 if self._attach_sliced(data, feats, layout):
                     return data
