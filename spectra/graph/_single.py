@@ -18,11 +18,13 @@ from ..core import eigh, fix_gauge
 from ..core.domain import InputError
 from ._assemble import check_degree, directed_error
 from ._layout import check_normalization
-from ._sparse_path import split_options
+from ._sparse_path import SPARSE_FROM, split_options
 
 #: one ``Data`` of at most this many nodes takes the direct path (above, the solve
 #: dominates and the batched path's bookkeeping costs nothing noticeable)
 SINGLE_MAX_N = 256
+#: up to this size components come from boolean matrix squaring (a few tiny products)
+REACH_MAX_N = 64
 
 
 class SingleSpectrum:
@@ -36,7 +38,8 @@ def single_takes(data: Any, device: Any, weight: Any, eigh_options: Any) -> bool
     """Whether one ``Data`` takes the direct path: small (below the sparse path's size too),
     on the CPU, solved there, and no gradient to carry through the edge weights."""
     n = data.num_nodes
-    if n is None or n > SINGLE_MAX_N or n == 0 or n >= split_options(eigh_options)[2]:
+    sparse_from = split_options(eigh_options)[2] if eigh_options else SPARSE_FROM
+    if n is None or n > SINGLE_MAX_N or n == 0 or n >= sparse_from:
         return False
     ei = data.edge_index
     if not isinstance(ei, torch.Tensor) or ei.device.type != "cpu":
@@ -83,22 +86,24 @@ def _edges(
     return src[keep], dst[keep], w[keep]
 
 
-def _components(src: np.ndarray, dst: np.ndarray, w: np.ndarray, n: int) -> int:
-    """Connected components (edges of nonzero weight): every node takes the smallest label
-    among its neighbours, with pointer jumping, until nothing changes; the components are
-    the nodes that label themselves."""
-    nz = w != 0
-    src, dst = src[nz], dst[nz]
-    label = np.arange(n)
-    while True:
-        new = label.copy()
-        np.minimum.at(new, src, label[dst])
-        np.minimum.at(new, dst, label[src])
-        new = new[new]
-        if np.array_equal(new, label):
+def _components(adj: np.ndarray) -> int:
+    """Connected components of one small graph from its dense adjacency (edges of nonzero
+    weight): reachability ``R = (I + |A|)^(2^j)`` by repeated squaring until it stops
+    growing (a few small matrix products); a component is a node that reaches no
+    lower-numbered node."""
+    n = adj.shape[0]
+    if n > REACH_MAX_N:  # the products grow as n^3: SciPy's graph search instead
+        from scipy.sparse.csgraph import connected_components
+
+        return int(connected_components(adj != 0, directed=False)[0])
+    reach = (adj != 0).astype(np.float64)
+    reach[np.diag_indices(n)] = 1.0
+    for _ in range(max(n - 1, 1).bit_length()):
+        grown = (reach @ reach > 0).astype(np.float64)
+        if np.array_equal(grown, reach):
             break
-        label = new
-    return int((label == np.arange(n)).sum())
+        reach = grown
+    return int((reach.argmax(1) == np.arange(n)).sum())
 
 
 def single_spectrum(
@@ -113,32 +118,35 @@ def single_spectrum(
     all its eigenpairs (``rw``: through ``sym``, scaled by ``D^{-1/2}`` and re-gauged)."""
     check_normalization(normalization)
     src, dst, w = _edges(edge_index, weight, n)
-    adj = np.zeros((n, n))
-    np.add.at(adj, (src, dst), w)
-    scale = 1e-10 * max(np.abs(adj).max(initial=0.0), 1.0)
-    if not np.array_equal(adj, adj.T) and np.abs(adj - adj.T).max() > scale:
-        raise directed_error([0])
-    deg = np.zeros(n)
-    np.add.at(deg, src, w)
+    flat = src * n + dst
+    adj = np.bincount(flat, weights=w, minlength=n * n).reshape(n, n)  # duplicates add up
+    if not np.array_equal(adj, adj.T):
+        scale = 1e-10 * max(np.abs(adj).max(initial=0.0), 1.0)
+        if np.abs(adj - adj.T).max() > scale:
+            raise directed_error([0])
+    deg = np.bincount(src, weights=w, minlength=n)  # edge order, as the batched path sums
     sym = "sym" if normalization == "rw" else normalization
-    lap = np.zeros((n, n))
     if sym is None:
-        np.add.at(lap, (src, dst), 0.0 - w)
+        lap = 0.0 - adj
         lap[np.diag_indices(n)] += deg
     else:
         if (deg < 0).any():
             check_degree(torch.from_numpy(deg))
         connected = deg > 0
         inv_sqrt = np.where(connected, 1.0 / np.sqrt(np.where(connected, deg, 1.0)), 0.0)
-        np.add.at(lap, (src, dst), 0.0 - w * (inv_sqrt[src] * inv_sqrt[dst]))
+        # each edge's weight times the product of its two node factors, then summed (as
+        # the batched path's entries are), so both paths round alike
+        lap = np.bincount(flat, weights=w * (inv_sqrt[src] * inv_sqrt[dst]), minlength=n * n)
+        lap = (0.0 - lap).reshape(n, n)
         lap[np.diag_indices(n)] += 1.0 if isolated_one else connected.astype(np.float64)
-    kw, _, _ = split_options(eigh_options)  # the sparse path's keywords do not apply here
-    kw.setdefault("check", False)
+    kw = {"check": False}
+    if eigh_options:  # the sparse path's keywords do not apply here
+        kw = {**kw, **split_options(eigh_options)[0]}
     vals, vecs = eigh(lap, **kw)
     if normalization == "rw":
         scale = 1.0 / np.sqrt(np.where(deg > 0, deg, 1.0))
         vecs = fix_gauge(torch.from_numpy(vecs * scale[:, None])).numpy()
-    return SingleSpectrum(vals, vecs, _components(src, dst, w, n), deg)
+    return SingleSpectrum(vals, vecs, _components(adj), deg)
 
 
 def single_columns(
