@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import warnings
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 
@@ -22,11 +23,11 @@ from ._autotune import MAX_SAMPLE, autotune, size_class
 from ._cost import matrix_seconds
 from ._memory import default_budget, format_bytes, rows_within
 from ._options import check_count, check_positive
-from ._strategies import STRATEGIES, preferred, registry_version
+from ._strategies import DEFAULT_STRATEGY, STRATEGIES, Strategy, preferred, registry_version
 from ._threads import cpu_count
 from ._versions import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
 
-__all__ = ["Plan", "choose_strategy", "direct_path", "format_bytes", "plan"]
+__all__ = ["Ask", "Plan", "choose_strategy", "direct_path", "format_bytes", "plan"]
 
 #: Below this size one CPU matrix gains nothing from threaded LAPACK; running every CPU
 #: solve with one kernel thread also keeps results bitwise independent of how the batch
@@ -160,7 +161,7 @@ def plan(
     workers = check_count(workers, "workers")
     max_memory = check_positive(max_memory, "max_memory")
     budget = default_budget(device) if max_memory is None else int(max_memory)
-    return _plan_cached(
+    ask = Ask(
         n,
         batch,
         dtype,
@@ -173,162 +174,152 @@ def plan(
         verify,
         autotune,
         max_memory is not None,
-        registry_version(),
     )
+    return _plan_cached(ask, registry_version())
 
 
-def choose_strategy(
-    n: int,
-    batch: int,
-    dtype: torch.dtype,
-    device: torch.device,
-    vectors: bool,
-    workers: int,
-    budget: int,
-    verify: bool | None,
-    autotune_: bool | None,
-) -> tuple[str, list[str]]:
+class Ask(NamedTuple):
+    """What the planner is asked, validated: the cache key of a plan (with the registry's
+    version). ``budget`` is in bytes; ``budget_given``: ``max_memory`` was passed."""
+
+    n: int
+    batch: int
+    dtype: torch.dtype
+    device: torch.device
+    vectors: bool = True
+    strategy: str | None = None
+    chunk_size: int | None = None
+    budget: int = 1 << 30
+    workers: int = 1
+    verify: bool | None = None
+    autotune: bool | None = None
+    budget_given: bool = False
+
+
+def choose_strategy(ask: Ask) -> tuple[str, list[str]]:
     """The strategy for a batch the caller did not force one for, and why.
 
     The one place the default choice is made: autotune where asked (or on legacy CUDA for
     n > 32); else the registered strategy that claims the problem (``Runs.prefers``: the
     kernels where measured faster on the CPU, a batched path on legacy CUDA), from the batch
-    size it claims it for; else batched ``torch``.
+    size it claims it for; else the default, batched ``torch``.
+
+    >>> choose_strategy(Ask(8, 1000, torch.float64, torch.device("cpu")))[0]
+    'numba-ql'
     """
-    legacy_cuda = device.type == "cuda" and not cuda_batched_everywhere()
-    if autotune_ or (autotune_ is None and legacy_cuda and n > LEGACY_CUDA_BATCHED_MAX_N):
+    n, batch, device = ask.n, ask.batch, ask.device
+    legacy = device.type == "cuda" and not cuda_batched_everywhere()
+    legacy = legacy and n > LEGACY_CUDA_BATCHED_MAX_N
+    if ask.autotune or (ask.autotune is None and legacy):
         sample = min(size_class(batch), MAX_SAMPLE)
-        name, timings = autotune(
-            _candidates(n, sample, dtype, device, vectors, workers, budget, verify),
-            registry_version(),
-        )
+        name, timings = autotune(_candidates(ask._replace(batch=sample)), registry_version())
         shown = ", ".join(f"{k} {1e3 * t:.2f} ms" for k, t in timings)
         return name, [f"autotuned on {sample} sample matrices: {shown}"]
-    claim = preferred(n, dtype, device, vectors)  # measured: where a strategy wins
+    claim = preferred(n, ask.dtype, device, ask.vectors)  # measured: where a strategy wins
     if claim is not None:
         name, why = claim
         if batch >= why.min_batch:
             return name, [why.reason]
-        return "torch", [
+        return DEFAULT_STRATEGY, [
             f"{batch} < {why.min_batch} matrices: LAPACK (a kernel pays from "
             f"{why.min_batch}, and never makes a small call wait for numba)"
         ]
-    if device.type == "cuda" and not (legacy_cuda and n > LEGACY_CUDA_BATCHED_MAX_N):
-        return "torch", ["one batched cuSOLVER call per chunk"]
-    return "torch", []
+    if device.type == "cuda" and not legacy:
+        return DEFAULT_STRATEGY, ["one batched cuSOLVER call per chunk"]
+    return DEFAULT_STRATEGY, []
 
 
-def _candidates(
-    n: int,
-    sample: int,
-    dtype: torch.dtype,
-    device: torch.device,
-    vectors: bool,
-    workers: int,
-    budget: int,
-    verify: bool | None,
-) -> tuple[Plan, ...]:
-    """The plans the autotuner times: every tunable strategy that runs on ``device``,
-    planned for the sample exactly as the call would be (only the strategy forced)."""
-    out = []
-    for name, s in STRATEGIES.items():
-        if device.type in s.runs.tunable_on and s.supports(device):
-            out.append(
-                plan(
-                    n,
-                    sample,
-                    dtype,
-                    device,
-                    vectors=vectors,
-                    strategy=name,
-                    max_memory=budget,
-                    workers=workers,
-                    verify=verify,
-                    autotune=False,
-                )
-            )
-    return tuple(out)
-
-
-@functools.lru_cache(maxsize=1024)
-def _plan_cached(
-    n: int,
-    batch: int,
-    dtype: torch.dtype,
-    device: torch.device,
-    vectors: bool,
-    strategy: str | None,
-    chunk_size: int | None,
-    budget: int,
-    workers: int,
-    verify: bool | None,
-    autotune_: bool | None,
-    budget_given: bool = False,
-    version: int = 0,  # the registry's (a cache key: replaced strategies are replanned)
-) -> Plan:
-    reasons: list[str] = []
-    if strategy is not None:
-        if strategy not in STRATEGIES:
-            raise ValueError(f"unknown strategy {strategy!r}; registered: {sorted(STRATEGIES)}")
-        if not STRATEGIES[strategy].supports(device):
-            raise ValueError(f"strategy {strategy!r} cannot run on {device}")
-        name = strategy
-        reasons.append(f"strategy={strategy!r} given")
-    else:
-        name, why = choose_strategy(
-            n, batch, dtype, device, vectors, workers, budget, verify, autotune_
+def _candidates(ask: Ask) -> tuple[Plan, ...]:
+    """The plans the autotuner times: every tunable strategy that runs on the device,
+    planned for the sample (``ask.batch``) exactly as the call would be, only the strategy
+    forced."""
+    device = ask.device
+    return tuple(
+        _plan_cached(
+            ask._replace(strategy=name, chunk_size=None, autotune=False, budget_given=True),
+            registry_version(),
         )
-        reasons += why
-    chosen = STRATEGIES[name]
-    per_matrix = chosen.bytes_per_matrix(n, dtype)
-    fits = rows_within(budget, per_matrix, batch)
-    if budget_given and per_matrix > budget and batch > 0:
+        for name, s in STRATEGIES.items()
+        if device.type in s.runs.tunable_on and s.supports(device)
+    )
+
+
+def _forced(ask: Ask) -> tuple[str, list[str]]:
+    name = ask.strategy
+    assert name is not None
+    if name not in STRATEGIES:
+        raise ValueError(f"unknown strategy {name!r}; registered: {sorted(STRATEGIES)}")
+    if not STRATEGIES[name].supports(ask.device):
+        raise ValueError(f"strategy {name!r} cannot run on {ask.device}")
+    return name, [f"strategy={name!r} given"]
+
+
+def _chunk_size(ask: Ask, per_matrix: int, reasons: list[str]) -> int:
+    """Matrices per chunk: ``chunk_size`` when given, else as many as fit the budget."""
+    n, batch, budget = ask.n, ask.batch, ask.budget
+    if ask.budget_given and per_matrix > budget and batch > 0:
         warnings.warn(
             f"max_memory={budget:,} B is below the working set of one {n}x{n} matrix "
             f"(~{per_matrix:,} B): solving one matrix at a time, above the budget",
             ResourceWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
-    if chunk_size is not None:
-        size = chunk_size
-        reasons.append(f"chunk_size={chunk_size} given")
-    else:
-        size = fits
-        if batch > fits:
-            reasons.append(f"batch cut into chunks of {size} to fit the {budget:,} B budget")
-    do_verify = device.type == "cuda" if verify is None else bool(verify)
-    if do_verify and verify is None:
-        reasons.append("CUDA results are checked (cuSOLVER has shipped silent eigenvector bugs)")
-    used_workers = 1
-    if device.type == "cpu" and chosen.runs.fan_out:
-        serial = min(size, batch) * chosen.matrix_seconds(n, dtype, device)
-        if (
-            workers > 1
-            and min(size, batch) >= _MIN_PARALLEL_BATCH
-            and serial >= _MIN_PARALLEL_SECONDS
-        ):
-            used_workers = min(workers, size)
+    if ask.chunk_size is not None:
+        reasons.append(f"chunk_size={ask.chunk_size} given")
+        return ask.chunk_size
+    size = rows_within(budget, per_matrix, batch)
+    if batch > size:
+        reasons.append(f"batch cut into chunks of {size} to fit the {budget:,} B budget")
+    return size
+
+
+def _threads(ask: Ask, chosen: Strategy, size: int, reasons: list[str]) -> tuple[int, bool]:
+    """``(workers, one kernel thread per solve)`` of a plan."""
+    n, device = ask.n, ask.device
+    if device.type != "cpu":
+        return 1, False
+    workers = 1
+    if chosen.runs.fan_out:
+        part = min(size, ask.batch)
+        serial = part * chosen.matrix_seconds(n, ask.dtype, device)
+        if ask.workers > 1 and part >= _MIN_PARALLEL_BATCH and serial >= _MIN_PARALLEL_SECONDS:
+            workers = min(ask.workers, size)
             reasons.append(
-                f"{used_workers} workers: each chunk split across a persistent "
+                f"{workers} workers: each chunk split across a persistent "
                 "thread pool, 1 intra-op/BLAS thread each"
             )
         else:
             reasons.append(
                 "one core, or too little work to share: a single call in the caller's thread"
             )
-    single = device.type == "cpu" and (used_workers > 1 or n < THREADED_LAPACK_MIN_N)
-    if device.type == "cpu" and used_workers == 1:
+    single = workers > 1 or n < THREADED_LAPACK_MIN_N
+    if workers == 1:
         reasons.append(
             "one kernel thread per solve"
             if single
             else f"n >= {THREADED_LAPACK_MIN_N}: threaded LAPACK inside the one call"
         )
+    return workers, single
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan_cached(ask: Ask, version: int = 0) -> Plan:
+    """The plan for ``ask`` (``version``: the registry's, a cache key: replaced strategies
+    are replanned)."""
+    name, reasons = _forced(ask) if ask.strategy is not None else choose_strategy(ask)
+    chosen = STRATEGIES[name]
+    per_matrix = chosen.bytes_per_matrix(ask.n, ask.dtype)
+    size = _chunk_size(ask, per_matrix, reasons)
+    verify = ask.device.type == "cuda" if ask.verify is None else bool(ask.verify)
+    if verify and ask.verify is None:
+        reasons.append("CUDA results are checked (cuSOLVER has shipped silent eigenvector bugs)")
+    workers, single = _threads(ask, chosen, size, reasons)
     direct = (
-        device.type == "cpu"
-        and name == "torch"
-        and used_workers == 1
-        and size >= batch
-        and direct_path(n, batch, dtype, vectors)
+        ask.device.type == "cpu"
+        and name == DEFAULT_STRATEGY
+        and workers == 1
+        and size >= ask.batch
+        and direct_path(ask.n, ask.batch, ask.dtype, ask.vectors)
     )
     if direct:
         reasons.append(
@@ -336,17 +327,17 @@ def _plan_cached(
             "(quick check, solve, NumPy gauge)"
         )
     return Plan(
-        n,
-        batch,
-        dtype,
-        device,
-        vectors,
+        ask.n,
+        ask.batch,
+        ask.dtype,
+        ask.device,
+        ask.vectors,
         name,
         size,
-        used_workers,
-        do_verify,
+        workers,
+        verify,
         per_matrix,
-        budget,
+        ask.budget,
         tuple(reasons),
         single,
         direct,

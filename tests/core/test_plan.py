@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -118,15 +120,67 @@ def test_legacy_cuda_planning_stays_batched(monkeypatch):
     monkeypatch.setattr(_plan, "cuda_batched_everywhere", lambda: False)
     monkeypatch.setattr(_plan, "autotune", lambda *a: ("cupy-syevj", (("cupy-syevj", 1.0),)))
     _plan._plan_cached.cache_clear()
-    p = _plan._plan_cached(
-        64, 1024, torch.float32, torch.device("cuda", 0), True, None, None, 1 << 30, 1, None, None
-    )
+    cuda = torch.device("cuda", 0)
+    p = _plan._plan_cached(_plan.Ask(64, 1024, torch.float32, cuda))
     assert p.strategy == "cupy-syevj" and p.verify
-    p = _plan._plan_cached(
-        16, 1024, torch.float32, torch.device("cuda", 0), True, None, None, 1 << 30, 1, None, None
-    )
+    p = _plan._plan_cached(_plan.Ask(16, 1024, torch.float32, cuda))
     assert p.strategy == "torch"
     _plan._plan_cached.cache_clear()
+
+
+def test_legacy_cuda_without_autotuning_takes_the_claims(monkeypatch):
+    """Autotuning off on a torch that loops syevd for n > 32 on CUDA: the batched paths
+    claim those sizes (``Runs.prefers``), CuPy's above spectra's Jacobi; n <= 32 stays."""
+    from spectra.core import _plan
+    from spectra.core._strategies import _cupy
+
+    monkeypatch.setattr(_plan, "cuda_batched_everywhere", lambda: False)
+    monkeypatch.setattr(_cupy, "cuda_batched_everywhere", lambda: False)
+    _plan._plan_cached.cache_clear()
+    cuda = torch.device("cuda", 0)
+    try:
+        p = _plan._plan_cached(_plan.Ask(64, 1024, torch.float32, cuda, autotune=False))
+        expected = "cupy-syevj" if _cupy.cupy_available() else "jacobi"
+        assert p.strategy == expected and "stays batched" in p.reasons[0]
+        small = _plan._plan_cached(_plan.Ask(32, 1024, torch.float32, cuda, autotune=False))
+        assert small.strategy == "torch"
+        fake_cupy = dataclasses.replace(
+            spectra.core.STRATEGIES["cupy-syevj"],
+            runs=dataclasses.replace(
+                spectra.core.STRATEGIES["cupy-syevj"].runs, available=lambda: True
+            ),
+        )
+        monkeypatch.setitem(spectra.core.STRATEGIES, "cupy-syevj", fake_cupy)  # a new version
+        ask = _plan.Ask(64, 1024, torch.float32, cuda, autotune=False)
+        p = _plan._plan_cached(ask, _plan.registry_version())
+        assert p.strategy == "cupy-syevj"  # rank 1 beats the Jacobi's rank 0
+    finally:
+        _plan._plan_cached.cache_clear()
+
+
+def test_the_chooser_asks_the_strategies_claims(monkeypatch):
+    """A registered strategy that claims a problem (``Runs.prefers``) is the default there,
+    from the batch size it claims it for; elsewhere the default stays."""
+    from spectra.core import Claim, Runs, Strategy, register, unregister
+
+    def claim(n, dtype, device, vectors):
+        return Claim(f"demo claims n = {n}", min_batch=4, rank=5) if n == 7 else None
+
+    torch_solve = spectra.core.STRATEGIES["torch"].solve
+    register(Strategy("demo-claim", ("cpu",), torch_solve, "demo", runs=Runs(prefers=claim)))
+    try:
+        p = plan(7, 4, torch.float64, "cpu", workers=1)
+        assert p.strategy == "demo-claim" and p.reasons[0] == "demo claims n = 7"
+        small = plan(7, 3, torch.float64, "cpu", workers=1)
+        assert small.strategy == "torch" and "3 < 4 matrices" in small.reasons[0]
+        assert small.direct  # a claim from a larger batch on leaves small calls direct
+        assert plan(8, 4, torch.float64, "cpu", workers=1).strategy != "demo-claim"
+        a = random_hermitian((5,), 7, torch.float64, seed=3)
+        w = spectra.eigvalsh(a)
+        np.testing.assert_allclose(w.numpy(), np.linalg.eigvalsh(a.numpy()), atol=1e-12)
+    finally:
+        unregister("demo-claim")
+    assert plan(7, 4, torch.float64, "cpu", workers=1).strategy == "torch"
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex64, torch.complex128])
@@ -162,7 +216,7 @@ def test_autotune_times_what_execute_runs(monkeypatch):
     monkeypatch.setattr(_execute, "execute", spy)
     _autotune.autotune.cache_clear()
     candidates = _plan._candidates(
-        24, 256, torch.float64, torch.device("cpu"), True, 2, 1 << 30, None
+        _plan.Ask(24, 256, torch.float64, torch.device("cpu"), workers=2)
     )
     best, timings = _autotune.autotune(candidates)
     _autotune.autotune.cache_clear()

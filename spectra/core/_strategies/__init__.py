@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch  # noqa: F401  (tests patch torch.linalg through this module)
 
 from ._base import (
+    DEFAULT_STRATEGY,
     PLAIN,
     STRATEGIES,
     Abilities,
@@ -56,6 +57,7 @@ from . import _cupy, _jacobi  # noqa: F401
 from . import _kernels  # noqa: F401
 
 __all__ = [
+    "DEFAULT_STRATEGY",
     "PLAIN",
     "STRATEGIES",
     "Abilities",

@@ -231,6 +231,8 @@ class _Registry(dict[str, Strategy]):
 
 
 STRATEGIES: dict[str, Strategy] = _Registry()
+#: the strategy the planner takes where no other claims a problem (``_torch``)
+DEFAULT_STRATEGY = "torch"
 
 
 def registry_version() -> int:
