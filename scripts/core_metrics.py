@@ -6,8 +6,9 @@ Run ``.venv/bin/python scripts/core_metrics.py [--json]``; ``tests/test_tooling.
 
 An import edge counts wherever the import stands (inside a function too). Importing a
 submodule ``pkg.mod`` also runs ``pkg/__init__``: that counts as an edge to ``pkg`` as
-well. An import line carrying the comment ``# circle: deliberate`` (with the reason) is
-left out of the circle search, e3nn-style.
+well. Imports under ``if TYPE_CHECKING:`` (annotations only, never run) do not count. An import
+carrying the comment ``# circle: deliberate`` (with the reason) is left out of the circle
+search, e3nn-style.
 """
 
 from __future__ import annotations
@@ -24,30 +25,34 @@ DELIBERATE = "# circle: deliberate"
 LONG_FUNCTION = 80
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
+def module_name(path: Path, base: Path = ROOT) -> str:
+    parts = path.relative_to(base).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _package(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
+def _package(path: Path, base: Path = ROOT) -> str:
+    parts = path.relative_to(base).with_suffix("").parts
     return ".".join(parts[:-1])
 
 
-def _imported(path: Path) -> list[tuple[int, str, list[str]]]:
+def _imported(path: Path, base: Path = ROOT) -> list[tuple[int, str, list[str]]]:
     """``(line, absolute module, names)`` of every import in ``path`` not marked deliberate."""
     text = path.read_text()
     lines = text.splitlines()
     tree = ast.parse(text, str(path))
-    package = _package(path)
+    package = _package(path, base)
+    typing_only = {
+        id(child)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+        for stmt in node.body
+        for child in ast.walk(stmt)
+    }
     out = []
     for node in ast.walk(tree):
-        span = (
-            lines[node.lineno - 1 : getattr(node, "end_lineno", node.lineno)]
-            if hasattr(node, "lineno")
-            else []
-        )
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(DELIBERATE in s for s in span):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in typing_only:
+            continue
+        if any(DELIBERATE in s for s in lines[node.lineno - 1 : node.end_lineno or node.lineno]):
             continue
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -62,15 +67,16 @@ def _imported(path: Path) -> list[tuple[int, str, list[str]]]:
     return out
 
 
-def file_graph(root: Path = CORE) -> dict[str, set[str]]:
-    """module -> the modules under ``root`` it imports (parents of submodules included)."""
+def file_graph(root: Path = CORE, base: Path = ROOT) -> dict[str, set[str]]:
+    """module -> the modules under the package ``root`` it imports (the packages above a
+    submodule included); module names are relative to ``base``, the import root."""
     paths = sorted(root.rglob("*.py"))
-    modules = {module_name(p) for p in paths}
-    prefix = module_name(root / "__init__.py")
+    modules = {module_name(p, base) for p in paths}
+    prefix = module_name(root / "__init__.py", base)
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for path in paths:
-        me = module_name(path)
-        for _, module, names in _imported(path):
+        me = module_name(path, base)
+        for _, module, names in _imported(path, base):
             targets = [module, *(f"{module}.{n}" for n in names)]
             for target in targets:
                 while target.startswith(prefix) and target not in modules:
