@@ -26,8 +26,15 @@ from ._checks import (
     require_on_manifold,
 )
 from ._manifold import Stiefel
+from ._metrics import CanonicalMetric, EuclideanMetric
 from ._polar import polar_no_grad
 from ._retractions import qr_factor
+from ._series import series_polar
+
+#: metrics whose transport is the projection onto the new tangent space
+_PROJECTING = (EuclideanMetric, CanonicalMetric)
+#: up to this many single-matrix QR steps are taken one by one rather than stacked
+_FEW = 4
 
 
 def manifold_of(p: torch.Tensor) -> Stiefel | None:
@@ -44,19 +51,22 @@ def manifold_of(p: torch.Tensor) -> Stiefel | None:
     return m
 
 
-def euclidean_grad(p: torch.Tensor, group: dict, optimizer: str) -> torch.Tensor:
-    """The (negated, if maximizing) gradient plus weight decay."""
+def euclidean_grad(
+    p: torch.Tensor, group: dict, optimizer: str, value: torch.Tensor | None = None
+) -> torch.Tensor:
+    """The (negated, if maximizing) gradient plus weight decay (of ``value``, the
+    parameter's detached data, when given)."""
     grad = p.grad
     assert grad is not None
     if grad.is_sparse:
         raise RuntimeError(f"{optimizer} does not support sparse gradients")
     g = -grad if group["maximize"] else grad
     if group["weight_decay"] != 0:
-        g = g.add(p, alpha=group["weight_decay"])
+        g = g.add(p if value is None else value, alpha=group["weight_decay"])
     return g
 
 
-@dataclass
+@dataclass(slots=True)
 class Job:
     """One pending Stiefel update: retract ``param`` along ``scale * direction``, then
     transport ``vectors`` (the state's tangent vectors) to the new point.
@@ -90,9 +100,13 @@ def _retract(
     tensors (``step`` is ``None`` for polar and QR: ``x + scale d`` is formed in one
     operation and their transport does not need the step; they write ``y`` into ``out``
     if given). Cayley refuses points off the manifold; polar and QR check their own results
-    (Gram eigenvalues, diagonal of R)."""
+    (Gram eigenvalues, diagonal of R). A polar step small enough for the binomial series
+    (:func:`~spectra.stiefel._series.series_polar`) makes no eigh call."""
     if method == "polar":
         y = torch.add(x, d, alpha=scale)
+        q = series_polar(y, out)
+        if q is not None:
+            return q, None
         return polar_no_grad(y, "retract(method='polar')", out), None
     if method == "qr" and x.ndim == 2:  # one matrix: nothing to fan out
         return qr_factor(torch.add(x, d, alpha=scale), out), None
@@ -105,34 +119,79 @@ def _retract(
     return y, step
 
 
+def _run_one(job: Job, optimizer: str, state: str) -> None:
+    """One parameter retracted as it is: no stacking or slicing. Polar and QR write the new
+    point straight into the parameter (their checks pass before the write) and transport
+    by projection at the new point only."""
+    x = job.param.detach()
+    direct = job.method == "polar" or (job.method == "qr" and x.ndim == 2)
+    try:
+        y, step = _retract(
+            job.manifold, job.method, x, job.direction, job.scale, x if direct else None
+        )
+    except ValueError as exc:
+        _blame([job], optimizer, state, exc)
+        raise
+    metric = job.manifold.metric
+    for v in job.vectors:
+        if step is None and type(metric) in _PROJECTING:  # in place: v - y herm(y^H v)
+            s = y.mH @ v
+            if v.ndim == 2:
+                v.addmm_(y, s + s.mH, alpha=-0.5)
+            else:
+                v.sub_(y @ (s + s.mH), alpha=0.5)
+        else:
+            v.copy_(metric.transport(x, step, y, v, job.method))
+    if y is not x:
+        job.param.copy_(y)
+
+
+def _try_series(job: Job) -> bool:
+    """A polar job whose step the binomial series resolves, done in place; ``False`` (and
+    nothing written) otherwise."""
+    if job.method != "polar" or type(job.manifold.metric) not in _PROJECTING:
+        return False
+    x = job.param.detach()
+    if x.shape != job.direction.shape:
+        return False
+    if series_polar(torch.add(x, job.direction, alpha=job.scale), x) is None:
+        return False
+    for v in job.vectors:  # transport by projection at the new point, in place
+        s = x.mH @ v
+        if v.ndim == 2:
+            v.addmm_(x, s + s.mH, alpha=-0.5)
+        else:
+            v.sub_(x @ (s + s.mH), alpha=0.5)
+    return True
+
+
 def run_jobs(jobs: list[Job], optimizer: str = "optimizer", state: str = "state") -> None:
-    """Retract every job's parameter in place (grouped), then transport its vectors."""
-    if len(jobs) == 1 and jobs[0].param.numel():  # one parameter: no stacking or slicing
-        job = jobs[0]
-        x = job.param.detach()
-        # polar and QR write the new point straight into the parameter (their checks pass
-        # before the write) and transport by projection at the new point only
-        direct = job.method == "polar" or (job.method == "qr" and x.ndim == 2)
-        try:
-            y, step = _retract(
-                job.manifold, job.method, x, job.direction, job.scale, x if direct else None
-            )
-        except ValueError as exc:
-            _blame(jobs, optimizer, state, exc)
-            raise
-        for v in job.vectors:
-            v.copy_(job.manifold.metric.transport(x, step, y, v, job.method))
-        if y is not x:
-            job.param.copy_(y)
+    """Retract every job's parameter in place (grouped), then transport its vectors.
+
+    Small polar steps are resolved per parameter by the binomial series (no core call);
+    one remaining parameter is retracted as it is; several are grouped by shape, dtype,
+    device, metric and retraction into one retraction (one core eigh call) per group."""
+    if len(jobs) == 1:
+        if jobs[0].param.numel():
+            _run_one(jobs[0], optimizer, state)
+        return
+    rest = [j for j in jobs if j.param.numel() and not _try_series(j)]
+    if len(rest) <= 1:
+        if rest:
+            _run_one(rest[0], optimizer, state)
         return
     buckets: dict[tuple, list[Job]] = {}
-    for job in jobs:
+    for job in rest:
         p = job.param
-        if p.numel() == 0:
-            continue
         key = (tuple(p.shape[-2:]), p.dtype, p.device, job.method, job.manifold.metric)
         buckets.setdefault(key, []).append(job)
     for (shape, _, _, method, _), members in buckets.items():
+        if len(members) == 1 or (
+            method == "qr" and len(members) <= _FEW and all(j.param.ndim == 2 for j in members)
+        ):
+            for job in members:  # a few matrices: each QR as it is (no stacking, no fan-out)
+                _run_one(job, optimizer, state)
+            continue
         manifold = members[0].manifold
         x = _stack([j.param.detach() for j in members], shape)
         d = _stack([j.direction.mul(j.scale) for j in members], shape)

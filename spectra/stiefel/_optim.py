@@ -107,7 +107,8 @@ class RiemannianOptimizer(torch.optim.Optimizer):
         due: list[dict[str, Any]] = []
         pending: list[tuple[int, int, dict[str, Any], torch.Tensor, Any]] = []
         for gi, group in enumerate(self.param_groups):
-            check_retraction(group["retraction"])
+            if group["retraction"] is not None:
+                check_retraction(group["retraction"])
             asked = False
             for pi, p in enumerate(group["params"]):
                 if p.grad is None:
@@ -124,7 +125,11 @@ class RiemannianOptimizer(torch.optim.Optimizer):
             if self._group_due(group) or asked:
                 due.append(group)
         if pending:
-            widest = max(pending, key=lambda e: e[3].shape[-2])[3]
+            widest = (
+                pending[0][3]
+                if len(pending) == 1
+                else max(pending, key=lambda e: e[3].shape[-2])[3]
+            )
             with small_kernels(widest) if widest.numel() else nullcontext():
                 self._stiefel_steps(pending, due, name)
         for group in due:
@@ -139,7 +144,8 @@ class RiemannianOptimizer(torch.optim.Optimizer):
     ) -> None:
         jobs: list[Job] = []
         for gi, pi, group, p, manifold in pending:
-            g = manifold.metric.egrad2rgrad(p, euclidean_grad(p, group, name))
+            x = p.detach()  # plain tensor operations from here (no subclass dispatch)
+            g = manifold.metric.egrad2rgrad(x, euclidean_grad(p, group, name, x))
             d, vectors, flag = self._update(p, g, manifold, group, self.state[p])
             if flag and not any(group is g2 for g2 in due):
                 due.append(group)

@@ -12,6 +12,7 @@ import pytest
 import scipy.linalg
 import torch
 
+import spectra.stiefel._batched as batched_module
 import spectra.stiefel._polar as polar_module
 from spectra.stiefel import RiemannianAdam, RiemannianSGD, Stiefel, StiefelParameter
 
@@ -241,10 +242,15 @@ def test_mixed_model_trains_and_all_same_shape_params_share_one_core_call(monkey
 
         return fn
 
-    model = OrthoNet()
+    small, model = OrthoNet(), OrthoNet()
     # the step runs without gradients: the polar factor takes the core's eigh directly
     monkeypatch.setattr(polar_module, "matrix_function", counting(real_mf))
     monkeypatch.setattr(polar_module, "eigh", counting(real_eigh))
+    # small steps: the binomial series resolves every polar factor, no core call
+    _train(small, RiemannianSGD(small.parameters(), lr=0.05), 3)
+    assert calls == []
+    # steps the series cannot take go to the core, grouped
+    monkeypatch.setattr(batched_module, "series_polar", lambda y, out=None: None)
     before = model.lin.weight.detach().clone()
     opt = RiemannianSGD(model.parameters(), lr=0.05)
     _train(model, opt, 3)
