@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -30,10 +32,31 @@ def check_count(name: str, value: Any, minimum: int = 0) -> None:
         raise InputError(name, f"must be {word}, got {value!r}")
 
 
+_GLUE = threading.local()
+
+
+@contextmanager
+def _single_glue() -> Iterator[None]:
+    with caller_kernel_threads(_ONE, None):
+        _GLUE.single = True
+        try:
+            yield
+        finally:
+            _GLUE.single = False
+
+
+_ONE = torch.empty((0, 1, 1))
+
+
 def glue_threads(n_max: int) -> AbstractContextManager[None]:
     """One kernel thread in the calling thread for the many small tensor operations around
-    the solve when the graphs are small (the core's rule: from ``n = 256`` threads pay)."""
-    return caller_kernel_threads(torch.empty((0, n_max, n_max)), None)
+    the solve when the graphs are small (the core's rule: from ``n = 256`` threads pay).
+    Inside another one-thread block it does nothing (the setting is already there)."""
+    if getattr(_GLUE, "single", False):
+        return nullcontext()
+    if n_max >= 256:
+        return caller_kernel_threads(torch.empty((0, n_max, n_max)), None)
+    return _single_glue()
 
 
 @dataclass(frozen=True)

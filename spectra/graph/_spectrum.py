@@ -106,7 +106,7 @@ def count_edge_components(edges: Edges) -> torch.Tensor:
 
 # Cost of a dense eigh with vectors, in microseconds, n small to medium (fitted to the
 # measured 2-core LAPACK times in DESIGN.md: 6 us at n = 8, 78 us at 32, 274 us at 64).
-def _dense_cost(n: int) -> float:
+def _dense_cost(n: Any) -> Any:  # n: an int or a NumPy array of sizes
     return 1.0 + 0.07 * n * n + 0.0008 * n**3
 
 
@@ -118,14 +118,12 @@ def padded_members(counts: Sequence[int]) -> int:
     """The largest size ``s`` such that padding every graph of at most ``s`` nodes to ``s``
     costs at most ``PADDING_SLACK`` times solving each at its own size (plus one call's
     overhead); those graphs go in one padded call, the larger ones on the ragged path."""
-    sizes = sorted(c for c in counts if c > 0)
-    best = 0
-    own = 0.0
-    for i, s in enumerate(sizes):
-        own += _dense_cost(s)
-        if (i + 1) * _dense_cost(s) <= PADDING_SLACK * own + CALL_OVERHEAD_US:
-            best = s
-    return best
+    sizes = np.sort(np.asarray([c for c in counts if c > 0], dtype=np.float64))
+    if not sizes.size:
+        return 0
+    cost = _dense_cost(sizes)
+    fits = np.arange(1, sizes.size + 1) * cost <= PADDING_SLACK * np.cumsum(cost) + CALL_OVERHEAD_US
+    return int(sizes[fits].max()) if fits.any() else 0
 
 
 def _pad_above(lap: torch.Tensor, counts: torch.Tensor, bound: torch.Tensor | None) -> torch.Tensor:
@@ -133,10 +131,16 @@ def _pad_above(lap: torch.Tensor, counts: torch.Tensor, bound: torch.Tensor | No
     n = lap.shape[-1]
     if counts.numel() == 1 and int(counts[0]) == n:  # one graph: no padding
         return lap
+    if bool((counts == n).all()):  # every graph fills the block: no padding
+        return lap
     mask = torch.arange(n, device=lap.device) < counts.to(lap.device).unsqueeze(-1)
     if bound is None:  # Gershgorin: |lambda| <= max row abs sum
         bound = lap.abs().sum(-1).amax(-1)
-    return lap + torch.diag_embed((bound + 1.0).unsqueeze(-1) * ~mask)
+    shift = ((bound + 1.0).unsqueeze(-1) * ~mask).to(lap.dtype)
+    if lap.requires_grad:
+        return lap + torch.diag_embed(shift)
+    lap.diagonal(dim1=-2, dim2=-1).add_(shift)  # our own buffer: the diagonal in place
+    return lap
 
 
 def _rw(part: Part, degree: torch.Tensor, layout: Layout) -> Part:
@@ -214,7 +218,7 @@ def _padded_part(
     if bound_two:
         bound = torch.full((len(graphs),), 2.0, dtype=lap.real.dtype, device=lap.device)
     w, v = eigh(_pad_above(lap, counts, bound), **kw)
-    if len(graphs) > 1 or int(counts[0]) != lap.shape[-1]:
+    if not bool((counts == lap.shape[-1]).all()):  # padded rows and columns to zero
         mask = torch.arange(lap.shape[-1], device=lap.device) < counts.to(lap.device).unsqueeze(-1)
         v = v * (mask.unsqueeze(-1) & mask.unsqueeze(-2))
         w = w * mask
