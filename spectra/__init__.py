@@ -8,6 +8,7 @@
 """
 
 from .core import (
+    BlockDiagonal,
     EighResult,
     InputError,
     LinAlgError,
@@ -36,6 +37,7 @@ def _load_distributed() -> None:
 set_collection_loader(_load_distributed)
 
 __all__ = [
+    "BlockDiagonal",
     "EighResult",
     "InputError",
     "LinAlgError",

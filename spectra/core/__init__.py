@@ -11,7 +11,7 @@ from ._gauge import fix_gauge
 from ._matrix_function import matrix_function
 from ._options import Options
 from ._plan import Plan, plan
-from ._sparse import SparseConvergenceWarning, SparsePlan, plan_sparse
+from ._sparse import BlockDiagonal, SparseConvergenceWarning, SparsePlan, plan_sparse
 from ._strategies import STRATEGIES, Abilities, Claim, Cost, Runs, Strategy, register, unregister
 from ._validate import Validation, validate
 from .reference import reference_eigh
@@ -19,6 +19,7 @@ from .reference import reference_eigh
 __all__ = [
     "STRATEGIES",
     "Abilities",
+    "BlockDiagonal",
     "Claim",
     "Cost",
     "EighResult",

@@ -7,6 +7,8 @@
 - ``_operators``: input normalisation and checks (square, finite, Hermitian);
 - ``_precondition``: Jacobi, AMG (pyamg), callable preconditioners;
 - ``_lobpcg``: the batched block LOBPCG, Rayleigh-Ritz through the core's dense eigh;
+- ``_blocks``: :class:`BlockDiagonal`, a batch as one block-diagonal matrix and its pointer;
+- ``_factor``: the shift-invert sparse factorization (the ``"factor"`` preconditioner);
 - ``_plan``: dense or iterative (:func:`plan_sparse` shows the decision);
 - ``_api``: the keywords, the dense-or-iterative choice, convergence errors, results.
 """
@@ -17,12 +19,14 @@ from ._api import (
     default_tol,
     solve_sparse,
 )
+from ._blocks import BlockDiagonal
 from ._operators import is_sparse_input
 from ._plan import DENSE_MAX_N, SparsePlan, plan_sparse
 
 __all__ = [
     "DENSE_MAX_N",
     "SPARSE_KEYWORDS",
+    "BlockDiagonal",
     "SparseConvergenceWarning",
     "SparsePlan",
     "default_tol",

@@ -25,6 +25,7 @@ from .._memory import default_budget
 from .._options import Options, as_int, check_tolerance
 from .._solve import solve_standard
 from .._threads import single_threaded_kernels
+from ._blocks import split_input
 from ._lobpcg import Batch, lobpcg, svqb
 from ._operators import SparseOperator, as_operator, compute_dtype
 from ._plan import METHODS, block_size, plan_ops
@@ -120,9 +121,7 @@ def solve_sparse(
         raise InputError("b", "is not supported for sparse a: the sparse path solves A v = w v")
     if plan is not None:
         raise InputError("plan", "describes one dense batch; sparse input is planned per call")
-    single = not isinstance(a, (list, tuple))
-    items = [a] if single else list(a)
-    names = ["a"] if single else [f"a[{i}]" for i in range(len(items))]
+    single, items, names = split_input(a)
     ops = [
         as_operator(x, w, check, symmetry_tol, device) for x, w in zip(items, names, strict=True)
     ]

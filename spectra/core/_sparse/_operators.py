@@ -19,6 +19,7 @@ import torch
 
 from .._arrays import Origin
 from .._errors import InputError
+from ._blocks import BlockDiagonal
 
 _TORCH_SPARSE = (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc)
 _NUMPY_TO_TORCH = {
@@ -52,12 +53,15 @@ def _is_linear_operator(a: Any) -> bool:
 
 def is_sparse_input(a: Any) -> bool:
     """Whether ``a`` takes the sparse path: a torch sparse tensor, a SciPy sparse matrix or
-    array, a linear operator, or a non-empty list/tuple made only of those.
+    array, a linear operator, a :class:`BlockDiagonal`, or a non-empty list/tuple made only
+    of the first three.
 
     >>> import scipy.sparse as sp, torch
     >>> is_sparse_input(sp.eye(4)), is_sparse_input(torch.eye(4)), is_sparse_input([sp.eye(3)])
     (True, False, True)
     """
+    if isinstance(a, BlockDiagonal):
+        return True
     if isinstance(a, (list, tuple)):
         return bool(a) and all(_is_single_sparse(x) for x in a)
     return _is_single_sparse(a)

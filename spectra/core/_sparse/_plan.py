@@ -21,6 +21,7 @@ import torch
 
 from .._errors import InputError
 from .._memory import default_budget
+from ._blocks import split_input
 from ._factor import factor_bytes, fill_estimate
 from ._operators import SparseOperator, as_operator
 from ._precondition import AMG_MIN_N, amg_available
@@ -212,7 +213,7 @@ def plan_sparse(
     """
     if method not in METHODS:
         raise InputError("method", f"must be one of {METHODS}, got {method!r}")
-    items = list(a) if isinstance(a, (list, tuple)) else [a]
-    ops = [as_operator(x, f"a[{i}]", False, None, device) for i, x in enumerate(items)]
+    _, items, names = split_input(a)
+    ops = [as_operator(x, name, False, None, device) for x, name in zip(items, names, strict=True)]
     budget = max_memory or default_budget(ops[0].device)
     return plan_ops(ops, int(k), method, budget, precondition)
