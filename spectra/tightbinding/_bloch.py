@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core import eigh, eigvalsh
+from ..core import eigh, eigvalsh, plan
 from ..core.domain import InputError, as_tensor, memory_budget, restore, rows_within
 
 CONVENTIONS = ("lattice", "orbital")
@@ -182,6 +182,12 @@ def solve(
     )
     if max_memory is not None:  # the core's option: it bounds each core call's chunks too
         eigh_kw["max_memory"] = max_memory
+    given = eigh_kw.get("strategy") or getattr(eigh_kw.get("options"), "strategy", None)
+    if step < nk and given is None:  # every chunk on the whole batch's strategy: bitwise
+        dtype = torch.complex128 if rtype == torch.float64 else torch.complex64
+        device = eigh_kw.get("device") or kt.device
+        whole = plan(n, nk, dtype, device, vectors=vectors, max_memory=max_memory)
+        eigh_kw["strategy"] = whole.strategy
     ws: list[torch.Tensor] = []
     vs: list[torch.Tensor] = []
     for start in range(0, max(nk, 1), step):

@@ -280,3 +280,69 @@ def test_register_refuses_a_taken_name_unless_replacing():
         torch.testing.assert_close(w, spectra.eigvalsh(a))
     finally:
         STRATEGIES.pop("torch-copy", None)
+
+
+# ---- the one memory model (spectra.core._memory) ---------------------------------------
+
+
+def test_rows_within_is_the_floor_of_the_budget_between_one_and_the_batch():
+    from spectra.core.domain import matrix_bytes, rows_within
+
+    for budget, per, batch in [(10_000, 333, 1000), (10**9, 7, 5), (1, 10, 3), (333, 333, 2)]:
+        expected = max(1, min(batch, budget // per))
+        assert rows_within(budget, per, batch) == expected
+    assert rows_within(None, 10, 7) == 7 and rows_within(None, 10, 0) == 1
+    assert rows_within(0, 10, 7) == 1  # one item over the budget is still solved
+    # the planner's chunks are the model's rows for the chosen strategy's working set
+    p = plan(16, 1000, torch.float64, "cpu", max_memory=50 * 16 * 16 * 8 * 4, strategy="torch")
+    per = matrix_bytes(16, 8, spectra.core.STRATEGIES["torch"].cost.memory)
+    assert p.bytes_per_matrix == per and p.chunk_size == rows_within(p.memory_budget, per, 1000)
+    assert p.chunk_size < 50  # the eigenvalue rows count too
+
+
+def test_memory_budget_is_the_core_option_or_half_the_free_memory():
+    from spectra.core._memory import available_memory, default_budget
+    from spectra.core.domain import memory_budget
+
+    assert memory_budget(12345.7) == 12345 and memory_budget(0.5) == 1
+    free = memory_budget(None)
+    assert free == default_budget(torch.device("cpu")) and free % (64 << 20) == 0
+    assert free <= max(64 << 20, available_memory(torch.device("cpu")))
+    for bad in (0, -1, float("inf"), float("nan"), "lots", True):
+        with pytest.raises(spectra.InputError, match="max_memory"):
+            memory_budget(bad)
+
+
+def test_tightbinding_chunks_from_the_core_budget_and_passes_it_on(monkeypatch):
+    """The tight-binding ``max_memory`` is the core's option: its k-point chunks come from
+    the core's model (``rows_within``), and each core call gets the same budget."""
+    from spectra import tightbinding as tb
+    from spectra.core import _solve
+    from spectra.tightbinding import _bloch
+
+    seen, chunks = [], []
+    real_plan, real_chunk = _solve.plan, _bloch.solve_chunk
+
+    def spy_plan(*args, **kwargs):
+        seen.append(kwargs.get("max_memory"))
+        return real_plan(*args, **kwargs)
+
+    def spy_chunk(k, *args, **kwargs):
+        chunks.append(len(k))
+        return real_chunk(k, *args, **kwargs)
+
+    monkeypatch.setattr(_solve, "plan", spy_plan)
+    monkeypatch.setattr(_bloch, "solve_chunk", spy_chunk)
+    model = tb.graphene()
+    k = np.random.default_rng(0).random((300, 2))
+    full = model.bands(k)
+    assert chunks == [300] and None in seen  # the core's default budget: one chunk
+    chunks.clear()
+    seen.clear()
+    budget = 20_000
+    chunked = model.bands(k, max_memory=budget)
+    np.testing.assert_array_equal(chunked, full)
+    data = model.data()
+    per_k = 16 * (data.rvecs.shape[0] + 2 + 4 * 4)
+    assert chunks[0] == budget // per_k and sum(chunks) == 300
+    assert seen and set(seen) == {budget}  # every core call got the same budget

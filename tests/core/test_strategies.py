@@ -112,3 +112,162 @@ def test_a_replaced_torch_strategy_is_used_by_small_calls_too(monkeypatch):
     a = random_hermitian((2,), 5, torch.float64, seed=2)
     spectra.eigh(a)  # a direct-path size: the replacement must still run
     assert calls, "the replaced torch strategy was bypassed"
+
+
+# ---- the strategy record: groups, abilities, claims, the registry's version ------------
+
+
+def test_a_strategy_is_four_things_and_three_groups():
+    import dataclasses
+
+    names = [f.name for f in dataclasses.fields(Strategy)]
+    assert names == ["name", "devices", "solve", "description", "runs", "cost", "abilities"]
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+def test_every_strategy_declares_what_it_serves_and_costs(strategy):
+    s = STRATEGIES[strategy]
+    cpu = torch.device("cpu")
+    for dtype in DTYPES:
+        assert isinstance(s.serves(8, dtype), bool)
+        assert s.bytes_per_matrix(8, dtype) >= 8 * 8 * dtype.itemsize  # at least its input
+        assert 0 < s.matrix_seconds(8, dtype, cpu) < 1e-2
+        claim = s.runs.prefers(8, dtype, cpu, True)
+        assert claim is None or (claim.reason and claim.min_batch >= 1)
+    # only the lane kernels claim CPU problems, and only from a whole lane group
+    claims = [s.runs.prefers(n, torch.float64, cpu, True) for n in range(1, 65)]
+    if s.name in ("closed-form", "numba-jacobi", "numba-ql") and s.supports(cpu):
+        assert any(claims) and all(c.min_batch == 32 for c in claims if c is not None)
+    else:
+        assert not any(claims)
+
+
+def test_the_kernel_claims_cover_the_measured_table_without_overlap():
+    from spectra.core._strategies import preferred
+
+    cpu = torch.device("cpu")
+    if not STRATEGIES["numba-ql"].supports(cpu):
+        pytest.skip("numba is not installed")
+    for dtype in (torch.float64, torch.complex128):
+        for vectors in (True, False):
+            for n in range(1, 65):
+                owners = [
+                    name
+                    for name, s in STRATEGIES.items()
+                    if s.runs.prefers(n, dtype, cpu, vectors) is not None
+                ]
+                assert len(owners) <= 1, (n, dtype, owners)
+    expected = {
+        2: "closed-form",
+        3: "closed-form",
+        4: "numba-jacobi",
+        8: "numba-ql",
+        32: "numba-ql",
+    }
+    for n, name in expected.items():
+        assert preferred(n, torch.float64, cpu, True)[0] == name
+    assert preferred(32, torch.float64, cpu, False) is None  # eigenvalues only: up to 28
+    assert preferred(3, torch.complex128, cpu, True)[0] == "numba-ql"
+    assert preferred(33, torch.float64, cpu, True) is None
+
+
+class _Spy:
+    """A per-block check that may be fused (it names its tolerance): records its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, block, offset):
+        self.calls += 1
+
+    def tolerance(self, dtype):
+        return 1e-8
+
+
+def test_input_check_fuses_only_a_fusable_check_and_defers_on_doubt():
+    from spectra.core import Abilities
+    from spectra.core._strategies import FusableCheck
+
+    seen = []
+
+    def fused(a, tol):
+        seen.append(tol)
+        return bool(a.sum() > 0)  # "sure" for positive blocks only
+
+    s = Strategy(
+        "demo-fused", ("cpu",), STRATEGIES["torch"].solve, "d", abilities=Abilities(check=fused)
+    )
+    spy = _Spy()
+    assert isinstance(spy, FusableCheck)
+    check = s.input_check(spy)
+    assert check(torch.ones(2, 3, 3), 0) is True and spy.calls == 0 and seen == [1e-8]
+    assert check(-torch.ones(2, 3, 3), 0) is False and spy.calls == 1  # doubt: pre decides
+    plain = []
+    check = s.input_check(lambda block, offset: plain.append(offset))  # not fusable
+    assert check(torch.ones(2, 3, 3), 7) is False and plain == [7] and len(seen) == 2
+    assert s.input_check(None) is None
+    no_fused = Strategy("demo-plain", ("cpu",), STRATEGIES["torch"].solve, "d")
+    assert no_fused.input_check(spy)(torch.ones(1, 2, 2), 0) is False and spy.calls == 2
+
+
+def test_the_executor_uses_the_abilities_it_is_offered(monkeypatch):
+    """``into`` writes the executor's outputs (no ``solve`` call on the chunked path), the
+    fused check stands in for the standard one, ``gauged`` skips the gauge pass."""
+    from spectra.core import Abilities, Runs, register, unregister
+    from spectra.core._checks import BlockCheck
+    from spectra.core._execute import execute
+    from spectra.core._torch_lapack import torch_eigh_into
+
+    calls = {"solve": 0, "into": 0, "check": 0, "post": 0}
+
+    def solve(a, vectors):
+        calls["solve"] += 1
+        return STRATEGIES["torch"].solve(a, vectors)
+
+    def into(a, w, v):
+        calls["into"] += 1
+        torch_eigh_into(a, w, v)
+
+    def check(a, tol):
+        calls["check"] += 1
+        return True
+
+    def post(v):
+        calls["post"] += 1
+        return v
+
+    a = random_hermitian((12,), 6, torch.float64, seed=4)
+    for gauged in (False, True):
+        abilities = Abilities(into=into, check=check, gauged=gauged)
+        register(
+            Strategy(
+                "demo-into", ("cpu",), solve, "d", runs=Runs(fan_out=True), abilities=abilities
+            )
+        )
+        try:
+            p = spectra.plan(6, 12, torch.float64, strategy="demo-into", chunk_size=4, workers=1)
+            calls.update(dict.fromkeys(calls, 0))
+            w, v = execute(p, a, BlockCheck(), post)
+            assert calls == {"solve": 0, "into": 3, "check": 3, "post": 0 if gauged else 3}
+            np.testing.assert_allclose(w.numpy(), np.linalg.eigvalsh(a.numpy()), atol=1e-12)
+            assert spectra.validate(a, w, v).ok(1e-10)
+        finally:
+            unregister("demo-into")
+
+
+def test_autotune_sees_a_registered_and_an_unregistered_strategy():
+    from spectra.core import Runs, register, unregister
+
+    torch_solve = STRATEGIES["torch"].solve
+    register(Strategy("demo-tuned", ("cpu",), torch_solve, "d", runs=Runs(tunable_on=("cpu",))))
+    try:
+        p = spectra.plan(6, 16, torch.float64, autotune=True, workers=1)
+        assert "demo-tuned" in p.reasons[0]
+        w = spectra.eigvalsh(random_hermitian((16,), 6, torch.float64, seed=2), autotune=True)
+        assert w.shape == (16, 6)
+    finally:
+        unregister("demo-tuned")
+    p = spectra.plan(6, 16, torch.float64, autotune=True, workers=1)
+    assert "demo-tuned" not in p.reasons[0] and p.strategy != "demo-tuned"
+    with pytest.raises(ValueError, match="unknown strategy 'demo-tuned'"):
+        spectra.eigvalsh(random_hermitian((16,), 6, torch.float64, seed=2), strategy="demo-tuned")
