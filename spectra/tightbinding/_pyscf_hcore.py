@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.domain import rows_within
+
 #: bytes of the per-chunk work arrays (AO transforms and projectors on the mesh)
 CHUNK_BYTES = 2**27
 
@@ -110,7 +112,7 @@ def _nonlocal(cell: Any, mesh: Any, kpts: np.ndarray) -> np.ndarray:
         2 * l + 1 for p in cell._pseudo.values() for l, (_, nl, _) in enumerate(p[5:]) if nl
     )
     per_k = ng * (nao + 2 * max(nproj, 1) + 8) * 16
-    step = max(1, CHUNK_BYTES // per_k)
+    step = rows_within(CHUNK_BYTES, per_k, nk)  # the core's model, on a fixed budget
     out = np.zeros((nk, nao, nao), complex)
     for s in range(0, nk, step):
         kc = kpts[s : s + step]
