@@ -1,4 +1,5 @@
-"""``spectra explain``: show the plan the core would follow for a batch."""
+"""``spectra explain``: show the plan the core would follow for a batch, or for a sparse
+matrix read from a file (``--sparse FILE --k K``: dense or iterative, the preconditioner)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Show the plan the core would follow for BATCH matrices of size N x N: "
         "strategy, workers, chunks and the memory budget, and why.",
     )
-    p.add_argument("n", type=int, help="matrix size (>= 1)")
-    p.add_argument("batch", type=int, help="number of matrices (>= 0)")
+    p.add_argument("n", type=int, nargs="?", help="matrix size (>= 1)")
+    p.add_argument("batch", type=int, nargs="?", help="number of matrices (>= 0)")
+    p.add_argument(
+        "--sparse",
+        metavar="FILE",
+        default=None,
+        help="instead of N BATCH: a sparse matrix (.npz of scipy.sparse.save_npz, or Matrix "
+        "Market .mtx); shows how spectra.eigh(a, k=K) would solve it",
+    )
+    p.add_argument("--k", type=int, default=None, help="eigenpairs wanted (with --sparse)")
     p.add_argument("--dtype", default="float64", choices=DTYPES)
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     p.add_argument("--eigenvalues-only", action="store_true")
@@ -36,6 +45,10 @@ def run(args: argparse.Namespace) -> int:
     from spectra.core import plan
     from spectra.core.domain import format_bytes
 
+    if args.sparse is not None:
+        return _sparse(args)
+    if args.n is None or args.batch is None:
+        raise ValueError("give N BATCH (a dense batch) or --sparse FILE --k K")
     if args.n < 1:
         raise ValueError(f"matrix size n must be >= 1, got {args.n}")
     if args.batch < 0:
@@ -63,4 +76,20 @@ def run(args: argparse.Namespace) -> int:
             f"{format_bytes(p.memory_budget)}: the solve will likely run out of memory",
             file=sys.stderr,
         )
+    return 0
+
+
+def _sparse(args: argparse.Namespace) -> int:
+    import scipy.io
+    import scipy.sparse as sp
+
+    from spectra.core import plan
+
+    if args.k is None or args.k < 1:
+        raise ValueError(f"--sparse needs --k >= 1 (eigenpairs wanted), got {args.k}")
+    if args.max_memory is not None and args.max_memory < 1:
+        raise ValueError(f"--max-memory must be >= 1, got {args.max_memory}")
+    path = str(args.sparse)
+    a = scipy.io.mmread(path) if path.endswith((".mtx", ".mtx.gz")) else sp.load_npz(path)
+    print(plan(sp.csr_matrix(a), k=args.k, max_memory=args.max_memory))
     return 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import warnings
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 import torch
 
@@ -23,9 +23,19 @@ from ._autotune import MAX_SAMPLE, autotune, size_class
 from ._cost import matrix_seconds
 from ._memory import default_budget, format_bytes, rows_within
 from ._options import check_count, check_positive
-from ._strategies import DEFAULT_STRATEGY, STRATEGIES, Strategy, preferred, registry_version
+from ._strategies import (
+    DEFAULT_STRATEGY,
+    STRATEGIES,
+    Strategy,
+    claims,
+    preferred,
+    registry_version,
+)
 from ._threads import cpu_count
 from ._versions import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
+
+if TYPE_CHECKING:
+    from ._sparse import SparsePlan
 
 __all__ = ["Ask", "Plan", "choose_strategy", "direct_path", "format_bytes", "plan"]
 
@@ -57,8 +67,7 @@ def direct_path(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
     if n >= THREADED_LAPACK_MIN_N or batch > DIRECT_MAX_BATCH or batch < 1:
         return False
     cpu = torch.device("cpu")
-    claim = preferred(n, dtype, cpu, vectors)
-    if claim is not None and batch >= claim[1].min_batch:
+    if preferred(n, dtype, cpu, vectors, batch) is not None:
         return False
     return batch < _MIN_PARALLEL_BATCH or batch * matrix_seconds(n, dtype, cpu) < (
         _MIN_PARALLEL_SECONDS
@@ -116,6 +125,7 @@ class Plan:
         return "\n".join(lines)
 
 
+@overload
 def plan(
     n: int,
     batch: int,
@@ -129,8 +139,43 @@ def plan(
     workers: int | None = None,
     verify: bool | None = None,
     autotune: bool | None = None,
-) -> Plan:
-    """Decide how ``batch`` matrices of size ``n`` will be solved (cached).
+) -> Plan: ...
+
+
+@overload
+def plan(
+    n: Any,
+    *,
+    k: int,
+    max_memory: int | None = None,
+    method: str = "auto",
+    precondition: Any = "auto",
+    device: torch.device | str | None = None,
+) -> SparsePlan: ...
+
+
+def plan(
+    n: Any,
+    batch: int | None = None,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = "cpu",
+    *,
+    vectors: bool = True,
+    strategy: str | None = None,
+    chunk_size: int | None = None,
+    max_memory: int | None = None,
+    workers: int | None = None,
+    verify: bool | None = None,
+    autotune: bool | None = None,
+    k: int | None = None,
+    **sparse: Any,
+) -> Plan | SparsePlan:
+    """Decide how ``batch`` matrices of size ``n`` will be solved (cached); or, for sparse
+    input ``n`` (a torch/SciPy sparse matrix, a linear operator, a ``BlockDiagonal`` or a
+    list of them) and ``k``, how ``spectra.eigh(n, k=k)`` will solve it: dense or iterative
+    per matrix and the preconditioner, by size, ``k``, the estimated fill and
+    ``max_memory`` (:func:`spectra.core.plan_sparse`, which takes ``method`` and
+    ``precondition`` too).
 
     Parameters
     ----------
@@ -154,7 +199,19 @@ def plan(
     >>> p.strategy, p.workers, p.n_chunks
     ('torch', 2, 1)
     """
-    device = torch.device(device)
+    if not isinstance(n, int):
+        from ._sparse import is_sparse_input, plan_sparse
+
+        if is_sparse_input(n):
+            if k is None:
+                raise TypeError("plan of sparse input needs k= (the k extreme eigenpairs)")
+            where = device if device != "cpu" else None
+            return plan_sparse(n, k, max_memory=max_memory, device=where, **sparse)
+    if sparse:
+        raise TypeError(f"plan() got unexpected keyword arguments {sorted(sparse)}")
+    if batch is None or dtype is None:
+        raise TypeError("plan(n, batch, dtype) needs batch and dtype for a dense batch")
+    device = torch.device(device or "cpu")
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
     chunk_size = check_count(chunk_size, "chunk_size")
@@ -215,14 +272,15 @@ def choose_strategy(ask: Ask) -> tuple[str, list[str]]:
         name, timings = autotune(_candidates(ask._replace(batch=sample)), registry_version())
         shown = ", ".join(f"{k} {1e3 * t:.2f} ms" for k, t in timings)
         return name, [f"autotuned on {sample} sample matrices: {shown}"]
-    claim = preferred(n, ask.dtype, device, ask.vectors)  # measured: where a strategy wins
-    if claim is not None:
-        name, why = claim
+    found = claims(n, ask.dtype, device, ask.vectors)  # measured: where a strategy wins
+    for name, why in found:
         if batch >= why.min_batch:
             return name, [why.reason]
+    if found:
+        least = min(why.min_batch for _, why in found)
         return DEFAULT_STRATEGY, [
-            f"{batch} < {why.min_batch} matrices: LAPACK (a kernel pays from "
-            f"{why.min_batch}, and never makes a small call wait for numba)"
+            f"{batch} < {least} matrices: LAPACK (a kernel pays from "
+            f"{least}, and never makes a small call wait for numba)"
         ]
     if device.type == "cuda" and not legacy:
         return DEFAULT_STRATEGY, ["one batched cuSOLVER call per chunk"]

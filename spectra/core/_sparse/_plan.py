@@ -1,9 +1,10 @@
 """Dense or iterative: the sparse path's decision, made visible by :func:`plan_sparse`.
 
-A problem is densified (``n x n``, the dense core) when it is small (``n <= DENSE_MAX_N``) or
+A problem is densified (``n x n``, the dense core) when it is small (``n <= DENSE_MAX_N``),
 when ``k`` is a large share of ``n`` (the iteration's block would be a sizeable part of the
-space), and only when the dense working set (~4 ``n^2`` entries: the matrix, the
-eigenvectors, LAPACK's workspace) fits ``max_memory``; it is never densified otherwise.
+space) or when it is a quarter full (``nnz > DENSE_MIN_DENSITY n^2``), and only when the
+dense working set (~4 ``n^2`` entries: the matrix, the eigenvectors, LAPACK's workspace)
+fits ``max_memory``; it is never densified otherwise.
 The iterative path needs O(nnz + n m) memory (``m`` the block size, ~``1.5 k``).
 
 ``precondition="auto"`` is decided here too (:func:`choose_preconditioner`): a shift-invert
@@ -29,6 +30,9 @@ from ._precondition import AMG_MIN_N, amg_available
 #: ``method="auto"`` densifies problems up to this size (when they fit ``max_memory``)
 DENSE_MAX_N = 512
 METHODS = ("auto", "lobpcg", "dense")
+#: ``method="auto"`` densifies matrices with more than this share of nonzeros (when they
+#: fit): their products cost as much as dense ones, and a dense eigh needs no iteration
+DENSE_MIN_DENSITY = 0.25
 #: ``"auto"`` factors when the estimated fill (:func:`fill_estimate`) is at most this many
 #: times ``nnz``: each iteration's solve then costs a few products with the matrix, and the
 #: 8-9 iterations of shift-invert beat AMG's 20-30 (random geometric graphs, 3,000 to
@@ -79,8 +83,15 @@ def use_dense(op: SparseOperator, k: int, method: str, budget: int) -> tuple[boo
         return False, "method='lobpcg'"
     small = op.n <= DENSE_MAX_N
     wide = 5 * block_size(k, op.n) > op.n
-    if fits and (small or wide):
-        why = f"n = {op.n} <= {DENSE_MAX_N}" if small else f"k = {k} is a large share of n"
+    full = op.nnz is not None and op.nnz > DENSE_MIN_DENSITY * op.n * op.n
+    if fits and (small or wide or full):
+        why = (
+            f"n = {op.n} <= {DENSE_MAX_N}"
+            if small
+            else f"k = {k} is a large share of n"
+            if wide
+            else f"density {op.nnz / op.n**2:.0%} > {DENSE_MIN_DENSITY:.0%}"
+        )
         return True, f"dense: {why} and it fits ({gib})"
     if not fits:
         return False, f"iterative: the dense matrix does not fit ({gib})"
@@ -138,7 +149,7 @@ class SparsePlan:
         for i, (m, why, n, nnz, mem, pre) in enumerate(
             zip(self.methods, self.reasons, self.sizes, self.nnz, self.memory, pres, strict=True)
         ):
-            dens = f", nnz {nnz:,}" if nnz is not None else ""
+            dens = f", nnz {nnz:,} (density {nnz / max(n * n, 1):.2g})" if nnz is not None else ""
             lines.append(f"  [{i}] n {n:,}{dens}: {m} (~{mem / 2**20:,.1f} MiB) - {why}")
             if pre:
                 lines.append(f"      preconditioner {pre}")
