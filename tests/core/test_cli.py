@@ -32,6 +32,7 @@ def test_check_detects_a_broken_solver(monkeypatch):
 
     patch_torch_strategy(monkeypatch, wrong)
     # the planner would send the small "random" case to a kernel: keep it on torch here
+    monkeypatch.setattr(_plan, "claims", lambda *args: [])
     monkeypatch.setattr(_plan, "preferred", lambda *args: None)
     _plan._plan_cached.cache_clear()
     try:

@@ -165,10 +165,11 @@ def test_the_kernel_claims_cover_the_measured_table_without_overlap():
         32: "numba-ql",
     }
     for n, name in expected.items():
-        assert preferred(n, torch.float64, cpu, True)[0] == name
-    assert preferred(32, torch.float64, cpu, False) is None  # eigenvalues only: up to 28
-    assert preferred(3, torch.complex128, cpu, True)[0] == "numba-ql"
-    assert preferred(33, torch.float64, cpu, True) is None
+        assert preferred(n, torch.float64, cpu, True, 32)[0] == name
+        assert preferred(n, torch.float64, cpu, True, 31) is None  # below a lane group
+    assert preferred(32, torch.float64, cpu, False, 64) is None  # eigenvalues only: to 28
+    assert preferred(3, torch.complex128, cpu, True, 64)[0] == "numba-ql"
+    assert preferred(33, torch.float64, cpu, True, 64) is None
 
 
 class _Spy:

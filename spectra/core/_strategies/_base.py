@@ -283,24 +283,40 @@ def register(strategy: Strategy, *, replace: bool = False) -> Strategy:
     return strategy
 
 
-def preferred(
+def claims(
     n: int, dtype: torch.dtype, device: torch.device, vectors: bool
-) -> tuple[str, Claim] | None:
-    """The registered strategy that claims to be the default for ``n x n`` matrices of
-    ``dtype`` on ``device`` (the highest-ranked claim; the first registered on a tie), and
-    its :class:`Claim`; ``None`` where none does (the default, ``torch``, stays).
+) -> list[tuple[str, Claim]]:
+    """Every registered strategy running on ``device`` that claims to be the default for
+    ``n x n`` matrices of ``dtype`` (``Runs.prefers``), with its :class:`Claim`: the highest
+    rank first, then in the registry's order.
 
-    >>> preferred(8, torch.float64, torch.device("cpu"), True)[0]  # numba installed
-    'numba-ql'
+    >>> [name for name, _ in claims(8, torch.float64, torch.device("cpu"), True)]
+    ['numba-ql']
     """
-    best: tuple[str, Claim] | None = None
+    found = []
     for name, s in STRATEGIES.items():
-        if not s.supports(device):
-            continue
-        claim = s.runs.prefers(n, dtype, device, vectors)
-        if claim is not None and (best is None or claim.rank > best[1].rank):
-            best = (name, claim)
-    return best
+        if s.supports(device):
+            claim = s.runs.prefers(n, dtype, device, vectors)
+            if claim is not None:
+                found.append((name, claim))
+    return sorted(found, key=lambda c: -c[1].rank)
+
+
+def preferred(
+    n: int, dtype: torch.dtype, device: torch.device, vectors: bool, batch: int
+) -> tuple[str, Claim] | None:
+    """The first of :func:`claims` that holds for ``batch`` matrices (``min_batch``), or
+    ``None`` where none does (the default, ``torch``, stays).
+
+    >>> preferred(8, torch.float64, torch.device("cpu"), True, 1000)[0]
+    'numba-ql'
+    >>> preferred(8, torch.float64, torch.device("cpu"), True, 4) is None
+    True
+    """
+    for name, claim in claims(n, dtype, device, vectors):
+        if batch >= claim.min_batch:
+            return name, claim
+    return None
 
 
 def solve_through(into: WritesInto) -> SolveFn:
