@@ -23,7 +23,14 @@ from ._autotune import MAX_SAMPLE, autotune, size_class
 from ._cost import matrix_seconds
 from ._memory import default_budget, format_bytes, rows_within
 from ._options import check_count, check_positive
-from ._strategies import DEFAULT_STRATEGY, STRATEGIES, Strategy, preferred, registry_version
+from ._strategies import (
+    DEFAULT_STRATEGY,
+    STRATEGIES,
+    Strategy,
+    claims,
+    preferred,
+    registry_version,
+)
 from ._threads import cpu_count
 from ._versions import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
 
@@ -60,8 +67,7 @@ def direct_path(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
     if n >= THREADED_LAPACK_MIN_N or batch > DIRECT_MAX_BATCH or batch < 1:
         return False
     cpu = torch.device("cpu")
-    claim = preferred(n, dtype, cpu, vectors)
-    if claim is not None and batch >= claim[1].min_batch:
+    if preferred(n, dtype, cpu, vectors, batch) is not None:
         return False
     return batch < _MIN_PARALLEL_BATCH or batch * matrix_seconds(n, dtype, cpu) < (
         _MIN_PARALLEL_SECONDS
@@ -266,14 +272,15 @@ def choose_strategy(ask: Ask) -> tuple[str, list[str]]:
         name, timings = autotune(_candidates(ask._replace(batch=sample)), registry_version())
         shown = ", ".join(f"{k} {1e3 * t:.2f} ms" for k, t in timings)
         return name, [f"autotuned on {sample} sample matrices: {shown}"]
-    claim = preferred(n, ask.dtype, device, ask.vectors)  # measured: where a strategy wins
-    if claim is not None:
-        name, why = claim
+    found = claims(n, ask.dtype, device, ask.vectors)  # measured: where a strategy wins
+    for name, why in found:
         if batch >= why.min_batch:
             return name, [why.reason]
+    if found:
+        least = min(why.min_batch for _, why in found)
         return DEFAULT_STRATEGY, [
-            f"{batch} < {why.min_batch} matrices: LAPACK (a kernel pays from "
-            f"{why.min_batch}, and never makes a small call wait for numba)"
+            f"{batch} < {least} matrices: LAPACK (a kernel pays from "
+            f"{least}, and never makes a small call wait for numba)"
         ]
     if device.type == "cuda" and not legacy:
         return DEFAULT_STRATEGY, ["one batched cuSOLVER call per chunk"]
