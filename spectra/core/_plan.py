@@ -200,7 +200,9 @@ def plan(
     ('torch', 2, 1)
     """
     if not isinstance(n, int):
-        from ._sparse import is_sparse_input, plan_sparse
+        # sparse input is planned by _sparse, whose Rayleigh-Ritz solves plan through
+        # _solve -> _plan: moving this dispatch up to the public entry would remove it
+        from ._sparse import is_sparse_input, plan_sparse  # circle: deliberate (above)
 
         if is_sparse_input(n):
             if k is None:
