@@ -191,6 +191,12 @@ def matrix_function(a: Any, f: ElementwiseFn, **options: Any) -> Any:
     tensor([[2.7183, 2.7183],
             [2.7183, 2.7183]], dtype=torch.float64)
     """
+    if torch.compiler.is_compiling():  # torch.compile / export: one custom op, f by key
+        from ._compile import compiled_matrix_function
+
+        traced = compiled_matrix_function(a, f, options)
+        if traced is not None:
+            return traced
     at, origin = as_tensor(a, "a")
     if at.ndim < 2 or at.shape[-1] != at.shape[-2]:
         from ._errors import InputError
