@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
 from ..core.domain import InputError
@@ -98,10 +99,12 @@ def pe_pipeline(
     multiplicity_tol: float,
     convention: str,
     eigh_options: Mapping[str, Any] | None,
+    draw_signs: bool = True,
 ) -> tuple[GraphSpectra, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
     """The one PE pipeline (``laplacian_pe`` and ``LaplacianPE``): one core call for all
-    graphs, column selection, optional random signs. Returns the spectrum (for heat
-    features) and ``(pe (N, k), mask (G, k), eigenvalues (G, k), groups (G, k))``."""
+    graphs, column selection, optional random signs (``draw_signs=False``: none drawn, the
+    compiled path draws them in its own op). Returns the spectrum (for heat features) and
+    ``(pe (N, k), mask (G, k), eigenvalues (G, k), groups (G, k))``."""
     check_count("k", k, minimum=1)
     if convention not in CONVENTIONS:
         raise InputError("convention", f"must be 'spectra' or 'pyg', got {convention!r}")
@@ -120,7 +123,7 @@ def pe_pipeline(
         if pyg:  # PyG drops exactly the first eigenvector of every graph
             drop = torch.full((layout.num_graphs,), int(drop_trivial), dtype=torch.long)
         pe, mask, vals, groups = select_pe(spec, k, drop_trivial, multiplicity_tol, drop)
-        if random_sign or pyg:
+        if (random_sign or pyg) and draw_signs:
             signs = random_signs(layout.num_graphs, k, generator).to(pe.device)
             pe = pe * signs[layout.batch]
     return spec, (pe, mask, vals, groups)
@@ -209,6 +212,16 @@ def laplacian_pe(
     >>> out.groups
     tensor([[ 0,  0,  1, -1]])
     """
+    if torch.compiler.is_compiling():  # torch.compile / torch.export: the custom ops
+        if legacy or eigh_options:
+            raise InputError(
+                "eigh_options" if eigh_options else sorted(legacy)[0],
+                "is not taken under torch.compile (the compiled op runs the defaults): call "
+                "laplacian_pe outside the compiled region for these options",
+            )
+        sizes = (num_nodes, k, num_graphs)
+        return _compiled(edge_index, sizes, edge_weight, batch, normalization, columns,
+                         random_sign, dtype, device, convention)  # fmt: skip
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
     legacy = dict(legacy)
@@ -216,10 +229,34 @@ def laplacian_pe(
     random_sign, generator = sign_generator(random_sign, legacy)
     refuse_unknown(legacy, "laplacian_pe()")
     drop_trivial = True if columns.drop_trivial is None else columns.drop_trivial
-    multiplicity_tol = columns.multiplicity_tol
-    edges, _, from_numpy, out_device = graph_input(
+    result = pe_outputs(edge_index, (num_nodes, k, num_graphs), edge_weight, batch,
+                        normalization, drop_trivial, columns.multiplicity_tol, convention,
+                        dtype, device, eigh_options, (random_sign, generator))  # fmt: skip
+    return to_numpy_fields(result) if isinstance(edge_index, np.ndarray) else result
+
+
+def pe_outputs(
+    edge_index: Any,
+    sizes: tuple[int | None, int, int | None],
+    edge_weight: Any,
+    batch: Any,
+    normalization: str | None,
+    drop_trivial: bool,
+    multiplicity_tol: float,
+    convention: str,
+    dtype: torch.dtype,
+    device: Any,
+    eigh_options: Mapping[str, Any] | None = None,
+    signs: tuple[bool, torch.Generator | None] | None = (False, None),
+) -> LaplacianPEResult:
+    """:func:`laplacian_pe` after its argument handling, tensors out. ``sizes``:
+    ``(num_nodes, k, num_graphs)``; ``signs``: ``(random_sign, generator)``, or ``None``
+    to draw no signs at all (the compiled path draws them in its own op)."""
+    num_nodes, k, num_graphs = sizes
+    edges, _, _, out_device = graph_input(
         edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64
     )
+    random_sign, generator = signs if signs is not None else (False, None)
     spec, (pe, mask, vals, groups) = pe_pipeline(
         edges,
         k,
@@ -230,12 +267,38 @@ def laplacian_pe(
         multiplicity_tol=multiplicity_tol,
         convention=convention,
         eigh_options=eigh_options,
+        draw_signs=signs is not None,
     )
-    result = LaplacianPEResult(
+    return LaplacianPEResult(
         pe.to(device=out_device, dtype=dtype),
         mask.to(out_device),
         vals.to(device=out_device, dtype=dtype),
         groups.to(out_device),
         spec.num_components.to(out_device),
     )
-    return to_numpy_fields(result) if from_numpy else result
+
+
+def _compiled(
+    edge_index: Any,
+    sizes: tuple[int | None, int, int | None],
+    edge_weight: Any,
+    batch: Any,
+    normalization: str | None,
+    columns: PEColumns | None,
+    random_sign: bool | torch.Generator,
+    dtype: torch.dtype,
+    device: Any,
+    convention: str,
+) -> LaplacianPEResult:
+    """:func:`laplacian_pe` under ``torch.compile``: checks, then the custom ops."""
+    from ._compile import compiled_laplacian_pe
+
+    check_count("k", sizes[1], minimum=1)
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"dtype must be float32 or float64, got {dtype}")
+    cols = columns if columns is not None else PEColumns()
+    drop = True if cols.drop_trivial is None else cols.drop_trivial
+    out = compiled_laplacian_pe(edge_index, sizes, edge_weight, batch, normalization, drop,
+                                cols.multiplicity_tol, random_sign, dtype, device,
+                                convention)  # fmt: skip
+    return LaplacianPEResult(*out)

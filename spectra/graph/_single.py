@@ -136,10 +136,10 @@ def single_spectrum(
         inv_sqrt = np.where(connected, 1.0 / np.sqrt(np.where(connected, deg, 1.0)), 0.0)
         # each edge's weight times the product of its two node factors, then summed (as
         # the batched path's entries are), so both paths round alike
-        lap = np.bincount(flat, weights=w * (inv_sqrt[src] * inv_sqrt[dst]), minlength=n * n)
-        lap = (0.0 - lap).reshape(n, n)
+        off = np.bincount(flat, weights=w * (inv_sqrt[src] * inv_sqrt[dst]), minlength=n * n)
+        lap = (0.0 - off).reshape(n, n)
         lap[np.diag_indices(n)] += 1.0 if isolated_one else connected.astype(np.float64)
-    kw = {"check": False}
+    kw: dict[str, Any] = {"check": False}
     if eigh_options:  # the sparse path's keywords do not apply here
         kw = {**kw, **split_options(eigh_options)[0]}
     vals, vecs = eigh(lap, **kw)
