@@ -22,7 +22,10 @@ from ..core import eigh
 
 
 def dilation_svd(
-    m: torch.Tensor, eigh_kw: dict[str, Any], scale: torch.Tensor | None = None
+    m: torch.Tensor,
+    eigh_kw: dict[str, Any],
+    scale: torch.Tensor | None = None,
+    eps: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Singular values (descending) and right singular vectors of square ``m`` ``(B, n, n)``.
 
@@ -36,6 +39,7 @@ def dilation_svd(
     them as they were), ``20 n eps ||scale * v_i||``: the uncertainty of ``sigma_i`` when
     each column carries errors relative to its own norm, as Householder QR's do. Then a
     small singular value of column-scaled data is kept however far below ``sigma_max``.
+    ``eps`` (default: ``m``'s) is the unit round-off of the data behind ``m``.
 
     Examples
     --------
@@ -57,7 +61,7 @@ def dilation_svd(
     # ~0 and its direction noise: those columns are null (sigma 0, vector 0)
     norm = torch.linalg.vector_norm(v, dim=-2)
     v = v / norm.clamp(min=torch.finfo(v.dtype).tiny)[:, None, :]
-    null = (w <= 2 * round_off(w, v, scale, n)) | (norm < 0.25)
+    null = (w <= 2 * round_off(w, v, scale, n, eps)) | (norm < 0.25)
     v = torch.where(null[:, None, :], 0.0, v)
     sigma = torch.linalg.vector_norm(m @ v, dim=-2)
     # the refined values may swap near-ties: keep them descending, with their vectors
@@ -66,19 +70,28 @@ def dilation_svd(
 
 
 def round_off(
-    sigma: torch.Tensor, v: torch.Tensor, scale: torch.Tensor | None, size: int
+    sigma: torch.Tensor,
+    v: torch.Tensor,
+    scale: torch.Tensor | None,
+    size: int,
+    eps: float | None = None,
 ) -> torch.Tensor:
     """``10 size eps`` times the scale of each singular value's error ``(B, R)``:
     ``sigma_max`` (a norm-wise backward error), or ``||scale * v_i||`` for unit vectors
-    ``v`` ``(B, n, R)`` when the errors are column-wise relative to ``scale`` ``(B, n)``."""
-    eps = torch.finfo(sigma.dtype).eps
+    ``v`` ``(B, n, R)`` when the errors are column-wise relative to ``scale`` ``(B, n)``.
+    ``eps`` defaults to ``sigma``'s unit round-off."""
+    eps = torch.finfo(sigma.dtype).eps if eps is None else eps
     if scale is None:
         return 10 * size * eps * sigma[:, :1].clamp(min=0).expand_as(sigma)
     return 10 * size * eps * torch.linalg.vector_norm(scale[:, :, None] * v, dim=-2)
 
 
 def drop_small(
-    sigma: torch.Tensor, n_features: int, v: torch.Tensor, scale: torch.Tensor | None = None
+    sigma: torch.Tensor,
+    n_features: int,
+    v: torch.Tensor,
+    scale: torch.Tensor | None = None,
+    eps: float | None = None,
 ) -> torch.Tensor:
     """``sigma`` ``(B, R)`` descending, with round-off-level singular values set to 0.
 
@@ -88,7 +101,7 @@ def drop_small(
     """
     if sigma.numel() == 0:
         return sigma
-    floor = round_off(sigma, v, scale, max(sigma.shape[-1], n_features))
+    floor = round_off(sigma, v, scale, max(sigma.shape[-1], n_features), eps)
     return torch.where(sigma > floor, sigma, torch.zeros_like(sigma))
 
 
@@ -103,7 +116,16 @@ def svd_spectrum(xc: torch.Tensor, eigh_kw: dict[str, Any]) -> tuple[torch.Tenso
     column-scaled data to a few ulps, as LAPACK's SVD does (unsorted: ~1e-13 on the
     breast-cancer columns); for ``N >= D`` a singular value is dropped as round-off against
     the column norms along its direction (:func:`round_off`), not against ``sigma_max``.
+
+    float32 data is solved in float64 (its values are exact there) and the results rounded
+    back: the dilation eigh resolves a pair of singular values to ``eps sigma_max / gap``,
+    which float32's ``eps`` makes 1e-3 on column-scaled data (sklearn's float32 SVD: 5e-6).
+    Round-off is still judged by the data's ``eps``.
     """
+    dtype = xc.dtype
+    eps = torch.finfo(dtype).eps
+    if dtype == torch.float32:
+        xc = xc.to(torch.float64)
     n, d = xc.shape[-2], xc.shape[-1]
     if n >= d:
         # columns by descending norm (QR with a static column pivot): R is graded with its
@@ -112,15 +134,15 @@ def svd_spectrum(xc: torch.Tensor, eigh_kw: dict[str, Any]) -> tuple[torch.Tenso
             dim=-1, descending=True, stable=True
         )
         r = torch.linalg.qr(xc.gather(-1, order[:, None, :].expand_as(xc)), mode="r")[1]
-        sigma, v = dilation_svd(r, eigh_kw, norms)
-        sigma = drop_small(sigma, d, v, norms)
+        sigma, v = dilation_svd(r, eigh_kw, norms, eps)
+        sigma = drop_small(sigma, d, v, norms, eps)
         vecs = torch.empty_like(v).scatter_(-2, order[:, :, None].expand_as(v), v)
     else:
         # X_c^T = Q R with its columns (the samples) by descending norm: a row permutation of
         # X_c leaves its right singular vectors as they are
         order = torch.linalg.vector_norm(xc, dim=-1).argsort(dim=-1, descending=True, stable=True)
         q, r = torch.linalg.qr(xc.gather(-2, order[:, :, None].expand_as(xc)).mT)
-        sigma, v = dilation_svd(r.mT, eigh_kw)
-        sigma = drop_small(sigma, d, v)
+        sigma, v = dilation_svd(r.mT, eigh_kw, eps=eps)
+        sigma = drop_small(sigma, d, v, eps=eps)
         vecs = q @ v
-    return sigma.square(), vecs
+    return sigma.square().to(dtype), vecs.to(dtype)
