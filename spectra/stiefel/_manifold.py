@@ -18,9 +18,10 @@ from ._checks import (
     require_on_manifold,
     verdict,
 )
-from ._metrics import EuclideanMetric, Metric, metric_of, project
+from ._metrics import METRICS, EuclideanMetric, Metric, metric_of, project
 from ._polar import herm, polar
 from ._retractions import RETRACTIONS
+from ._traced import compiling, traced
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -202,9 +203,23 @@ class Stiefel:
         ...     print(str(exc).split(",")[0])
         X is not on the Stiefel manifold (max |X^H X - I| = 3 > 1e-05
         """
+        if compiling() and isinstance(x, torch.Tensor) and isinstance(xi, torch.Tensor):
+            name = self._traced_retraction(method)
+            if name is not None:  # torch.compile / export: one opaque op, eager inside
+                return traced(name, x, xi)
         return self._retract(x, xi, method, [])[0]
 
     retr = retract
+
+    def _traced_retraction(self, method: str | None) -> str | None:
+        """The op's name for this retraction, or ``None`` for a metric that is not a
+        registered one (then traced as Python). Nothing is checked here: the op's eager
+        implementation raises what eager raises (an exception raised while Dynamo traces
+        would reach the caller as a bare ``Unsupported``, without its message)."""
+        name = self.metric.name
+        if not name or METRICS.get(name) != self.metric:
+            return None
+        return f"retract/{self.retraction if method is None else method}/{name}"
 
     def _retract(
         self, x: Any, xi: Any, method: str | None, vectors: list[torch.Tensor]
@@ -266,6 +281,8 @@ class Stiefel:
         >>> bool(torch.allclose(Stiefel().projx(1e-300 * y), Stiefel().projx(y)))
         True
         """
+        if compiling() and isinstance(x, torch.Tensor):  # one opaque op, eager inside
+            return traced("projx", x)
         check_frames(x)
         check_finite(x.detach(), "X")
         try:

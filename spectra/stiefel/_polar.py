@@ -27,6 +27,7 @@ import torch
 
 from ..core import eigh, matrix_function
 from ..core.domain import InputError, LinAlgError, caller_kernel_threads
+from ._traced import compiling, traced
 
 #: A Gram matrix is handed to the dilation when ``eps * cond(G)`` exceeds this.
 GRAM_LIMIT = 1e-8
@@ -110,6 +111,8 @@ def inv_sqrtm(g: torch.Tensor, *, where: str = "inv_sqrtm") -> torch.Tensor:
     tensor([[0.5000, 0.0000],
             [0.0000, 0.3333]], dtype=torch.float64)
     """
+    if compiling():
+        return traced("inv_sqrtm", g)  # torch.compile / export: one opaque op
     out, _ = _inv_sqrtm(g, where)
     return out
 
@@ -189,6 +192,8 @@ def polar(y: torch.Tensor, *, where: str = "polar", precise: bool = False) -> to
     >>> bool((q32.mT @ q32 - torch.eye(64)).abs().max() < 2e-6)
     True
     """
+    if compiling():  # torch.compile / export: one opaque op, the eager function inside
+        return traced("polar/precise" if precise else "polar", y)
     if y.ndim < 2:
         raise InputError(f"{where}:", f"expected frames (..., n, p), got shape {tuple(y.shape)}")
     # small frames: one OpenMP thread for the batched products in this thread only

@@ -24,12 +24,15 @@ import torch
 
 from ..core.domain import InputError, cpu_count, fan_out
 from ._polar import polar
+from ._traced import compiling, traced
 
 Retraction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def retract_polar(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
     """Polar retraction ``(X + xi) ((X + xi)^H (X + xi))^(-1/2)`` (one core eigh call)."""
+    if compiling():  # torch.compile / export: one opaque op, the eager function inside
+        return traced("retract_polar", x, xi)
     return polar(x + xi, where="retract(method='polar')")
 
 
@@ -55,11 +58,15 @@ def _fanned(fn: Retraction, x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
 
 def retract_qr(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
     """QR retraction: the ``Q`` of ``X + xi = QR`` with a positive (real) diagonal of ``R``."""
+    if compiling():
+        return traced("retract_qr", x, xi)
     return _fanned(_qr, x, xi)
 
 
 def retract_cayley(x: torch.Tensor, xi: torch.Tensor) -> torch.Tensor:
     """Cayley retraction through a ``2p x 2p`` solve (Wen & Yin's low-rank form)."""
+    if compiling():
+        return traced("retract_cayley", x, xi)
     return _fanned(_cayley, x, xi)
 
 
