@@ -32,13 +32,29 @@ def as_int(value: Any, name: str) -> int:
         raise InputError(name, f"must be an integer, got {value!r}") from None
 
 
-def check_count(value: Any, name: str) -> int | None:
-    """``None`` or an integer >= 1 (``workers``, ``chunk_size``)."""
-    if value is None:
+def check_count(value: Any, name: str, minimum: int = 1, *, allow_none: bool = False) -> Any:
+    """``value`` as an int ``>= minimum`` (Python, NumPy or torch integers; never bools nor
+    floats), else :class:`InputError` naming ``name``; ``None`` passes with ``allow_none``.
+
+    The one count check of the core and the domains (``workers``, ``chunk_size``, ``k``,
+    ``walk_length``, ``n_components``, ...).
+
+    >>> check_count(3, "k"), check_count(None, "workers", allow_none=True)
+    (3, None)
+    >>> check_count(0, "k")
+    Traceback (most recent call last):
+    ...
+    spectra.core._errors.InputError: k must be an integer >= 1, got 0
+    """
+    if value is None and allow_none:
         return None
-    out = as_int(value, name)
-    if out < 1:
-        raise InputError(name, f"must be an integer >= 1, got {value!r}")
+    word = "a non-negative integer" if minimum == 0 else f"an integer >= {minimum}"
+    try:
+        out = as_int(value, name)
+    except InputError:  # the same words for a float, a bool or a string as for 0
+        raise InputError(name, f"must be {word}, got {value!r}") from None
+    if out < minimum:
+        raise InputError(name, f"must be {word}, got {value!r}")
     return out
 
 
@@ -107,8 +123,8 @@ class Options:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        set_(self, "chunk_size", check_count(self.chunk_size, "chunk_size"))
-        set_(self, "workers", check_count(self.workers, "workers"))
+        set_(self, "chunk_size", check_count(self.chunk_size, "chunk_size", allow_none=True))
+        set_(self, "workers", check_count(self.workers, "workers", allow_none=True))
         set_(self, "max_memory", check_positive(self.max_memory, "max_memory"))
         set_(self, "degenerate_tol", check_tolerance(self.degenerate_tol, "degenerate_tol"))
         set_(self, "broadening", check_tolerance(self.broadening, "broadening"))

@@ -216,8 +216,8 @@ def plan(
     device = torch.device(device or "cpu")
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
-    chunk_size = check_count(chunk_size, "chunk_size")
-    workers = check_count(workers, "workers")
+    chunk_size = check_count(chunk_size, "chunk_size", allow_none=True)
+    workers = check_count(workers, "workers", allow_none=True)
     max_memory = check_positive(max_memory, "max_memory")
     budget = default_budget(device) if max_memory is None else int(max_memory)
     ask = Ask(

@@ -41,7 +41,7 @@ from ._memory import (
     rows_within,
 )
 from ._moments import Moments, combine_moments
-from ._options import Options
+from ._options import Options, check_count
 from ._prepare import check_k, is_ragged
 from ._request import EIGH_OPTION_NAMES, PROBLEM_KEYWORDS, Request
 from ._solver_names import EIGENSOLVER_CALLS, TORCH_EIGH
@@ -63,6 +63,7 @@ __all__ = [
     "as_tensor",
     "available_memory",
     "caller_kernel_threads",
+    "check_count",
     "check_fits",
     "check_k",
     "check_square",

@@ -132,7 +132,7 @@ def test_raw_torch_linalg_errors_become_spectra_errors(monkeypatch):
     ("kwargs", "message"),
     [
         ({"workers": 0}, "workers must be an integer >= 1, got 0"),
-        ({"workers": 1.5}, "workers must be an integer, got 1.5"),
+        ({"workers": 1.5}, "workers must be an integer >= 1, got 1.5"),
         ({"workers": True}, "workers must be an integer"),
         ({"chunk_size": -2}, "chunk_size must be an integer >= 1"),
         ({"chunk_size": "4"}, "chunk_size must be an integer"),
