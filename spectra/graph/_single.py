@@ -38,8 +38,8 @@ def single_takes(data: Any, device: Any, weight: Any, eigh_options: Any) -> bool
     """Whether one ``Data`` takes the direct path: small (below the sparse path's size too),
     on the CPU, solved there, and no gradient to carry through the edge weights."""
     n = data.num_nodes
-    sparse_from = split_options(eigh_options)[2] if eigh_options else SPARSE_FROM
-    if n is None or n > SINGLE_MAX_N or n == 0 or n >= sparse_from:
+    sparse_from = split_options(eigh_options)[2] if eigh_options else None
+    if n is None or n > SINGLE_MAX_N or n == 0 or n >= (sparse_from or SPARSE_FROM):
         return False
     ei = data.edge_index
     if not isinstance(ei, torch.Tensor) or ei.device.type != "cpu":

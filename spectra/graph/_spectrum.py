@@ -20,7 +20,13 @@ from ._layout import (
     to_numpy_fields,
 )
 from ._parts import GraphSpectra, Part
-from ._sparse_path import Lowest, sparse_candidates, sparse_parts, split_options
+from ._sparse_path import (
+    DENSE_BYTES_PER_ENTRY,
+    Lowest,
+    sparse_candidates,
+    sparse_parts,
+    split_options,
+)
 
 
 class LaplacianSpectrum(NamedTuple):
@@ -173,8 +179,10 @@ def solve_entries(
     kw.setdefault("check", False)  # finite and symmetric by construction (checked)
     counts = lay.counts.tolist()
     comps = components.tolist()
+    budget = kw.get("max_memory")
+    budget = None if budget is None else int(budget)
     parts: list[Part] = []
-    big = sparse_candidates(counts, comps, lowest, sparse_from)
+    big = sparse_candidates(counts, comps, lowest, sparse_from, budget)
     if big:
         assert lowest is not None
         got = sparse_parts(
@@ -193,14 +201,35 @@ def solve_entries(
     cut = padded_members([counts[g] for g in sorted(rest)])
     small = [g for g in sorted(rest) if 0 < counts[g] <= cut]
     large = [g for g in sorted(rest) if counts[g] > cut]
-    if small:
-        everyone = len(small) == lay.num_graphs
-        parts.append(_padded_part(entries, small, everyone, bound_two, kw))
-    if large:
-        parts.extend(_ragged_parts(entries, large, kw))
+    if small:  # one padded call, or several where its dense buffers exceed max_memory
+        chunks = fit_budget(small, [cut * cut] * len(small), budget)
+        everyone = len(small) == lay.num_graphs and len(chunks) == 1
+        for chunk in chunks:
+            parts.append(_padded_part(entries, chunk, everyone, bound_two, kw))
+    if large:  # the ragged path, its dense blocks cut to fit max_memory as well
+        for chunk in fit_budget(large, [counts[g] ** 2 for g in large], budget):
+            parts.extend(_ragged_parts(entries, chunk, kw))
     if normalization == "rw":
         parts = [_rw(p, degree, lay) for p in parts]
     return GraphSpectra(lay, tuple(parts), components, degree, normalization, entries.values.dtype)
+
+
+def fit_budget(graphs: list[int], entries: list[int], budget: int | None) -> list[list[int]]:
+    """``graphs`` cut into consecutive calls whose dense buffers (``entries`` matrix entries
+    per graph, ``DENSE_BYTES_PER_ENTRY`` bytes each) fit ``budget`` (``None``: one call; a
+    graph that alone exceeds it gets a call of its own)."""
+    if budget is None:
+        return [graphs]
+    out: list[list[int]] = [[]]
+    used = 0
+    for g, size in zip(graphs, entries, strict=True):
+        need = size * DENSE_BYTES_PER_ENTRY
+        if out[-1] and used + need > budget:
+            out.append([])
+            used = 0
+        out[-1].append(g)
+        used += need
+    return out
 
 
 def _padded_part(

@@ -153,3 +153,91 @@ def test_magnetic_and_walk_transforms_on_mixed_sizes():
     assert_batch_equals_singles(
         w(Batch.from_data_list(undirected)), [w(d) for d in undirected], ("random_walk_pe",), 1e-12
     )
+
+
+def test_cost_model_sends_large_graphs_to_the_sparse_path():
+    from spectra.graph._sparse_path import (
+        DENSE_BYTES_PER_ENTRY,
+        dense_seconds,
+        sparse_seconds,
+        takes_sparse,
+    )
+
+    # the crossover of the two measured models sits near 1,000 nodes
+    assert sparse_seconds(800) > dense_seconds(800)
+    assert sparse_seconds(1200) < dense_seconds(1200)
+    assert not takes_sparse(900, None, None) and takes_sparse(1100, None, None)
+    assert takes_sparse(300, 200, None) and not takes_sparse(5000, 10**9, None)  # sparse_from
+    # a dense working set beyond max_memory goes sparse whatever sparse_from says
+    n = 400
+    assert takes_sparse(n, 10**9, DENSE_BYTES_PER_ENTRY * n * n - 1)
+    assert not takes_sparse(n, 10**9, DENSE_BYTES_PER_ENTRY * n * n)
+
+
+def dense_bytes(calls):
+    """Bytes of dense matrix entries each recorded core call was handed (float64)."""
+    out = []
+    for shape in calls:
+        shapes = shape if isinstance(shape, list) else [shape]
+        out.append(sum(8 * int(np.prod(s)) for s in shapes))
+    return out
+
+
+def test_padding_beyond_max_memory_never_happens(monkeypatch):
+    # 30 small graphs and one of ~1,500 nodes: padding all of them to the large one would
+    # need 31 x 1500^2 x 8 bytes (558 MB), far beyond max_memory; the small graphs go in one
+    # padded call of their own size, the large one on the sparse path
+    from .graphs import geometric_graph
+
+    import spectra.graph._sparse_path as sparse_path
+
+    rng = np.random.default_rng(63)
+    graphs = [(*random_graph(rng, int(m)), int(m)) for m in rng.integers(20, 51, size=30)]
+    big, _ = geometric_graph(1500, seed=8, degree=12)
+    graphs.insert(11, (big, None, 1500))
+    ei, _, batch, sizes = batch_of(graphs)
+    budget = 32 * 2**20
+    assert len(sizes) * max(sizes) ** 2 * 8 > 10 * budget
+    dense = spy(monkeypatch)
+    sparse = []
+    real = sparse_path.eigh
+
+    def counting(a, *args, **kwargs):
+        if isinstance(a, list):  # not the one-time probe of core_has_sparse
+            sparse.append([tuple(x.shape) for x in a])
+        return real(a, *args, **kwargs)
+
+    monkeypatch.setattr(sparse_path, "eigh", counting)
+    opts = {"max_memory": budget}
+    out = laplacian_pe(ei, k=4, batch=batch, dtype=torch.float64, eigh_options=opts)
+    assert sparse == [[(1500, 1500)]]
+    assert dense == [(30, max(sizes[:11] + sizes[12:]), max(sizes[:11] + sizes[12:]))]
+    assert all(4 * b <= budget for b in dense_bytes(dense))  # DENSE_BYTES_PER_ENTRY: 4 x 8
+    ptr = np.cumsum([0, *sizes])
+    for g, (gei, gew, n) in enumerate(graphs):
+        if n == 1500:
+            continue
+        one = laplacian_pe(gei, n, k=4, edge_weight=gew, dtype=torch.float64)
+        torch.testing.assert_close(out.pe[ptr[g] : ptr[g + 1]], one.pe, atol=1e-9, rtol=0)
+        assert torch.equal(out.mask[g], one.mask[0])
+
+
+def test_dense_calls_are_cut_to_fit_max_memory(monkeypatch):
+    # medium graphs kept dense (sparse_from out of reach): their dense blocks are handed
+    # to the core in several calls, each within max_memory, with the same results
+    rng = np.random.default_rng(64)
+    graphs = mixed(rng, count=20, large=(150, 170, 190, 210), weighted=True)
+    ei, ew, batch, sizes = batch_of(graphs)
+    whole = laplacian_pe(ei, k=5, edge_weight=ew, batch=batch, dtype=torch.float64,
+                         eigh_options={"sparse_from": 10**9})  # fmt: skip
+    budget = 32 * 2 * 210**2  # two of the medium graphs per call
+    calls = spy(monkeypatch)
+    cut = laplacian_pe(ei, k=5, edge_weight=ew, batch=batch, dtype=torch.float64,
+                       eigh_options={"sparse_from": 10**9, "max_memory": budget})  # fmt: skip
+    assert len(calls) >= 3
+    assert all(4 * b <= budget or isinstance(c, list) and len(c) == 1
+               for b, c in zip(dense_bytes(calls), calls, strict=True))  # fmt: skip
+    for name in ("pe", "eigenvalues"):
+        torch.testing.assert_close(getattr(cut, name), getattr(whole, name), atol=1e-9, rtol=0)
+    for name in ("mask", "groups", "num_components"):
+        assert torch.equal(getattr(cut, name), getattr(whole, name))
