@@ -187,9 +187,9 @@ def test_padding_beyond_max_memory_never_happens(monkeypatch):
     # 30 small graphs and one of ~1,500 nodes: padding all of them to the large one would
     # need 31 x 1500^2 x 8 bytes (558 MB), far beyond max_memory; the small graphs go in one
     # padded call of their own size, the large one on the sparse path
-    from .graphs import geometric_graph
-
     import spectra.graph._sparse_path as sparse_path
+
+    from .graphs import geometric_graph
 
     rng = np.random.default_rng(63)
     graphs = [(*random_graph(rng, int(m)), int(m)) for m in rng.integers(20, 51, size=30)]
@@ -227,7 +227,7 @@ def test_dense_calls_are_cut_to_fit_max_memory(monkeypatch):
     # to the core in several calls, each within max_memory, with the same results
     rng = np.random.default_rng(64)
     graphs = mixed(rng, count=20, large=(150, 170, 190, 210), weighted=True)
-    ei, ew, batch, sizes = batch_of(graphs)
+    ei, ew, batch, _ = batch_of(graphs)
     whole = laplacian_pe(ei, k=5, edge_weight=ew, batch=batch, dtype=torch.float64,
                          eigh_options={"sparse_from": 10**9})  # fmt: skip
     budget = 32 * 2 * 210**2  # two of the medium graphs per call
@@ -235,7 +235,7 @@ def test_dense_calls_are_cut_to_fit_max_memory(monkeypatch):
     cut = laplacian_pe(ei, k=5, edge_weight=ew, batch=batch, dtype=torch.float64,
                        eigh_options={"sparse_from": 10**9, "max_memory": budget})  # fmt: skip
     assert len(calls) >= 3
-    assert all(4 * b <= budget or isinstance(c, list) and len(c) == 1
+    assert all(4 * b <= budget or (isinstance(c, list) and len(c) == 1)
                for b, c in zip(dense_bytes(calls), calls, strict=True))  # fmt: skip
     for name in ("pe", "eigenvalues"):
         torch.testing.assert_close(getattr(cut, name), getattr(whole, name), atol=1e-9, rtol=0)
