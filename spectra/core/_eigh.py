@@ -45,7 +45,7 @@ def _run(
         from ._compile import compiled_call
 
         rest = {"b": b, "plan": plan, "options": options, "lindep": request.lindep}
-        rest["tol"] = request.symmetry_tol
+        rest.update(tol=request.symmetry_tol, device=request.device, fill=request.lindep_fill)
         traced = compiled_call(
             a, request.vectors, request.k, request.largest, request.check, {**rest, **execution}
         )

@@ -172,10 +172,11 @@ def test_no_grad_path_equals_grad_path_value():
 
 
 def _spectral_loss_grad(a, **opts):
-    from spectra.core._solve import SolverOptions, solve_standard
+    from spectra.core._options import Options
+    from spectra.core._solve import solve_standard
 
     x = a.clone().requires_grad_()
-    w, v = solve_standard(x, True, SolverOptions(**opts), gauge=True)
+    w, v = solve_standard(x, True, Options(**opts), gauge=True)
     (v @ torch.diag_embed(torch.exp(w)) @ v.mT).sum().backward()
     return x.grad
 
