@@ -74,7 +74,9 @@ class BatchPCA(ProbabilisticMixin, TransformMixin, StateMixin, EstimatorBase):
         ``[[0, R], [R^T, 0]]`` of the triangular factor (SVD-accurate: the other two square
         the condition number); "auto" takes the Gram route when the (padded) sample count
         is below the feature count, else the covariance route, and solves the datasets
-        whose eigenvalues span more than ``eps^(-1/3)`` again by the SVD route.
+        whose eigenvalues span more than ``eps^(-1/3)``, or that have fewer non-zero
+        eigenvalues than their rank ``min(n_samples - 1, n_features)``, again by the SVD
+        route (float32 data in float64 there).
     svd_solver : {"auto", "full", "randomized"}
         As sklearn's. "full": the exact PCA (by ``solver``); "randomized": Halko et al.'s
         randomized PCA (needs an int ``n_components``; nothing ``D x D`` is formed);

@@ -26,7 +26,8 @@ class PCAPlan:
     ``route`` is ``"covariance"`` (eigh of ``D x D`` scatter matrices), ``"gram"`` (eigh of
     ``N x N`` Gram matrices), ``"svd"`` (QR of the centred data and the dilation eigh of
     its triangular factor: SVD-accurate), ``"auto"`` (covariance, or Gram when ``N < D``,
-    with ill-conditioned datasets re-solved by ``"svd"``) or ``"randomized"``.
+    with ill-conditioned datasets, and those that lost a variance to round-off, re-solved
+    by ``"svd"``) or ``"randomized"``.
     ``svd_datasets`` lists the datasets the SVD route solved (known after a fit).
 
     Examples
@@ -122,7 +123,8 @@ def make_plan(
         base = "Gram (N < D)" if n < d else "covariance (N >= D)"
         why = (
             f"exact: the {base} route; datasets whose eigenvalues span more than "
-            "eps^(-1/3) (1.6e5 in float64) are solved again by the SVD route"
+            "eps^(-1/3) (1.6e5 in float64), or that lost a variance to round-off, are "
+            "solved again by the SVD route"
         )
     else:
         why = f"exact: solver={solver!r}"
