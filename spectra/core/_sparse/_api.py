@@ -339,7 +339,7 @@ def _fail(
         f"largest relative residuals ||A v - w v|| / ||A|| {shown} above tol={rel:.1e}"
     )
     hint = "raise maxiter, loosen tol, or precondition='amg' (pyamg)"
-    indices = None if positions is None else [(positions[g],) for g in bad]
+    indices = None if positions is None else sorted((positions[g],) for g in bad)
     if sopts.on_fail == "warn":
         warnings.warn(f"a {message} ({hint})", SparseConvergenceWarning, stacklevel=5)
         return
