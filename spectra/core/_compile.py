@@ -1,13 +1,26 @@
-"""``spectra.eigh``/``eigvalsh`` inside ``torch.compile`` and ``torch.export``: custom ops.
+"""The core inside ``torch.compile`` and ``torch.export``: custom ops.
 
 Traced by Dynamo, the core's Python (caches, options, the planner, numba) would break the
 graph or be compiled into something that is no longer the core (a fanned-out batch came
-back 1.1e-9 away from eager). Under compilation the public functions call these
-``torch.library.custom_op``s instead: opaque to the tracer, with a fake kernel for shapes,
-the core's own backward (``eigh_backward``, the eager defaults) registered as their
-autograd formula, and a vmap rule. Their implementation is the eager core, and ``k`` is
-the same slice of the full result that the eager core returns, so compiled results are
-bitwise the eager ones, forward and backward (``tests/core/test_compile.py``).
+back 1.1e-9 away from eager). Under compilation the public functions call custom ops
+instead, opaque to the tracer, with fake kernels for shapes:
+
+- ``spectra::eigh`` / ``spectra::eigvalsh``: a plain tensor call (``k``, ``largest``,
+  ``check``) that needs no gradient (``k`` is the same slice of the full result that the
+  eager core returns); they also carry the core's backward (``spectra::eigh_backward``)
+  and vmap rules for direct use;
+- ``spectra::call``: every other call of tensors (``b``, a ragged list, options, a plan,
+  tolerances, ``device``, any call whose input requires grad) and
+  ``spectra.matrix_function(a, f)``. The call is registered at trace time under an int key
+  (``f`` and the option objects held by the registry, Dynamo guarding on their identity);
+  the op replays the eager call with the inputs marked as the traced ones were, and its
+  backward (``spectra::call_backward``) replays it with autograd and differentiates that,
+  so ``f'`` and the divided differences are the eager code's own.
+
+The eager forward is deterministic, so compiled results are bitwise the eager ones,
+forward and backward, on every path (``tests/core/test_compile.py``). The price: the
+backward of a compiled call runs its forward once more; the keys live in the process, so
+an exported program with ``spectra::call`` runs in the process that exported it.
 
 >>> import torch, spectra
 >>> eigvalsh = torch.compile(spectra.eigvalsh, backend="eager", fullgraph=True)

@@ -177,6 +177,15 @@ def _generalized_values(a, b):
     return spectra.eigvalsh(a, b, k=3)
 
 
+def _near_singular_b(n, seed):
+    q = torch.linalg.qr(_hermitian((), n, torch.float64, seed=seed))[0]
+    return (q * torch.tensor([1e-9, *range(1, n)], dtype=torch.float64)) @ q.mT
+
+
+def _generalized_lindep(a, b):
+    return spectra.eigh(a, b, lindep=1e-6, lindep_fill=1e3)  # canonical orthogonalization
+
+
 GENERALIZED = {
     "real": (_generalized, ((6,), 5, torch.float64), B_GEN, [("torch", False)]),
     "complex-k-largest": (
@@ -187,6 +196,12 @@ GENERALIZED = {
     ),
     "values-k": (_generalized_values, ((6,), 5, torch.float64), B_GEN, [("torch", False)]),
     "numba-ql": (_generalized, ((64,), 8, torch.float64), B_KERNEL, [("numba-ql", False)]),
+    "lindep": (
+        _generalized_lindep,
+        ((), 5, torch.float64),
+        _near_singular_b(5, 3),
+        [("torch", False)] * 2,  # b's eigh, then the reduced a's
+    ),
 }
 
 
@@ -323,6 +338,27 @@ def test_each_f_gets_its_own_graph():
         torch.testing.assert_close(compiled(x, _scaled_exp(c)), torch.exp(torch.tensor(c)) * x)
 
 
+def test_an_f_made_inside_the_compiled_function():
+    """Dynamo turns a closure made in the compiled frame into the key's ``f`` when what it
+    captures is constant; one capturing a tensor stops the compile (never a silent
+    trace-time value)."""
+    x = torch.eye(2, dtype=torch.float64)
+
+    def constant(a):
+        c = 0.5
+        return spectra.matrix_function(a, lambda w: torch.exp(c * w))
+
+    out = torch.compile(constant, fullgraph=True, backend="eager")(x)
+    assert torch.equal(out, spectra.matrix_function(x, lambda w: torch.exp(0.5 * w)))
+
+    def captured(a, c):
+        return spectra.matrix_function(a, lambda w: torch.exp(c * w))
+
+    c = torch.tensor(0.5, dtype=torch.float64)
+    with pytest.raises(Exception, match=r"(?i)closure"):
+        torch.compile(captured, fullgraph=True, backend="eager")(x, c)
+
+
 def test_an_optimizer_step_through_matrix_function_compiles_without_a_break():
     """A Stiefel-like step: a polar retraction ``Y (Y^T Y)^(-1/2)`` inside ``no_grad``."""
     gen = torch.Generator().manual_seed(0)
@@ -339,6 +375,15 @@ def test_an_optimizer_step_through_matrix_function_compiles_without_a_break():
 
 
 # ---- errors, export, and the ops themselves ----
+
+
+def test_second_derivatives_through_a_compiled_call_are_refused_by_torch():
+    """aot_autograd itself has no double backward: a clear RuntimeError, no wrong number."""
+    a = (torch.eye(3, dtype=torch.float64) + 0.1).requires_grad_(True)
+    f = torch.compile(lambda m: spectra.matrix_function(m, torch.exp).sum(), backend="aot_eager")
+    (g,) = torch.autograd.grad(f(a), a, create_graph=True)
+    with pytest.raises(RuntimeError, match="double backward"):
+        torch.autograd.grad(g.sum(), a)
 
 
 def test_bad_input_raises_the_cores_error_inside_a_compiled_call():
