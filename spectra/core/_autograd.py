@@ -36,6 +36,7 @@ from ._errors import InputError
 from ._memory import BACKWARD_MATRICES, matrix_bytes, rows_within
 
 Solver = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+Grad = torch.Tensor | None  # a gradient that may be absent
 DEGENERATE_POLICIES = ("warn", "nan", "ignore")
 
 
@@ -209,11 +210,7 @@ def eigh_backward(
 
 
 def _backward(
-    w: torch.Tensor,
-    v: torch.Tensor,
-    gw: torch.Tensor | None,
-    gv: torch.Tensor | None,
-    opts: BackwardOptions,
+    w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad, opts: BackwardOptions
 ) -> torch.Tensor:
     """:func:`eigh_backward` with its options object (tolerance resolved)."""
     n = v.shape[-1]

@@ -254,23 +254,8 @@ def eigh(
     >>> spectra.eigh(a, plan=p).eigenvalues[1]
     tensor([1., 3.])
     """
-    w, v = _run(
-        a,
-        b,
-        Request.build(
-            vectors=True,
-            k=k,
-            largest=largest,
-            lindep=lindep,
-            lindep_fill=lindep_fill,
-            check=check,
-            symmetry_tol=symmetry_tol,
-            device=device,
-        ),
-        plan,
-        options,
-        execution,
-    )
+    request = Request.build(True, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
+    w, v = _run(a, b, request, plan, options, execution)
     return EighResult(w, v)
 
 
@@ -299,21 +284,6 @@ def eigvalsh(
     >>> spectra.eigvalsh(np.diag([3.0, 1.0, 2.0]))
     array([1., 2., 3.])
     """
-    w, _ = _run(
-        a,
-        b,
-        Request.build(
-            vectors=False,
-            k=k,
-            largest=largest,
-            lindep=lindep,
-            lindep_fill=lindep_fill,
-            check=check,
-            symmetry_tol=symmetry_tol,
-            device=device,
-        ),
-        plan,
-        options,
-        execution,
-    )
+    request = Request.build(False, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
+    w, _ = _run(a, b, request, plan, options, execution)
     return w

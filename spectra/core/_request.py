@@ -72,7 +72,6 @@ class Request:
     @classmethod
     def build(
         cls,
-        *,
         vectors: bool = True,
         k: Any = None,
         largest: bool = False,
@@ -82,7 +81,8 @@ class Request:
         symmetry_tol: Any = None,
         device: Any = None,
     ) -> Request:
-        """The request of a call, its tolerances validated (``k`` is checked per size)."""
+        """The request of a call, its tolerances validated (``k`` is checked per size); the
+        arguments in the order of the fields."""
         return cls(
             vectors=vectors,
             k=k,
