@@ -12,12 +12,15 @@ Rows:
 - ``Batch vs PyG loop``: the same graphs collated into one ``Batch`` and transformed by
   one call vs PyG's transform looped over them.
 
-Ratios are ``pyg_time / spectra_time`` (> 1: spectra is faster).
+Ratios are ``pyg_time / spectra_time`` (> 1: spectra is faster), paired by round, with
+their spread and quartiles; ``os.getloadavg()`` before and after each row is in the JSON
+(the machine is shared).
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import statistics
 import time
 import warnings
@@ -53,6 +56,8 @@ def _row(name: str, times: dict[str, list[float]], unit: float) -> dict[str, Any
         "pyg_spread_us": [min(theirs) / unit, max(theirs) / unit],
         "ratio": statistics.median(ratios),
         "ratio_spread": [min(ratios), max(ratios)],
+        "ratio_quartiles": statistics.quantiles(ratios, n=4, method="inclusive")[::2],
+        "rounds": len(ratios),
     }
 
 
@@ -72,7 +77,9 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
     _pass(ours, graphs[:10])
     _pass(theirs, graphs[:10])
     per_data = {"spectra": lambda: _pass(ours, graphs), "pyg": lambda: _pass(theirs, graphs)}
+    load = os.getloadavg()
     rows = [_row("per Data (25 nodes, k=4)", _rounds(per_data, rounds), 1e-6)]
+    rows[-1].update(load_before=load, load_after=os.getloadavg())
     batch = Batch.from_data_list(graphs)
 
     def one_call() -> float:
@@ -84,9 +91,11 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
         return _pass(theirs, graphs) * len(graphs)
 
     one_call()
-    times = _rounds({"spectra": one_call, "pyg": loop}, max(3, rounds // 2))
+    load = os.getloadavg()
+    times = _rounds({"spectra": one_call, "pyg": loop}, max(5, rounds))
     rows.append(_row(f"Batch of {count} vs PyG loop (total)", times, 1e-6))
-    rows[-1]["threads"] = torch.get_num_threads()
+    rows[-1].update(threads=torch.get_num_threads(), load_before=load,
+                    load_after=os.getloadavg())  # fmt: skip
     return rows
 
 

@@ -5,23 +5,29 @@ AddLaplacianEigenvectorPE in the same run.
 
 Rows:
 
+- ``k=8 at N``: ``LaplacianPE(8)`` on the largest component of a random geometric graph
+  (mean degree ~10) of 3,000 and 20,000 nodes vs PyG's transform (ARPACK) on it (goal: at
+  least 1x); the time spectra spent inside the core's sparse solve is reported too, so the
+  transform's own cost (assembly, checks, columns) is the difference.
 - ``mixed``: a ``Batch`` of 30 small graphs (20-50 nodes) plus one 2,000-node graph vs that
   graph alone (goal: at most 1.5x), and the same with one 6,000-node graph under
-  ``max_memory`` (goal: runs; peak RSS reported).
-- ``D&D-like``: 128 graphs with sizes drawn like D&D (log-normal, mean ~284, largest
-  ~5,700 nodes): ``LaplacianPE(8)`` on one ``Batch`` vs PyG's transform looped over the
+  ``max_memory`` 2 GiB (goal: runs; peak RSS and the largest dense buffer handed to the core
+  reported).
+- ``D&D-like``: 128 graphs with sizes drawn like D&D (log-normal, mean ~260-290, largest
+  5,748 nodes): ``LaplacianPE(8)`` on one ``Batch`` vs PyG's transform looped over the
   graphs (goal: at least 5x).
-- ``k=8 at N``: ``LaplacianPE(8)`` on the largest component of a random geometric graph
-  (mean degree ~10) of 3,000 and 20,000 nodes vs PyG's transform (ARPACK) on it.
 
-``ratio`` is ``peer / spectra`` (> 1: spectra is faster); for ``mixed`` it is
-``batch / alone`` (the overhead of the small graphs). One run per row (the large rows take
-seconds), medians of 3 for the rest.
+Every row interleaves spectra and its peer round by round (the order rotating,
+``benchmarks._timing.rotating_rounds``) and reports medians with quartiles of each side and
+of the same-round ratios; ``ratio`` is ``peer / spectra`` (> 1: spectra is faster), for
+``mixed`` it is ``batch / alone`` (the small graphs' overhead). The machine is shared:
+``os.getloadavg()`` before and after each row is in the JSON.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import resource
 import statistics
 import time
@@ -30,8 +36,23 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks._timing import bench_main
+from benchmarks._timing import bench_main, rotating_rounds
 from benchmarks.bench_graph import molecule_like
+
+
+def quartiles(xs: list[float]) -> dict[str, float]:
+    """Median and quartiles (``statistics.quantiles``, inclusive) of ``xs``."""
+    if len(xs) == 1:
+        return {"median": xs[0], "q1": xs[0], "q3": xs[0]}
+    q1, q2, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+    return {"median": q2, "q1": q1, "q3": q3}
+
+
+def paired(name: str, times: dict[str, list[float]], ours: str, peer: str, **extra: Any):
+    """One row: each side's median/quartiles and the same-round ratios ``peer / ours``."""
+    ratios = [p / o for o, p in zip(times[ours], times[peer], strict=True)]
+    return {"row": name, "spectra_s": quartiles(times[ours]), "peer_s": quartiles(times[peer]),
+            "ratio": quartiles(ratios), "rounds": len(ratios), **extra}  # fmt: skip
 
 
 def geometric(n: int, seed: int = 0, degree: float = 10.0) -> Any:
@@ -63,12 +84,17 @@ def small_graphs(count: int, seed: int) -> list[Any]:
 
 
 def dd_like(count: int, seed: int = 0) -> list[Any]:
-    """Graph sizes log-normal like D&D (mean ~284, heavy tail), largest forced to ~5,700."""
+    """Graph sizes log-normal like D&D's (heavy tail), the largest set to D&D's 5,748 and
+    the others scaled so that the mean is D&D's 284 (min 30)."""
     from torch_geometric.data import Data
 
     rng = np.random.default_rng(seed)
-    sizes = np.clip(rng.lognormal(np.log(200), 0.8, size=count), 30, 5748).astype(int)
-    sizes[int(np.argmax(sizes))] = 5748
+    raw = rng.lognormal(np.log(200), 0.8, size=count)
+    top = int(np.argmax(raw))
+    rest = np.delete(np.arange(count), top)
+    raw[rest] *= (284 * count - 5748) / raw[rest].sum()
+    sizes = np.clip(raw, 30, 5748).astype(int)
+    sizes[top] = 5748
     out = []
     for i, n in enumerate(sizes):
         if n >= 1000:
@@ -79,13 +105,45 @@ def dd_like(count: int, seed: int = 0) -> list[Any]:
     return out
 
 
-def timed(fn: Any, repeats: int = 1) -> float:
-    times = []
-    for _ in range(repeats):
+def _solve_spy() -> tuple[list[float], Any]:
+    """Time spent in the core's sparse solve (seconds per call, appended), and the undo."""
+    import spectra.graph._sparse_path as sparse_path
+
+    spent: list[float] = []
+    real = sparse_path.eigh
+
+    def timed_eigh(a: Any, *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        out = real(a, *args, **kwargs)
+        spent.append(time.perf_counter() - t0)
+        return out
+
+    sparse_path.eigh = timed_eigh
+
+    def undo() -> None:
+        sparse_path.eigh = real
+
+    return spent, undo
+
+
+def _dense_spy() -> tuple[list[int], Any]:
+    """Bytes of the dense matrices handed to the core (per call), and the undo."""
+    import spectra.graph._spectrum as spectrum
+
+    sizes: list[int] = []
+    real = spectrum.eigh
+
+    def counting(a: Any, *args: Any, **kwargs: Any) -> Any:
+        items = a if isinstance(a, list) else [a]
+        sizes.append(sum(x.numel() * x.element_size() for x in items))
+        return real(a, *args, **kwargs)
+
+    spectrum.eigh = counting
+
+    def undo() -> None:
+        spectrum.eigh = real
+
+    return sizes, undo
 
 
 def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
@@ -99,54 +157,85 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
     pe = LaplacianPE(8, device=device)
     pyg = AddLaplacianEigenvectorPE(8, is_undirected=True)
 
+    for n in (3000,) if quick else (3000, 20000):
+        g = geometric(n, seed=7)  # largest component ~n nodes
+        pe(copy.copy(g))
+        pyg(copy.copy(g))
+        load = os.getloadavg()
+        spent, undo = _solve_spy()
+        fns = {"spectra": lambda g=g: pe(copy.copy(g)), "pyg": lambda g=g: pyg(copy.copy(g))}
+        times = rotating_rounds(fns, rounds=3 if quick or n > 5000 else 7, calls=1)
+        undo()
+        solve = spent[1:] if len(spent) > len(times["spectra"]) else spent  # the warm-up
+        rows.append(paired(f"k=8 at {g.num_nodes} nodes", times, "spectra", "pyg",
+                           peer="PyG AddLaplacianEigenvectorPE(8) (ARPACK eigsh)",
+                           core_solve_s=quartiles(solve[-len(times["spectra"]):]),
+                           goal=">= 1", load_before=load, load_after=os.getloadavg()))  # fmt: skip
+
     big = geometric(2000, seed=1)  # largest component ~2,000 nodes
     mixed = Batch.from_data_list([*small_graphs(30, 2)[:15], big, *small_graphs(30, 2)[15:]])
     pe(copy.copy(big))
-    alone = timed(lambda: pe(copy.copy(big)), 3)
-    together = timed(lambda: pe(copy.copy(mixed)), 3)
-    rows.append({"row": f"mixed: 30 small + {big.num_nodes}", "spectra_s": together,
-                 "peer_s": alone, "peer": "the large graph alone",
-                 "ratio": together / alone, "goal": "<= 1.5"})  # fmt: skip
+    pe(copy.copy(mixed))
+    load = os.getloadavg()
+    fns = {"batch": lambda: pe(copy.copy(mixed)), "alone": lambda: pe(copy.copy(big))}
+    times = rotating_rounds(fns, rounds=5 if quick else 9, calls=1)
+    row = paired(f"mixed: 30 small + {big.num_nodes}", times, "alone", "batch",
+                 peer="the large graph alone", goal="ratio (batch / alone) <= 1.5",
+                 load_before=load, load_after=os.getloadavg())  # fmt: skip
+    row["spectra_s"], row["peer_s"] = row["peer_s"], row["spectra_s"]  # batch, alone
+    rows.append(row)
 
     if not quick:
         huge = geometric(6000, seed=3)
         mixed6 = Batch.from_data_list([*small_graphs(30, 4), huge])
-        limited = LaplacianPE(8, eigh_options={"max_memory": 2 * 2**30})
+        budget = 2 * 2**30
+        limited = LaplacianPE(8, eigh_options={"max_memory": budget})
+        load = os.getloadavg()
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        t = timed(lambda: limited(copy.copy(mixed6)))
+        dense, undo = _dense_spy()
+        t0 = time.perf_counter()
+        limited(copy.copy(mixed6))
+        t = time.perf_counter() - t0
+        undo()
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        padded_all = 31 * huge.num_nodes**2 * 8
         rows.append({"row": f"mixed: 30 small + {huge.num_nodes}, max_memory 2 GiB",
                      "spectra_s": t, "peak_rss_gib": peak / 2**20,
                      "rss_growth_gib": (peak - before) / 2**20,
-                     "goal": "runs within max_memory"})  # fmt: skip
+                     "largest_dense_input_mib": max(dense, default=0) / 2**20,
+                     "padded_to_largest_would_be_gib": padded_all / 2**30,
+                     "goal": "runs within max_memory", "load_before": load,
+                     "load_after": os.getloadavg()})  # fmt: skip
 
     count = 32 if quick else 128
     graphs = dd_like(count, seed=5)
     batch = Batch.from_data_list(graphs)
-    ours = timed(lambda: pe(copy.copy(batch)))
-    theirs = timed(lambda: [pyg(copy.copy(g)) for g in graphs])
+    pe(copy.copy(batch))
+    load = os.getloadavg()
+    fns = {"spectra": lambda: pe(copy.copy(batch)),
+           "pyg": lambda: [pyg(copy.copy(g)) for g in graphs]}  # fmt: skip
+    times = rotating_rounds(fns, rounds=3, calls=1)
     sizes = [g.num_nodes for g in graphs]
-    rows.append({"row": f"D&D-like {count} graphs (mean {np.mean(sizes):.0f}, max {max(sizes)})",
-                 "spectra_s": ours, "peer_s": theirs, "peer": "PyG loop",
-                 "ratio": theirs / ours, "goal": ">= 5"})  # fmt: skip
-
-    for n in (3000,) if quick else (3000, 20000):
-        g = geometric(n, seed=7)  # largest component ~n nodes
-        ours = timed(lambda g=g: pe(copy.copy(g)), 1 if n > 5000 else 3)
-        theirs = timed(lambda g=g: pyg(copy.copy(g)), 1 if n > 5000 else 3)
-        rows.append({"row": f"k=8 at {g.num_nodes} nodes", "spectra_s": ours, "peer_s": theirs,
-                     "peer": "PyG (ARPACK)", "ratio": theirs / ours, "goal": ">= 1"})  # fmt: skip
+    rows.append(paired(f"D&D-like {count} graphs (mean {np.mean(sizes):.0f}, max {max(sizes)})",
+                       times, "spectra", "pyg", peer="PyG loop", goal=">= 5",
+                       load_before=load, load_after=os.getloadavg()))  # fmt: skip
     return rows
 
 
 def _print(rows: list[dict[str, Any]]) -> None:
     for r in rows:
-        extra = ", ".join(
-            f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
-            for k, v in r.items()
-            if k != "row"
-        )
-        print(f"{r['row']:55s} {extra}")
+        parts = []
+        for k, v in r.items():
+            if k == "row":
+                continue
+            if isinstance(v, dict):
+                v = f"{v['median']:.3g} ({v['q1']:.3g}-{v['q3']:.3g})"
+            elif isinstance(v, float):
+                v = f"{v:.3g}"
+            elif isinstance(v, tuple):
+                v = "/".join(f"{x:.1f}" for x in v)
+            parts.append(f"{k}={v}")
+        print(f"{r['row']:50s} " + ", ".join(parts))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -221,7 +221,7 @@ def asymmetric_graphs(entries: Entries, tol: float) -> list[int]:
             return []
         diff = (dense - dense.mH).abs().max()
         return [0] if bool(diff > tol * max(float(dense.abs().max()), 1.0)) else []
-    if x.device.type == "cpu" and x.numel() > 4096:  # large: SciPy's O(nnz) transpose
+    if x.device.type == "cpu" and x.numel() > 65536:  # large: SciPy's O(nnz) transpose
         return _asymmetric_scipy(lay, r, c, x, tol)
     k1, o1 = torch.sort(r * n + c, stable=True)
     k2, o2 = torch.sort(c * n + r, stable=True)

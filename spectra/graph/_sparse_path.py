@@ -100,7 +100,10 @@ def sparse_candidates(
 ) -> list[int]:
     """Graphs that take the sparse path: asking for few eigenpairs, and large by
     :func:`takes_sparse` (``budget``: ``max_memory``, when given)."""
-    if lowest is None:
+    if lowest is None or not counts:
+        return []
+    largest = max(counts)
+    if not takes_sparse(largest, sparse_from, budget):  # the rule grows with n: none is
         return []
     out = []
     for g, (n, c) in enumerate(zip(counts, components, strict=True)):
