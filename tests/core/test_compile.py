@@ -16,7 +16,7 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 import spectra
-from spectra.core import _compile, _eigh, _solve
+from spectra.core import _compile, _compile_call, _eigh, _solve
 from spectra.core._threads import cpu_count
 
 from .helpers import random_hermitian
@@ -432,7 +432,7 @@ def test_the_custom_ops_pass_torchs_opcheck():
         ([small], ("eigh", -1, None, None, {})),  # float16 in, float16 out
     ]
     for tensors, (fn, na, nb, f, kwargs) in calls:
-        key = _compile._call_key(fn, na, nb, f, (), tuple(kwargs), *kwargs.values())
+        key = _compile_call._call_key(fn, na, nb, f, (), tuple(kwargs), *kwargs.values())
         grad = [t.requires_grad for t in tensors]
         torch.library.opcheck(torch.ops.spectra.call.default, (tensors, grad, key))
 
@@ -444,8 +444,8 @@ def test_no_dynamo_error_at_interpreter_exit_after_the_doctests():
     doctests compile module-level functions instead: none may print it."""
     script = textwrap.dedent(
         """
-        import doctest, spectra.core._compile as m, spectra.core._matrix_function as mf
-        for mod in (m, mf):
+        import doctest, spectra.core._compile as m, spectra.core._compile_call as c
+        for mod in (m, c):
             assert doctest.testmod(mod).failed == 0
         """
     )
