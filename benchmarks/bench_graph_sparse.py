@@ -48,10 +48,12 @@ def quartiles(xs: list[float]) -> dict[str, float]:
     return {"median": q2, "q1": q1, "q3": q3}
 
 
-def paired(name: str, times: dict[str, list[float]], ours: str, peer: str, **extra: Any):
+def paired(name: str, times: dict[str, list[float]], ours_key: str, peer_key: str,
+           **extra: Any) -> dict[str, Any]:  # fmt: skip
     """One row: each side's median/quartiles and the same-round ratios ``peer / ours``."""
-    ratios = [p / o for o, p in zip(times[ours], times[peer], strict=True)]
-    return {"row": name, "spectra_s": quartiles(times[ours]), "peer_s": quartiles(times[peer]),
+    ours, theirs = times[ours_key], times[peer_key]
+    ratios = [p / o for o, p in zip(ours, theirs, strict=True)]
+    return {"row": name, "spectra_s": quartiles(ours), "peer_s": quartiles(theirs),
             "ratio": quartiles(ratios), "rounds": len(ratios), **extra}  # fmt: skip
 
 
