@@ -21,6 +21,7 @@ tensor([[2.7183, 0.0000],
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,24 @@ _CONSTANTS = (type(None), bool, int, float, str, torch.dtype, torch.device)
 _CALLS: list[_Call] = []
 _KEYS: dict[_Call, int] = {}
 
+#: the keys of this process: its index in ``_CALLS`` plus a random salt, so a program
+#: exported here and loaded in another process fails clearly instead of running whatever
+#: that process registered under the same index
+_INDEX_BITS = 24
+_SALT = (int.from_bytes(os.urandom(4), "little") >> 1) << _INDEX_BITS
+
+
+def _lookup(key: int) -> _Call:
+    """The call registered under ``key`` in this process."""
+    index = key - _SALT
+    if not 0 <= index < min(len(_CALLS), 1 << _INDEX_BITS):
+        raise RuntimeError(
+            f"spectra::call: key {key} was not registered in this process: a compiled or "
+            "exported program with spectra::call (generalized, ragged, options, gradients, "
+            "matrix_function) runs in the process that traced it"
+        )
+    return _CALLS[index]
+
 
 @torch._dynamo.assume_constant_result
 def _call_key(
@@ -86,7 +105,7 @@ def _call_key(
     except TypeError:  # an unhashable option: a key of its own
         key = None
     if key is None:
-        key = len(_CALLS)
+        key = _SALT + len(_CALLS)
         _CALLS.append(call)
         with contextlib.suppress(TypeError):
             _KEYS[call] = key
@@ -122,7 +141,7 @@ def call_op(tensors: list[torch.Tensor], grad: list[bool], key: int) -> list[tor
     """The eager call registered under ``key`` (``spectra.eigh(a, b, ...)``, a ragged
     list, options, ``matrix_function(a, f)``), as one opaque op."""
     with eager_dispatch():
-        _, outputs = _replay(_CALLS[key], tensors, grad)
+        _, outputs = _replay(_lookup(key), tensors, grad)
         return [y.detach().clone(memory_format=torch.contiguous_format) for y in outputs]
 
 
@@ -134,7 +153,7 @@ def call_backward_op(
     differentiated with the upstream ``grads`` (the eager forward is deterministic, so
     this is the eager graph and its gradients, bitwise)."""
     with eager_dispatch(), torch.enable_grad():
-        inputs, outputs = _replay(_CALLS[key], tensors, grad)
+        inputs, outputs = _replay(_lookup(key), tensors, grad)
         pairs = [(y, g) for y, g in zip(outputs, grads, strict=True) if g is not None]
         pairs = [(y, g) for y, g in pairs if y.requires_grad]
         wrt = [x for x in inputs if x.requires_grad]
@@ -198,7 +217,7 @@ def _fake_matrix_function(call: _Call, a: torch.Tensor) -> torch.Tensor:
 
 @call_op.register_fake
 def _(tensors: list[torch.Tensor], grad: list[bool], key: int) -> list[torch.Tensor]:
-    call = _CALLS[key]
+    call = _lookup(key)
     a, b = call.split(tensors)
     if call.fn == "matrix_function":
         return [_fake_matrix_function(call, a)]

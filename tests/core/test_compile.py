@@ -411,6 +411,50 @@ def test_export_of_modules_calling_the_core():
     _same(list(got), list(want))
 
 
+class _Plain(torch.nn.Module):
+    def forward(self, x):
+        w, v = spectra.eigh(x, k=2)
+        return w, v
+
+
+class _Generic(torch.nn.Module):
+    def forward(self, x):
+        return spectra.matrix_function(x, torch.exp)
+
+
+def test_a_saved_program_loads_here_and_elsewhere_only_with_the_plain_ops(tmp_path):
+    """``torch.export.save``/``load``: in this process both ops run; in a fresh process the
+    plain op runs bitwise and ``spectra::call`` refuses its key by name (keys are this
+    process's), never running another call."""
+    a = _hermitian((4,), 5, torch.float64, seed=9)
+    torch.save(a, tmp_path / "a.pt")
+    for name, module in (("plain", _Plain()), ("generic", _Generic())):
+        torch.export.save(torch.export.export(module, (a,)), tmp_path / f"{name}.pt2")
+        loaded = torch.export.load(tmp_path / f"{name}.pt2").module()
+        _same(tree_leaves(loaded(a)), tree_leaves(module(a)))
+    torch.save(list(_Plain()(a)), tmp_path / "want.pt")
+    script = textwrap.dedent(
+        f"""
+        import torch, spectra.core._compile
+        a = torch.load({str(tmp_path / "a.pt")!r})
+        want = torch.load({str(tmp_path / "want.pt")!r})
+        got = torch.export.load({str(tmp_path / "plain.pt2")!r}).module()(a)
+        assert all(torch.equal(x, y) for x, y in zip(got, want, strict=True))
+        program = torch.export.load({str(tmp_path / "generic.pt2")!r}).module()
+        try:
+            program(a)
+        except RuntimeError as exc:
+            assert "not registered in this process" in str(exc), exc
+        else:
+            raise AssertionError("a foreign key ran")
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
 def test_calls_the_ops_do_not_take_are_traced_as_before():
     a = _hermitian((2,), 4, torch.float64, seed=2)
     assert _compile.compiled_call(a.numpy(), True, None, False, True, {}) is None
