@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from ..core.domain import InputError
-from ._optim import RiemannianOptimizer
+from ._optim import RiemannianOptimizer, Update
 
 
 class RiemannianAdam(RiemannianOptimizer):
@@ -89,8 +89,10 @@ class RiemannianAdam(RiemannianOptimizer):
         manifold: Any,
         group: dict[str, Any],
         state: dict[str, Any],
-    ) -> tuple[torch.Tensor, list[torch.Tensor], bool]:
+    ) -> Update:
         beta1, beta2 = group["betas"]
+        if manifold is not None and p.ndim == 2 and len(state) and p.device.type == "cpu":
+            return self._update_one(p, g, manifold, group, state)
         if manifold is not None:  # one scalar per matrix: the direction stays tangent
             sq = manifold.metric.inner(p, g, g, keepdim=True)
         else:
@@ -105,21 +107,39 @@ class RiemannianAdam(RiemannianOptimizer):
         every = group.get("stabilize")
         due = every is not None and state["step"] % every == 0
         m, v = state["exp_avg"], state["exp_avg_sq"]
-        m.mul_(beta1).add_(g, alpha=1 - beta1)
+        m.lerp_(g, 1 - beta1)  # beta1 m + (1 - beta1) g, as torch.optim.Adam
         bc1 = 1 - beta1 ** state["step"]
         bc2 = 1 - beta2 ** state["step"]
-        if manifold is not None and v.numel() == 1 and v.device.type == "cpu":
-            # one matrix: its second moment is one number, updated in Python (two reads,
-            # one write) instead of a chain of one-element tensor operations
-            vv = beta2 * v.item() + (1 - beta2) * sq.item()
-            v.fill_(vv)
-            if group["amsgrad"]:
-                top = state["max_exp_avg_sq"]
-                vv = max(top.item(), vv)
-                top.fill_(vv)
-            return m * (1 / (bc1 * (math.sqrt(vv / bc2) + group["eps"]))), [m], due
         v.mul_(beta2).add_(sq, alpha=1 - beta2)
         if group["amsgrad"]:
             torch.maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
             v = state["max_exp_avg_sq"]
         return (m / bc1) / ((v / bc2).sqrt() + group["eps"]), [m], due
+
+    def _update_one(
+        self,
+        p: torch.Tensor,
+        g: torch.Tensor,
+        manifold: Any,
+        group: dict[str, Any],
+        state: dict[str, Any],
+    ) -> tuple[torch.Tensor, list[torch.Tensor], bool, float]:
+        """One CPU matrix after its first step: the second moment is one number, updated
+        in Python (one read, one write), and the step's scalar factor goes to the
+        retraction (``X + (-lr c) m`` in one operation) instead of a scaled copy of ``m``."""
+        beta1, beta2 = group["betas"]
+        sq = manifold.metric.squared_norm(p, g)
+        state["step"] += 1
+        step = state["step"]
+        every = group.get("stabilize")
+        due = every is not None and step % every == 0
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        m.lerp_(g, 1 - beta1)
+        vv = beta2 * v.item() + (1 - beta2) * sq
+        v.fill_(vv)
+        if group["amsgrad"]:
+            top = state["max_exp_avg_sq"]
+            vv = max(top.item(), vv)
+            top.fill_(vv)
+        bc1, bc2 = 1 - beta1**step, 1 - beta2**step
+        return m, [m], due, 1 / (bc1 * (math.sqrt(vv / bc2) + group["eps"]))

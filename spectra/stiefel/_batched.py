@@ -133,49 +133,80 @@ def _run_one(job: Job, optimizer: str, state: str) -> None:
         _blame([job], optimizer, state, exc)
         raise
     metric = job.manifold.metric
-    for v in job.vectors:
-        if step is None and type(metric) in _PROJECTING:  # in place: v - y herm(y^H v)
-            s = y.mH @ v
-            if v.ndim == 2:
-                v.addmm_(y, s + s.mH, alpha=-0.5)
-            else:
-                v.sub_(y @ (s + s.mH), alpha=0.5)
-        else:
+    if step is None and type(metric) in _PROJECTING:  # in place: v - y herm(y^H v)
+        _transport_in_place(y, job.vectors)
+    else:
+        for v in job.vectors:
             v.copy_(metric.transport(x, step, y, v, job.method))
     if y is not x:
         job.param.copy_(y)
 
 
-def _try_series(job: Job) -> bool:
-    """A polar job whose step the binomial series resolves, done in place; ``False`` (and
-    nothing written) otherwise."""
-    if job.method != "polar" or type(job.manifold.metric) not in _PROJECTING:
-        return False
-    x = job.param.detach()
-    if x.shape != job.direction.shape:
-        return False
-    if series_polar(torch.add(x, job.direction, alpha=job.scale), x) is None:
-        return False
-    for v in job.vectors:  # transport by projection at the new point, in place
+def _series_ready(job: Job) -> bool:
+    """Whether ``job`` is a polar step the binomial series may take (a projecting metric:
+    its transport is the projection at the new point)."""
+    return (
+        job.method == "polar"
+        and type(job.manifold.metric) in _PROJECTING
+        and job.param.shape == job.direction.shape
+    )
+
+
+def _transport_in_place(x: torch.Tensor, vectors: list[torch.Tensor]) -> None:
+    """Each ``v`` becomes its projection onto the tangent space at ``x``, in place."""
+    for v in vectors:
         s = x.mH @ v
         if v.ndim == 2:
             v.addmm_(x, s + s.mH, alpha=-0.5)
         else:
             v.sub_(x @ (s + s.mH), alpha=0.5)
-    return True
+
+
+def _try_series(jobs: list[Job]) -> list[Job]:
+    """The series steps of ``jobs`` (same shape, dtype and device) done in place, stacked
+    into one batch when there are several; returns the jobs it could not take (nothing of
+    theirs written)."""
+    if len(jobs) == 1:
+        job = jobs[0]
+        x = job.param.detach()
+        if series_polar(torch.add(x, job.direction, alpha=job.scale), x) is None:
+            return jobs
+        _transport_in_place(x, job.vectors)
+        return []
+    y = torch.stack([torch.add(j.param.detach(), j.direction, alpha=j.scale) for j in jobs])
+    q = series_polar(y)
+    if q is None:  # one step too large for the stack: each on its own
+        return [j for j in jobs if _try_series([j])]
+    for job, new in zip(jobs, q.unbind(0), strict=True):
+        x = job.param.detach()
+        x.copy_(new)
+        _transport_in_place(x, job.vectors)
+    return []
 
 
 def run_jobs(jobs: list[Job], optimizer: str = "optimizer", state: str = "state") -> None:
     """Retract every job's parameter in place (grouped), then transport its vectors.
 
-    Small polar steps are resolved per parameter by the binomial series (no core call);
-    one remaining parameter is retracted as it is; several are grouped by shape, dtype,
-    device, metric and retraction into one retraction (one core eigh call) per group."""
+    Small polar steps are resolved by the binomial series (no core call; parameters of
+    one shape stacked into one batch); one remaining parameter is retracted as it is;
+    several are grouped by shape, dtype, device, metric and retraction into one
+    retraction (one core eigh call) per group."""
     if len(jobs) == 1:
         if jobs[0].param.numel():
             _run_one(jobs[0], optimizer, state)
         return
-    rest = [j for j in jobs if j.param.numel() and not _try_series(j)]
+    rest: list[Job] = []
+    stacks: dict[tuple, list[Job]] = {}
+    for job in jobs:
+        p = job.param
+        if not p.numel():
+            continue
+        if _series_ready(job):
+            stacks.setdefault((p.shape, p.dtype, p.device), []).append(job)
+        else:
+            rest.append(job)
+    for members in stacks.values():
+        rest.extend(_try_series(members))
     if len(rest) <= 1:
         if rest:
             _run_one(rest[0], optimizer, state)

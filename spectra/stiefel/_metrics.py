@@ -39,9 +39,10 @@ from ._retractions import RETRACTIONS, Retraction
 
 def project(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """Orthogonal projection onto the tangent space at ``x``: ``u - x herm(x^H u)``."""
-    s = x.mH @ u
-    if x.ndim == 2 and u.ndim == 2:  # one matrix: the fused u - x (s + s^H) / 2
+    if x.ndim == 2 and u.ndim == 2:  # one matrix: mm and the fused u - x (s + s^H) / 2
+        s = torch.mm(x.mH, u)
         return u.addmm(x, s + s.mH, alpha=-0.5)
+    s = x.mH @ u
     return torch.sub(u, x @ (s + s.mH), alpha=0.5)
 
 
@@ -74,6 +75,14 @@ class Metric:
     ) -> torch.Tensor:
         """Inner product of the tangent vectors ``u``, ``v`` at ``x``, per matrix."""
         return euclidean_inner(u, v, keepdim)
+
+    def squared_norm(self, x: torch.Tensor, u: torch.Tensor) -> float:
+        """``<u, u>`` at ``x`` for one matrix, as a Python number (Adam's second moment):
+        one dot product under the Euclidean inner product."""
+        if type(self).inner is Metric.inner and not u.is_complex() and u.is_contiguous():
+            flat = u.view(-1)
+            return float(torch.dot(flat, flat))
+        return float(self.inner(x, u, u))
 
     def retraction(self, method: str) -> Retraction:
         """The function ``(x, xi) -> y`` of the retraction named ``method``."""

@@ -20,6 +20,13 @@ from ._batched import Job, euclidean_grad, manifold_of, run_jobs, stabilize_grou
 from ._polar import small_kernels
 from ._retractions import RETRACTIONS
 
+#: what :meth:`RiemannianOptimizer._update` returns: ``(d, vectors, flag)``, or with a
+#: scalar ``c`` as 4th entry when the direction is ``c d``
+Update = (
+    tuple[torch.Tensor, list[torch.Tensor], bool]
+    | tuple[torch.Tensor, list[torch.Tensor], bool, float]
+)
+
 
 def check_retraction(retraction: str | None) -> None:
     if retraction is not None and retraction not in RETRACTIONS:
@@ -86,7 +93,7 @@ class RiemannianOptimizer(torch.optim.Optimizer):
         manifold: Any,
         group: dict[str, Any],
         state: dict[str, Any],
-    ) -> tuple[torch.Tensor, list[torch.Tensor], bool]:
+    ) -> Update:
         """``(direction d, tangent vectors to transport, stabilization asked)`` for the
         (Riemannian, for a Stiefel parameter) gradient ``g``; updates ``state``."""
         raise NotImplementedError
@@ -117,11 +124,10 @@ class RiemannianOptimizer(torch.optim.Optimizer):
                 if manifold is not None:  # after the ordinary ones, in one kernel scope
                     pending.append((gi, pi, group, p, manifold))
                     continue
-                d, _, flag = self._update(
-                    p, euclidean_grad(p, group, name), None, group, self.state[p]
-                )
-                p.add_(d, alpha=-group["lr"])
-                asked |= flag
+                out = self._update(p, euclidean_grad(p, group, name), None, group, self.state[p])
+                lr = -group["lr"] * out[3] if len(out) == 4 else -group["lr"]
+                p.add_(out[0], alpha=lr)
+                asked |= out[2]
             if self._group_due(group) or asked:
                 due.append(group)
         if pending:
@@ -143,12 +149,45 @@ class RiemannianOptimizer(torch.optim.Optimizer):
         name: str,
     ) -> None:
         jobs: list[Job] = []
-        for gi, pi, group, p, manifold in pending:
-            x = p.detach()  # plain tensor operations from here (no subclass dispatch)
-            g = manifold.metric.egrad2rgrad(x, euclidean_grad(p, group, name, x))
-            d, vectors, flag = self._update(p, g, manifold, group, self.state[p])
+        grads = _riemannian_grads(pending, name)
+        for (gi, pi, group, p, manifold), g in zip(pending, grads, strict=True):
+            out = self._update(p, g, manifold, group, self.state[p])
+            # (d, vectors, flag), or with a 4th entry c: the direction is c d (the builtin
+            # optimizers hand the scalar to the retraction instead of scaling d)
+            d, vectors, flag = out[0], out[1], out[2]
+            scale = -group["lr"] * out[3] if len(out) == 4 else -group["lr"]
             if flag and not any(group is g2 for g2 in due):
                 due.append(group)
             method = group["retraction"] or manifold.retraction
-            jobs.append(Job(p, manifold, d, -group["lr"], method, vectors, (gi, pi)))
+            jobs.append(Job(p, manifold, d, scale, method, vectors, (gi, pi)))
         run_jobs(jobs, name, self.state_label)
+
+
+def _riemannian_grads(
+    pending: list[tuple[int, int, dict[str, Any], torch.Tensor, Any]], name: str
+) -> list[torch.Tensor]:
+    """Each pending Stiefel parameter's Riemannian gradient; parameters of one shape, dtype,
+    device and metric object are converted together, stacked (a few tensor operations for
+    all of them instead of a few each)."""
+    if len(pending) == 1:
+        _, _, group, p, manifold = pending[0]
+        x = p.detach()  # plain tensor operations from here (no subclass dispatch)
+        return [manifold.metric.egrad2rgrad(x, euclidean_grad(p, group, name, x))]
+    sets: dict[tuple[Any, ...], list[int]] = {}
+    for i, (_, _, _, p, manifold) in enumerate(pending):
+        sets.setdefault((p.shape, p.dtype, p.device, id(manifold.metric)), []).append(i)
+    out: list[torch.Tensor] = [None] * len(pending)  # type: ignore[list-item]
+    for members in sets.values():
+        metric = pending[members[0]][4].metric
+        xs = [pending[i][3].detach() for i in members]
+        gs = [
+            euclidean_grad(pending[i][3], pending[i][2], name, x)
+            for i, x in zip(members, xs, strict=True)
+        ]
+        if len(members) == 1:
+            out[members[0]] = metric.egrad2rgrad(xs[0], gs[0])
+            continue
+        rgrads = metric.egrad2rgrad(torch.stack(xs), torch.stack(gs)).unbind(0)
+        for i, g in zip(members, rgrads, strict=True):
+            out[i] = g
+    return out

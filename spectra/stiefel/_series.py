@@ -104,8 +104,9 @@ def series_polar(y: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tens
     lim = limits(y.dtype)
     if lim is None or y.numel() == 0 or y.shape[-1] == 0 or y.requires_grad:
         return None
-    p = y.shape[-1]
+    n, p = y.shape[-2:]
     c = COEFFICIENTS
+    eye = _eye(p, y.dtype, y.device)
     if y.ndim == 2:  # one matrix: every step one fused operation
         e = torch.addmm(_eye(p, y.dtype, y.device, -1.0), y.mH, y)  # Y^H Y - I
         t = float(torch.linalg.vector_norm(e))
@@ -114,20 +115,30 @@ def series_polar(y: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tens
         degree = bisect.bisect_left(lim, t) + 1
         # Horner: z = c_(K-1) I + c_K E, then z <- c_k I + E z down to k = 0
         z = torch.add(_eye(p, y.dtype, y.device, c[degree - 1]), e, alpha=c[degree])
-        eye = _eye(p, y.dtype, y.device)
         for k in range(degree - 2, -1, -1):
             z = torch.addmm(eye, e, z, beta=c[k])
-    else:
-        e = torch.sub(y.mH @ y, _eye(p, y.dtype, y.device))
-        t = float(torch.linalg.vector_norm(e, dim=(-2, -1)).amax())
-        if not t <= lim[-1]:
-            return None
-        degree = bisect.bisect_left(lim, t) + 1
-        z = torch.add(_eye(p, y.dtype, y.device, c[degree - 1]), e, alpha=c[degree])
-        for k in range(degree - 2, -1, -1):
-            z = e @ z
-            z.diagonal(dim1=-2, dim2=-1).add_(c[k])
-    return torch.matmul(y, z) if out is None else torch.matmul(y, z, out=out)
+        return torch.mm(y, z) if out is None else torch.mm(y, z, out=out)
+    flat = y if y.ndim == 3 else y.reshape(-1, n, p)
+    e = torch.baddbmm(_eye(p, y.dtype, y.device, -1.0), flat.mH, flat)
+    # a few members: the norm of the whole stack (>= each member's, one operation)
+    t = float(torch.linalg.vector_norm(e) if e.shape[0] <= 4 else _largest_norm(e))
+    if not t <= lim[-1]:
+        return None
+    degree = bisect.bisect_left(lim, t) + 1
+    z = torch.add(_eye(p, y.dtype, y.device, c[degree - 1]), e, alpha=c[degree])
+    for k in range(degree - 2, -1, -1):
+        z = torch.baddbmm(eye, e, z, beta=c[k])
+    if out is None:
+        return torch.bmm(flat, z).reshape(y.shape)
+    if out.is_contiguous():
+        torch.bmm(flat, z, out=out.view(-1, n, p))
+        return out
+    return out.copy_(torch.bmm(flat, z).reshape(y.shape))
+
+
+def _largest_norm(e: torch.Tensor) -> torch.Tensor:
+    """The largest Frobenius norm of the matrices of ``e``."""
+    return torch.linalg.vector_norm(e, dim=(-2, -1)).amax()
 
 
 __all__ = ["COEFFICIENTS", "MAX_DEGREE", "degree", "limits", "series_polar"]

@@ -357,3 +357,38 @@ def test_cuda_matches_cpu(method):
     xi = Stiefel().proj(x0.cuda(), torch.randn(x0.shape, dtype=x0.dtype).cuda())
     y = Stiefel().retract(x0.cuda(), xi, method)
     assert float(Stiefel().orthogonality_error(y).max()) < 1e-12
+
+
+@pytest.mark.parametrize("opt_cls", [RiemannianSGD, RiemannianAdam])
+def test_same_shape_parameters_stacked_equal_one_optimizer_each(opt_cls):
+    """Same-shape parameters are converted and retracted stacked (across groups with other
+    weight decay / maximize, metrics kept apart): each lands where an optimizer of its own
+    takes it."""
+    g = torch.Generator().manual_seed(21)
+    starts = [Stiefel().random(12, 3, dtype=torch.float64, generator=g) for _ in range(4)]
+    manifolds = [Stiefel(), Stiefel(), Stiefel(metric="canonical", retraction="polar"), Stiefel()]
+    groups = [{"weight_decay": 0.1}, {"maximize": True}, {}, {"weight_decay": 0.1}]
+    grads = [
+        [torch.randn(12, 3, dtype=torch.float64, generator=g) for _ in range(4)] for _ in range(5)
+    ]
+    kw = {"lr": 0.01} if opt_cls is RiemannianAdam else {"lr": 0.01, "momentum": 0.9}
+
+    def make(i):
+        return StiefelParameter(starts[i].clone(), manifold=manifolds[i])
+
+    together = [make(i) for i in range(4)]
+    opt = opt_cls(
+        [{"params": [together[0], together[3]], **groups[0]}]
+        + [{"params": [together[i]], **groups[i]} for i in (1, 2)],
+        **kw,
+    )
+    alone = [make(i) for i in range(4)]
+    opts = [opt_cls([{"params": [alone[i]], **groups[i]}], **kw) for i in range(4)]
+    for step in range(5):
+        for i in range(4):
+            together[i].grad = grads[step][i].clone()
+            alone[i].grad = grads[step][i].clone()
+            opts[i].step()
+        opt.step()
+    for a, b in zip(together, alone, strict=True):
+        assert torch.allclose(a.detach(), b.detach(), atol=1e-13, rtol=0)
