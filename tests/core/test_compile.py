@@ -118,6 +118,7 @@ PLAIN = {
     "direct": ((), 5, torch.float64, [("direct", False)]),
     "closed-form": ((40,), 3, torch.float32, [("closed-form", False)]),
     "numba-ql-complex": ((64,), 8, torch.complex128, [("numba-ql", False)]),
+    "numba-ql-complex64": ((64,), 5, torch.complex64, [("numba-ql", False)]),
     "numba-jacobi-fanned": ((20000,), 4, torch.float64, [("numba-jacobi", True)]),
     "closed-form-fanned-20000": ((20000,), 3, torch.float64, [("closed-form", True)]),
     "lapack-fanned-complex": ((64,), 40, torch.complex128, [("torch", True)]),
@@ -308,6 +309,14 @@ MATRIX_FUNCTIONS = {
 }
 
 
+def test_matrix_function_of_a_shifted_spectrum(paths):
+    """``sin(A + 1e6 I)``: the shift-invariant divided differences (near ties at a large
+    offset) run in the eager code inside the op: bitwise eager, forward and backward."""
+    a = _hermitian((6,), 5, torch.float64, seed=21) * 1e-3 + 1e6 * torch.eye(5, dtype=torch.float64)
+    fn = lambda x: spectra.matrix_function(x, torch.sin)  # noqa: E731
+    _check(fn, [a], "aot_eager", paths, [("direct", False)])
+
+
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 @pytest.mark.parametrize("case", list(MATRIX_FUNCTIONS))
 def test_matrix_function_equals_eager_bitwise(backend, case, paths):
@@ -357,6 +366,35 @@ def test_an_f_made_inside_the_compiled_function():
     c = torch.tensor(0.5, dtype=torch.float64)
     with pytest.raises(Exception, match=r"(?i)closure"):
         torch.compile(captured, fullgraph=True, backend="eager")(x, c)
+
+
+def test_a_model_and_its_optimizer_step_compile_bitwise():
+    """A module whose parameter goes through ``eigh`` and ``matrix_function``, compiled;
+    one SGD step: the parameters after it are bitwise the eager ones."""
+
+    class Spectral(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(_hermitian((), 4, torch.float64, seed=5))
+
+        def forward(self, x):
+            h = self.weight + self.weight.mT + x
+            w, v = spectra.eigh(h)
+            f = spectra.matrix_function(h, torch.tanh)[..., 0, 1]
+            return w.square().sum() + v[..., 0, :].abs().sum() + f.sum()
+
+    x = _hermitian((8,), 4, torch.float64, seed=6)
+    results = []
+    for compiled in (True, False):
+        model = Spectral()
+        opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+        run = torch.compile(model, fullgraph=True, backend="aot_eager") if compiled else model
+        loss = run(x)
+        loss.backward()
+        opt.step()
+        results.append((loss.detach(), model.weight.detach().clone()))
+    assert torch.equal(results[0][0], results[1][0])
+    assert torch.equal(results[0][1], results[1][1])
 
 
 def test_an_optimizer_step_through_matrix_function_compiles_without_a_break():
