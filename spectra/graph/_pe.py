@@ -178,10 +178,13 @@ def laplacian_pe(
     eigh_options : execution options passed to :func:`spectra.eigh` (``workers``,
         ``chunk_size``, ``max_memory``, ``strategy``), the sparse path's ``tol``,
         ``maxiter``, ``precondition`` (``"jacobi"``, ``"amg"``), ``method`` and
-        ``on_fail``, and ``sparse_from`` (default 1,000: graphs of at least this many nodes
-        take the sparse path, their ``k`` lowest eigenpairs after the deflated null space
-        from the sparse Laplacian, memory ``O(nnz + n k)``; the others are solved densely,
-        similar small graphs in one padded call and the rest at their own sizes).
+        ``on_fail``, and ``sparse_from`` (default: a cost model, dense ``n^3`` against the
+        sparse path's linear time, which crosses near 1,000 nodes; given: graphs of at
+        least this many nodes take the sparse path, their ``k`` lowest eigenpairs after the
+        deflated null space from the sparse Laplacian, memory ``O(nnz + n k)``; a graph
+        whose dense working set exceeds ``max_memory`` always does; the others are solved
+        densely, similar small graphs in one padded call and the rest at their own sizes,
+        in calls whose dense buffers fit ``max_memory``).
     device : where to solve (default ``"cpu"``; ``None``: where the input lives). Results
         come back on ``edge_index``'s device.
     convention : ``"spectra"`` (default) or ``"pyg"``: PyG's ``AddLaplacianEigenvectorPE``
