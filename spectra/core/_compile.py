@@ -11,16 +11,18 @@ instead, opaque to the tracer, with fake kernels for shapes:
   and vmap rules for direct use;
 - ``spectra::call``: every other call of tensors (``b``, a ragged list, options, a plan,
   tolerances, ``device``, any call whose input requires grad) and
-  ``spectra.matrix_function(a, f)``. The call is registered at trace time under an int key
-  (``f`` and the option objects held by the registry, Dynamo guarding on their identity);
-  the op replays the eager call with the inputs marked as the traced ones were, and its
-  backward (``spectra::call_backward``) replays it with autograd and differentiates that,
-  so ``f'`` and the divided differences are the eager code's own.
+  ``spectra.matrix_function(a, f)``. The call is registered at trace time under a string
+  key, a constant of the graph (``_compile_call.py``): the call as JSON where ``f`` is a
+  torch function and every argument a plain value, so a saved program runs in any process
+  that imports this module; else a key of this process (``f`` and the option objects held
+  by its registry, Dynamo guarding on their identity). The op replays the eager call with
+  the inputs marked as the traced ones were, and its backward (``spectra::call_backward``)
+  replays it with autograd and differentiates that, so ``f'`` and the divided differences
+  are the eager code's own.
 
 The eager forward is deterministic, so compiled results are bitwise the eager ones,
 forward and backward, on every path (``tests/core/test_compile.py``). The price: the
-backward of a compiled call runs its forward once more; the keys live in the process, so
-an exported program with ``spectra::call`` runs in the process that exported it.
+backward of a compiled ``spectra::call`` runs its forward once more.
 
 >>> import torch, spectra
 >>> eigvalsh = torch.compile(spectra.eigvalsh, backend="eager", fullgraph=True)
@@ -30,6 +32,7 @@ tensor([1., 1., 1.], dtype=torch.float64)
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -113,6 +116,20 @@ def _vmap_values(info: Any, in_dims: Any, a: torch.Tensor, check: bool) -> tuple
 
 torch.library.register_vmap("spectra::eigh", _vmap)
 torch.library.register_vmap("spectra::eigvalsh", _vmap_values)
+
+
+def _register_result() -> None:
+    """``EighResult`` as a serializable pytree node: an exported program returning it can
+    be saved (``torch.export.save``) and loaded where this module is imported."""
+    from ._eigh import EighResult
+
+    with contextlib.suppress(ValueError, AttributeError):  # registered already / old torch
+        torch.utils._pytree._register_namedtuple(
+            EighResult, serialized_type_name="spectra.EighResult"
+        )
+
+
+_register_result()
 
 
 #: the arguments of ``compiled_call``'s ``rest`` that take a call off the plain ops

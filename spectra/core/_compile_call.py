@@ -1,9 +1,12 @@
 """The generic custom op of the compiled core: ``spectra::call`` and its backward.
 
 Every call under compilation that the plain ops (``_compile.py``) do not take, and every
-``spectra.matrix_function(a, f)``, is registered at trace time as a :class:`_Call` under an
-int key (a constant of the graph): which function, how its tensors sit (one tensor, a
-ragged list), ``f``, and every other argument as given. ``spectra::call`` replays that
+``spectra.matrix_function(a, f)``, is registered at trace time as a :class:`_Call` under a
+string key (a constant of the graph): which function, how its tensors sit (one tensor, a
+ragged list), ``f``, and every other argument as given. The key is the call as JSON where
+``f`` is a torch function (``torch.exp``) and every argument a plain value (a saved
+program then runs in any process), else ``local:<salt>:<index>``, valid in this process
+only (refused by name elsewhere). ``spectra::call`` replays that
 eager call on the op's tensors, marked ``requires_grad`` as the traced ones were (the
 eager core takes the path their gradients decide); ``spectra::call_backward`` replays it
 with autograd and differentiates it with the upstream gradients. The eager forward is
@@ -20,7 +23,7 @@ tensor([[2.7183, 0.0000],
 
 from __future__ import annotations
 
-import contextlib
+import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -68,47 +71,75 @@ class _Call:
 #: values compared by value in guards (everything else is guarded by identity)
 _CONSTANTS = (type(None), bool, int, float, str, torch.dtype, torch.device)
 
-#: the calls traced so far, by key (the generic op's int argument); a call holds its ``f``
-#: and options alive, so a key never outlives what it names
+#: the calls traced so far, by local key; a call holds its ``f`` and options alive, so a
+#: key never outlives what it names
 _CALLS: list[_Call] = []
-_KEYS: dict[_Call, int] = {}
+_KEYS: dict[_Call, str] = {}
+#: portable keys already read (a saved program loaded here)
+_READ: dict[str, _Call] = {}
 
-#: the keys of this process: its index in ``_CALLS`` plus a random salt, so a program
-#: exported here and loaded in another process fails clearly instead of running whatever
-#: that process registered under the same index
-_INDEX_BITS = 24
-_SALT = (int.from_bytes(os.urandom(4), "little") >> 1) << _INDEX_BITS
+#: local keys are an index into ``_CALLS`` after a random salt of this process, so a
+#: program exported here and loaded in another process fails clearly instead of running
+#: whatever that process registered under the same index
+_SALT = os.urandom(6).hex()
+
+#: argument values a portable key can hold (JSON; floats include inf)
+_PORTABLE = (type(None), bool, int, float, str)
 
 
-def _lookup(key: int) -> _Call:
-    """The call registered under ``key`` in this process."""
-    index = key - _SALT
-    if not 0 <= index < min(len(_CALLS), 1 << _INDEX_BITS):
-        raise RuntimeError(
-            f"spectra::call: key {key} was not registered in this process: a compiled or "
-            "exported program with spectra::call (generalized, ragged, options, gradients, "
-            "matrix_function) runs in the process that traced it"
-        )
-    return _CALLS[index]
+def _portable_f(f: Any) -> str | None:
+    """The name of ``f`` when it is ``torch.<name>`` (found again in any process)."""
+    if f is None:
+        return ""
+    name = getattr(f, "__name__", None)
+    return name if isinstance(name, str) and getattr(torch, name, None) is f else None
+
+
+def _key_of(call: _Call) -> str:
+    """A portable key (the call as JSON: a saved program runs in any process) when ``f``
+    is a torch function and every argument a plain value; else a local one."""
+    name = _portable_f(call.f)
+    if name is not None and all(type(v) in _PORTABLE for _, v in call.kwargs):
+        spec = {"fn": call.fn, "a": call.a_items, "b": call.b_items, "f": name}
+        return json.dumps({**spec, "kwargs": dict(call.kwargs)}, sort_keys=True)
+    _CALLS.append(call)
+    return f"local:{_SALT}:{len(_CALLS) - 1}"
+
+
+def _lookup(key: str) -> _Call:
+    """The call a key names (a local key: only in the process that registered it)."""
+    if key.startswith("local:"):
+        _, salt, index = key.split(":")
+        if salt != _SALT or not 0 <= int(index) < len(_CALLS):
+            raise RuntimeError(
+                f"spectra::call: key {key} was not registered in this process: a program "
+                "whose matrix_function f is not a torch function, or whose options are "
+                "objects, runs in the process that traced it"
+            )
+        return _CALLS[int(index)]
+    call = _READ.get(key)
+    if call is None:
+        spec = json.loads(key)
+        f = getattr(torch, spec["f"]) if spec["f"] else None
+        kwargs = tuple(sorted(spec["kwargs"].items()))
+        call = _READ[key] = _Call(spec["fn"], spec["a"], spec["b"], f, kwargs)
+    return call
 
 
 @torch._dynamo.assume_constant_result
 def _call_key(
     fn: str, a_items: int, b_items: Any, f: Any, ids: Any, names: Any, *values: Any
-) -> int:
+) -> str:
     """The key of a call, registered at trace time (a constant of the graph). Dynamo
     guards on the identity of ``f`` and the options (``id()`` at the call site), so a
     graph never runs with another call's key."""
-    call = _Call(fn, a_items, b_items, f, tuple(zip(names, values, strict=True)))
+    call = _Call(fn, a_items, b_items, f, tuple(sorted(zip(names, values, strict=True))))
     try:
         key = _KEYS.get(call)
     except TypeError:  # an unhashable option: a key of its own
-        key = None
+        return _key_of(call)
     if key is None:
-        key = _SALT + len(_CALLS)
-        _CALLS.append(call)
-        with contextlib.suppress(TypeError):
-            _KEYS[call] = key
+        key = _KEYS[call] = _key_of(call)
     return key
 
 
@@ -137,7 +168,7 @@ def _replay(call: _Call, tensors: list[torch.Tensor], grad: list[bool]) -> tuple
 
 
 @torch.library.custom_op("spectra::call", mutates_args=())
-def call_op(tensors: list[torch.Tensor], grad: list[bool], key: int) -> list[torch.Tensor]:
+def call_op(tensors: list[torch.Tensor], grad: list[bool], key: str) -> list[torch.Tensor]:
     """The eager call registered under ``key`` (``spectra.eigh(a, b, ...)``, a ragged
     list, options, ``matrix_function(a, f)``), as one opaque op."""
     with eager_dispatch():
@@ -147,7 +178,7 @@ def call_op(tensors: list[torch.Tensor], grad: list[bool], key: int) -> list[tor
 
 @torch.library.custom_op("spectra::call_backward", mutates_args=())
 def call_backward_op(
-    tensors: list[torch.Tensor], grads: list[torch.Tensor | None], grad: list[bool], key: int
+    tensors: list[torch.Tensor], grads: list[torch.Tensor | None], grad: list[bool], key: str
 ) -> list[torch.Tensor]:
     """The eager backward of the call under ``key``: the call replayed with autograd and
     differentiated with the upstream ``grads`` (the eager forward is deterministic, so
@@ -216,7 +247,7 @@ def _fake_matrix_function(call: _Call, a: torch.Tensor) -> torch.Tensor:
 
 
 @call_op.register_fake
-def _(tensors: list[torch.Tensor], grad: list[bool], key: int) -> list[torch.Tensor]:
+def _(tensors: list[torch.Tensor], grad: list[bool], key: str) -> list[torch.Tensor]:
     call = _lookup(key)
     a, b = call.split(tensors)
     if call.fn == "matrix_function":
@@ -229,7 +260,7 @@ def _(tensors: list[torch.Tensor], grad: list[bool], key: int) -> list[torch.Ten
 
 @call_backward_op.register_fake
 def _(
-    tensors: list[torch.Tensor], grads: list[torch.Tensor | None], grad: list[bool], key: int
+    tensors: list[torch.Tensor], grads: list[torch.Tensor | None], grad: list[bool], key: str
 ) -> list[torch.Tensor]:
     return [x.new_empty(x.shape) for x in tensors]
 

@@ -455,30 +455,39 @@ class _Plain(torch.nn.Module):
         return w, v
 
 
-class _Generic(torch.nn.Module):
+class _Portable(torch.nn.Module):  # f a torch function, plain arguments: a JSON key
     def forward(self, x):
-        return spectra.matrix_function(x, torch.exp)
+        return spectra.matrix_function(x, torch.exp, check=False), spectra.eigh([x[0], x[1]])
 
 
-def test_a_saved_program_loads_here_and_elsewhere_only_with_the_plain_ops(tmp_path):
-    """``torch.export.save``/``load``: in this process both ops run; in a fresh process the
-    plain op runs bitwise and ``spectra::call`` refuses its key by name (keys are this
-    process's), never running another call."""
+class _Local(torch.nn.Module):  # f a closure: a key of this process only
+    def forward(self, x):
+        return spectra.matrix_function(x, SCALED)
+
+
+def test_a_saved_program_loads_here_and_in_a_fresh_process(tmp_path):
+    """``torch.export.save``/``load``: in this process every op runs; in a fresh process
+    the plain ops and portable ``spectra::call`` keys run bitwise, and a local key is
+    refused by name (keys carry a salt of their process), never running another call."""
     a = _hermitian((4,), 5, torch.float64, seed=9)
     torch.save(a, tmp_path / "a.pt")
-    for name, module in (("plain", _Plain()), ("generic", _Generic())):
+    modules = {"plain": _Plain(), "portable": _Portable(), "local": _Local()}
+    for name, module in modules.items():
         torch.export.save(torch.export.export(module, (a,)), tmp_path / f"{name}.pt2")
         loaded = torch.export.load(tmp_path / f"{name}.pt2").module()
         _same(tree_leaves(loaded(a)), tree_leaves(module(a)))
-    torch.save(list(_Plain()(a)), tmp_path / "want.pt")
+        torch.save(tree_leaves(module(a)), tmp_path / f"{name}-want.pt")
     script = textwrap.dedent(
         f"""
         import torch, spectra.core._compile
-        a = torch.load({str(tmp_path / "a.pt")!r})
-        want = torch.load({str(tmp_path / "want.pt")!r})
-        got = torch.export.load({str(tmp_path / "plain.pt2")!r}).module()(a)
-        assert all(torch.equal(x, y) for x, y in zip(got, want, strict=True))
-        program = torch.export.load({str(tmp_path / "generic.pt2")!r}).module()
+        from torch.utils._pytree import tree_leaves
+        root = {str(tmp_path)!r}
+        a = torch.load(root + "/a.pt")
+        for name in ("plain", "portable"):
+            got = tree_leaves(torch.export.load(root + f"/{{name}}.pt2").module()(a))
+            want = torch.load(root + f"/{{name}}-want.pt")
+            assert all(torch.equal(x, y) for x, y in zip(got, want, strict=True)), name
+        program = torch.export.load(root + "/local.pt2").module()
         try:
             program(a)
         except RuntimeError as exc:
