@@ -12,8 +12,8 @@ Random column signs are drawn by a second op from the global generator, as eager
 >>> import torch
 >>> from spectra.graph import laplacian_pe
 >>> ring = torch.tensor([[0, 1, 2, 3, 1, 2, 3, 0], [1, 2, 3, 0, 0, 1, 2, 3]])
->>> f = torch.compile(lambda e: laplacian_pe(e, 4, k=2).pe, backend="eager", fullgraph=True)
->>> torch.equal(f(ring), laplacian_pe(ring, 4, k=2).pe)
+>>> pe = torch.compile(laplacian_pe, backend="eager", fullgraph=True)
+>>> torch.equal(pe(ring, 4, k=2).pe, laplacian_pe(ring, 4, k=2).pe)
 True
 """
 
