@@ -87,12 +87,24 @@ _SALT = os.urandom(6).hex()
 _PORTABLE = (type(None), bool, int, float, str)
 
 
+#: the torch functions a portable key may name (elementwise, no state): a loaded program
+#: never makes the core call anything else
+_PORTABLE_NAMES = (
+    "abs acos acosh asin asinh atan atanh cos cosh erf erfc exp exp2 expm1 log log10 log1p "
+    "log2 neg reciprocal relu rsqrt sigmoid sign sin sinc sinh sqrt square tan tanh"
+)
+_PORTABLE_F = frozenset(_PORTABLE_NAMES.split())
+_FUNCTIONS = frozenset({"eigh", "eigvalsh", "matrix_function"})
+
+
 def _portable_f(f: Any) -> str | None:
-    """The name of ``f`` when it is ``torch.<name>`` (found again in any process)."""
+    """The name of ``f`` when it is one of the torch functions of :data:`_PORTABLE_F`
+    (found again in any process); ``""`` for no ``f``; else None."""
     if f is None:
         return ""
     name = getattr(f, "__name__", None)
-    return name if isinstance(name, str) and getattr(torch, name, None) is f else None
+    ok = name in _PORTABLE_F and getattr(torch, name, None) is f
+    return name if ok else None
 
 
 def _key_of(call: _Call) -> str:
@@ -120,9 +132,11 @@ def _lookup(key: str) -> _Call:
     call = _READ.get(key)
     if call is None:
         spec = json.loads(key)
+        if spec["fn"] not in _FUNCTIONS or spec["f"] not in (_PORTABLE_F | {""}):
+            raise RuntimeError(f"spectra::call: not a key of spectra: {key}")
         f = getattr(torch, spec["f"]) if spec["f"] else None
         kwargs = tuple(sorted(spec["kwargs"].items()))
-        call = _READ[key] = _Call(spec["fn"], spec["a"], spec["b"], f, kwargs)
+        call = _READ[key] = _Call(spec["fn"], int(spec["a"]), spec["b"], f, kwargs)
     return call
 
 

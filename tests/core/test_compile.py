@@ -7,6 +7,7 @@ asserts it, so a case cannot claim a path it does not reach."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -502,6 +503,23 @@ def test_a_saved_program_loads_here_and_in_a_fresh_process(tmp_path):
         [sys.executable, "-c", script], capture_output=True, text=True, check=False
     )
     assert run.returncode == 0, run.stderr[-3000:]
+
+
+def test_keys_are_portable_only_for_torch_functions_and_plain_values():
+    def key(f, **kwargs):
+        return _compile_call._call_key(
+            "matrix_function", -1, None, f, (), tuple(kwargs), *kwargs.values()
+        )
+
+    assert json.loads(key(torch.exp, check=False))["f"] == "exp"
+    assert key(SCALED).startswith("local:") and key(torch.exp, options=OPTIONS).startswith("local:")
+    assert key(torch.exp, check=False) == key(torch.exp, check=False)  # one key per call
+    a = _hermitian((2,), 3, torch.float64, seed=1)
+    forged = json.dumps(
+        {"fn": "matrix_function", "a": -1, "b": None, "f": "manual_seed", "kwargs": {}}
+    )
+    with pytest.raises(RuntimeError, match="not a key of spectra"):
+        torch.ops.spectra.call([a], [False], forged)  # a loaded program names only math
 
 
 def test_calls_the_ops_do_not_take_are_traced_as_before():
