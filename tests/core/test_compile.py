@@ -415,6 +415,24 @@ def test_an_optimizer_step_through_matrix_function_compiles_without_a_break():
     assert torch.equal(compiled(y, step), retract(y, step))
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a: spectra.eigh(a, k=2),
+        lambda a: spectra.eigh(a, a @ a.mT + 5 * torch.eye(a.shape[-1], dtype=a.dtype)),
+        lambda a: spectra.matrix_function(a, torch.exp),
+    ],
+    ids=["plain-k", "generalized", "matrix_function"],
+)
+def test_changing_shapes_stay_bitwise(fn):
+    """Batch and matrix sizes that change between calls (Dynamo's automatic dynamic
+    shapes: symbolic sizes reach the fake kernels)."""
+    compiled = torch.compile(fn, fullgraph=True, backend="aot_eager")
+    for batch, n in [(4, 5), (6, 5), (7, 6), (3, 4)]:
+        a = _hermitian((batch,), n, torch.float64, seed=batch)
+        _same(tree_leaves(compiled(a)), tree_leaves(fn(a)))
+
+
 # ---- errors, export, and the ops themselves ----
 
 
