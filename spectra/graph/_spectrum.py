@@ -75,6 +75,8 @@ def edge_components(edges: Edges) -> tuple[torch.Tensor, torch.Tensor]:
     nz = edges.weight != 0
     if layout.num_graphs == 1 and n_total <= REACH_MAX_N:
         return _reach_components(edges.src[nz], edges.dst[nz], n_total)
+    if layout.n_max <= PROPAGATE_MAX_N:
+        return _propagated_components(edges.src[nz], edges.dst[nz], layout)
     rows, cols = edges.src[nz].cpu().numpy(), edges.dst[nz].cpu().numpy()
     graph = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n_total, n_total))
     _, labels = connected_components(graph, directed=False)
@@ -104,6 +106,31 @@ def _reach_components(
     labels = reach.argmax(-1)  # the lowest-numbered node of each component
     comps = (labels == torch.arange(n, device=src.device)).sum().reshape(1)
     return comps, labels
+
+
+PROPAGATE_MAX_N = 256  # small graphs: components by label propagation, no SciPy round trip
+
+
+def _propagated_components(
+    src: torch.Tensor, dst: torch.Tensor, layout: Layout
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Components of many small graphs at once: every node takes the smallest label among
+    itself and its neighbours, then follows its label's label (pointer jumping), until
+    nothing changes (a few rounds for graphs of at most ``PROPAGATE_MAX_N`` nodes); a
+    component is a node that keeps its own label."""
+    n = layout.num_nodes
+    ar = torch.arange(n, device=src.device)
+    label = ar
+    both_src, both_dst = torch.cat([src, dst]), torch.cat([dst, src])
+    for _ in range(2 * max(layout.n_max, 2).bit_length() + 2 * layout.n_max):
+        new = label.scatter_reduce(0, both_src, label[both_dst], "amin")
+        new = new[new]
+        if torch.equal(new, label):
+            break
+        label = new
+    roots = label == ar
+    comps = torch.bincount(layout.batch[roots], minlength=layout.num_graphs)
+    return comps, label
 
 
 def count_edge_components(edges: Edges) -> torch.Tensor:

@@ -241,3 +241,40 @@ def test_dense_calls_are_cut_to_fit_max_memory(monkeypatch):
         torch.testing.assert_close(getattr(cut, name), getattr(whole, name), atol=1e-9, rtol=0)
     for name in ("mask", "groups", "num_components"):
         assert torch.equal(getattr(cut, name), getattr(whole, name))
+
+
+def test_components_of_many_small_graphs_match_scipy():
+    # label propagation (graphs up to 256 nodes) against SciPy's graph search, with long
+    # paths (the slowest case for propagation), isolated nodes and zero-weight edges
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from spectra.graph._layout import graph_input
+    from spectra.graph._spectrum import PROPAGATE_MAX_N, _propagated_components, edge_components
+
+    rng = np.random.default_rng(65)
+    graphs = []
+    for n in (256, 1, 7, 40, 3, 120):
+        src = np.arange(n - 1)
+        keep = rng.random(n - 1) > 0.05  # a path cut in a few places
+        e = np.stack([src[keep], src[keep] + 1])
+        graphs.append((torch.from_numpy(np.concatenate([e, e[::-1]], 1)), None, n))
+    ei, _, batch, sizes = batch_of(graphs)
+    weight = torch.ones(ei.shape[1], dtype=torch.float64)
+    weight[::17] = 0.0  # zero weights are no edges
+    edges = graph_input(ei, weight, batch, None, None, "cpu", torch.float64).edges
+    assert edges.layout.n_max <= PROPAGATE_MAX_N
+    comps, labels = edge_components(edges)
+    nz = edges.weight != 0
+    direct, _ = _propagated_components(edges.src[nz], edges.dst[nz], edges.layout)
+    assert torch.equal(comps, direct)  # the path edge_components took
+    n = sum(sizes)
+    a = coo_matrix((np.ones(int(nz.sum())), (edges.src[nz].numpy(), edges.dst[nz].numpy())),
+                   shape=(n, n))  # fmt: skip
+    _, ref = connected_components(a, directed=False)
+    ptr = np.cumsum([0, *sizes])
+    expect = [len(np.unique(ref[ptr[g] : ptr[g + 1]])) for g in range(len(sizes))]
+    assert comps.tolist() == expect
+    # the same partition of the nodes (labels may differ in name, not in grouping)
+    pairs = set(zip(labels.tolist(), ref.tolist(), strict=True))
+    assert len(pairs) == len(set(ref.tolist())) == len(set(labels.tolist()))
