@@ -433,6 +433,25 @@ def test_changing_shapes_stay_bitwise(fn):
         _same(tree_leaves(compiled(a)), tree_leaves(fn(a)))
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_cuda_calls_equal_eager_bitwise(backend, paths):
+    """On a CUDA device (not run on the CPU-only CI machine): plain, generalized and
+    matrix_function calls, forward and backward."""
+    a = _hermitian((64,), 16, torch.complex64, seed=1).cuda()
+    b = _positive((64,), 16, torch.complex64, seed=2).cuda()
+    for fn, inputs in (
+        (_pairs, [a]),
+        (_generalized, [a, b]),
+        (lambda x: spectra.matrix_function(x, torch.exp), [a]),
+    ):
+        out_c, grads_c, ran_c = _run(fn, inputs, backend, paths)
+        out_e, grads_e, ran_e = _run(fn, inputs, None, paths)
+        assert ran_c == ran_e
+        _same(out_c, out_e)
+        _same(grads_c, grads_e)
+
+
 # ---- errors, export, and the ops themselves ----
 
 
