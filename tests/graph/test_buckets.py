@@ -278,3 +278,23 @@ def test_components_of_many_small_graphs_match_scipy():
     # the same partition of the nodes (labels may differ in name, not in grouping)
     pairs = set(zip(labels.tolist(), ref.tolist(), strict=True))
     assert len(pairs) == len(set(ref.tolist())) == len(set(labels.tolist()))
+
+
+def test_directed_graph_in_a_batch_of_small_graphs_is_named():
+    from spectra.core import InputError
+
+    rng = np.random.default_rng(66)
+    graphs = [(*random_graph(rng, int(m), weighted=True), int(m)) for m in (12, 30, 9, 25)]
+    ei, ew, batch, _ = batch_of(graphs)
+    bad = ew.clone()
+    first = int(np.cumsum([0, 12, 30])[-1])  # an edge of graph 2
+    edge = int(((ei[0] >= first) & (ei[0] < first + 9)).nonzero()[0])
+    bad[edge] += 0.5
+    with pytest.raises(InputError, match="directed") as err:
+        laplacian_pe(ei, k=3, edge_weight=bad, batch=batch)
+    assert err.value.indices == [(2,)]
+    tiny = ew.clone()
+    tiny[edge] *= 1 + 1e-13  # not bitwise symmetric, within the tolerance: accepted
+    out = laplacian_pe(ei, k=3, edge_weight=tiny, batch=batch, dtype=torch.float64)
+    ref = laplacian_pe(ei, k=3, edge_weight=ew, batch=batch, dtype=torch.float64)
+    torch.testing.assert_close(out.eigenvalues, ref.eigenvalues, atol=1e-9, rtol=0)
