@@ -33,7 +33,7 @@ from ._series import series_polar
 
 #: metrics whose transport is the projection onto the new tangent space
 _PROJECTING = (EuclideanMetric, CanonicalMetric)
-#: up to this many single-matrix QR steps are taken one by one rather than stacked
+#: up to this many single-matrix QR steps of one shape are one batched QR in this thread
 _FEW = 4
 
 
@@ -175,13 +175,28 @@ def _try_series(jobs: list[Job]) -> list[Job]:
         return []
     y = torch.stack([torch.add(j.param.detach(), j.direction, alpha=j.scale) for j in jobs])
     q = series_polar(y)
-    if q is None:  # one step too large for the stack: each on its own
-        return [j for j in jobs if _try_series([j])]
+    if q is None:  # a step too large (or not finite): all to the core, grouped
+        return jobs
     for job, new in zip(jobs, q.unbind(0), strict=True):
         x = job.param.detach()
         x.copy_(new)
         _transport_in_place(x, job.vectors)
     return []
+
+
+def _qr_stacked(jobs: list[Job], optimizer: str, state: str) -> None:
+    """A few single-matrix QR steps of one shape as one batched QR in this thread (no
+    fan-out for so little work), written back and transported in place."""
+    y = torch.stack([torch.add(j.param.detach(), j.direction, alpha=j.scale) for j in jobs])
+    try:
+        q = qr_factor(y)
+    except ValueError as exc:
+        _blame(jobs, optimizer, state, exc)
+        raise
+    for job, new in zip(jobs, q.unbind(0), strict=True):
+        x = job.param.detach()
+        x.copy_(new)
+        _transport_in_place(x, job.vectors)
 
 
 def run_jobs(jobs: list[Job], optimizer: str = "optimizer", state: str = "state") -> None:
@@ -197,16 +212,24 @@ def run_jobs(jobs: list[Job], optimizer: str = "optimizer", state: str = "state"
         return
     rest: list[Job] = []
     stacks: dict[tuple, list[Job]] = {}
+    qrs: dict[tuple, list[Job]] = {}
     for job in jobs:
         p = job.param
         if not p.numel():
             continue
         if _series_ready(job):
             stacks.setdefault((p.shape, p.dtype, p.device), []).append(job)
+        elif job.method == "qr" and p.ndim == 2 and type(job.manifold.metric) in _PROJECTING:
+            qrs.setdefault((p.shape, p.dtype, p.device), []).append(job)
         else:
             rest.append(job)
     for members in stacks.values():
         rest.extend(_try_series(members))
+    for members in qrs.values():
+        if len(members) == 1 or len(members) > _FEW:
+            rest.extend(members)  # alone: as it is; many: stacked and fanned out below
+        else:
+            _qr_stacked(members, optimizer, state)
     if len(rest) <= 1:
         if rest:
             _run_one(rest[0], optimizer, state)
@@ -217,11 +240,8 @@ def run_jobs(jobs: list[Job], optimizer: str = "optimizer", state: str = "state"
         key = (tuple(p.shape[-2:]), p.dtype, p.device, job.method, job.manifold.metric)
         buckets.setdefault(key, []).append(job)
     for (shape, _, _, method, _), members in buckets.items():
-        if len(members) == 1 or (
-            method == "qr" and len(members) <= _FEW and all(j.param.ndim == 2 for j in members)
-        ):
-            for job in members:  # a few matrices: each QR as it is (no stacking, no fan-out)
-                _run_one(job, optimizer, state)
+        if len(members) == 1:
+            _run_one(members[0], optimizer, state)
             continue
         manifold = members[0].manifold
         x = _stack([j.param.detach() for j in members], shape)

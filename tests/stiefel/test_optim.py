@@ -359,14 +359,15 @@ def test_cuda_matches_cpu(method):
     assert float(Stiefel().orthogonality_error(y).max()) < 1e-12
 
 
+@pytest.mark.parametrize("method", ["polar", "qr"])
 @pytest.mark.parametrize("opt_cls", [RiemannianSGD, RiemannianAdam])
-def test_same_shape_parameters_stacked_equal_one_optimizer_each(opt_cls):
+def test_same_shape_parameters_stacked_equal_one_optimizer_each(opt_cls, method):
     """Same-shape parameters are converted and retracted stacked (across groups with other
     weight decay / maximize, metrics kept apart): each lands where an optimizer of its own
     takes it."""
     g = torch.Generator().manual_seed(21)
     starts = [Stiefel().random(12, 3, dtype=torch.float64, generator=g) for _ in range(4)]
-    manifolds = [Stiefel(), Stiefel(), Stiefel(metric="canonical", retraction="polar"), Stiefel()]
+    manifolds = [Stiefel(method), Stiefel(method), Stiefel(method, "canonical"), Stiefel(method)]
     groups = [{"weight_decay": 0.1}, {"maximize": True}, {}, {"weight_decay": 0.1}]
     grads = [
         [torch.randn(12, 3, dtype=torch.float64, generator=g) for _ in range(4)] for _ in range(5)
@@ -392,3 +393,21 @@ def test_same_shape_parameters_stacked_equal_one_optimizer_each(opt_cls):
         opt.step()
     for a, b in zip(together, alone, strict=True):
         assert torch.allclose(a.detach(), b.detach(), atol=1e-13, rtol=0)
+
+
+@pytest.mark.parametrize("method", ["polar", "qr"])
+def test_a_nan_gradient_among_stacked_parameters_is_named(method):
+    g = torch.Generator().manual_seed(22)
+    ps = [
+        StiefelParameter(Stiefel().random(12, 3, dtype=torch.float64, generator=g), Stiefel(method))
+        for _ in range(3)
+    ]
+    before = [p.detach().clone() for p in ps]
+    opt = RiemannianSGD(ps, lr=1e-3)
+    for p in ps:
+        p.grad = torch.randn(12, 3, dtype=torch.float64, generator=g)
+    ps[1].grad[4, 2] = float("nan")
+    with pytest.raises(ValueError, match=r"gradient of parameter 1 of param group 0"):
+        opt.step()
+    for p, b in zip(ps, before, strict=True):  # nothing written
+        assert torch.equal(p.detach(), b)
