@@ -42,7 +42,7 @@ def _run(
 ) -> tuple[Any, Any]:
     """The call ``request`` asks about ``a`` (and ``b``), on the path its input takes."""
     if torch.compiler.is_compiling():  # torch.compile / export: the core as one custom op
-        from ._compile import compiled_call
+        from ._compile import compiled_call  # circle: deliberate (its ops run this eager call)
 
         rest = {"b": b, "plan": plan, "options": options, "lindep": request.lindep}
         rest.update(tol=request.symmetry_tol, device=request.device, fill=request.lindep_fill)

@@ -192,7 +192,7 @@ def matrix_function(a: Any, f: ElementwiseFn, **options: Any) -> Any:
             [2.7183, 2.7183]], dtype=torch.float64)
     """
     if torch.compiler.is_compiling():  # torch.compile / export: one custom op, f by key
-        from ._compile import compiled_matrix_function
+        from ._compile import compiled_matrix_function  # circle: deliberate (the op runs us)
 
         traced = compiled_matrix_function(a, f, options)
         if traced is not None:
