@@ -146,10 +146,13 @@ def lobpcg(
     tolerance: torch.Tensor,
     maxiter: int,
     deflate: torch.Tensor | None,
+    settle: tuple[torch.Tensor, int] | None = None,
 ) -> Result:
     """Smallest ``k`` eigenpairs of each operator of ``batch`` from the start block ``x0``
     (``(G, n_max, m)``, zero in padded rows), on the orthogonal complement of ``deflate``
     (orthonormal ``(G, n_max, d)`` or ``None``), to residual norms ``<= tolerance`` ``(G,)``.
+    ``settle = (loose, extra)``: stop ``extra`` iterations after every problem reached the
+    ``loose`` tolerance even if ``tolerance`` (tighter) is not reached everywhere.
     """
     G, _, m = x0.shape
     none = torch.zeros(G, dtype=torch.bool)
@@ -167,6 +170,7 @@ def lobpcg(
     done = none.clone()
     residuals = torch.zeros(G, k, dtype=torch.float64)
     iterations = 0
+    settled = 0
     checked = False
     while True:
         r = ax - x * theta.to(x.dtype).unsqueeze(-2)
@@ -184,6 +188,11 @@ def lobpcg(
         done = done | candidates
         if bool(done.all()) or iterations >= maxiter:
             break
+        if settle is not None:
+            loose_ok = (norms[:, :k] <= settle[0].unsqueeze(-1)).all(-1) | done
+            settled = settled + 1 if bool(loose_ok.all()) else 0
+            if settled > settle[1]:
+                break
         iterations += 1
         active = torch.ones(G, m, dtype=torch.bool)
         active[:, :k] = ~ok
