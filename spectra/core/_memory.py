@@ -61,6 +61,29 @@ def rows_within(budget: int | None, bytes_per_item: int, batch: int) -> int:
     return max(1, min(batch, budget // max(1, bytes_per_item)))
 
 
+def chunks_within(budget: int | None, bytes_per_item: list[int]) -> list[range]:
+    """Consecutive chunks of items of different sizes (``bytes_per_item``, e.g. the graphs of
+    a ragged batch) that each fit ``budget``: greedy, in order; an item over the budget alone
+    gets a chunk of its own; one chunk when ``budget`` is ``None``. With equal sizes the
+    chunks are those of :func:`rows_within`.
+
+    >>> chunks_within(100, [40, 40, 40, 150, 10]), chunks_within(None, [5, 5])
+    ([range(0, 2), range(2, 3), range(3, 4), range(4, 5)], [range(0, 2)])
+    >>> [len(c) for c in chunks_within(100, [30] * 7)] == [rows_within(100, 30, 7)] * 2 + [1]
+    True
+    """
+    if budget is None or not bytes_per_item:
+        return [range(len(bytes_per_item))]
+    out, start, used = [], 0, 0
+    for i, need in enumerate(bytes_per_item):
+        if i > start and used + need > budget:
+            out.append(range(start, i))
+            start, used = i, 0
+        used += need
+    out.append(range(start, len(bytes_per_item)))
+    return out
+
+
 def memory_budget(max_memory: Any = None, device: torch.device | str = "cpu") -> int:
     """The core's budget in bytes: ``max_memory`` (a positive number, as
     ``spectra.eigh(..., max_memory=)``) or, when ``None``, :func:`default_budget` of

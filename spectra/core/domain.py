@@ -35,6 +35,7 @@ from ._execute import execute, orthonormality_error
 from ._memory import (
     available_memory,
     check_fits,
+    chunks_within,
     format_bytes,
     matrix_bytes,
     memory_budget,
@@ -67,6 +68,7 @@ __all__ = [
     "check_fits",
     "check_k",
     "check_square",
+    "chunks_within",
     "collection_op",
     "combine_moments",
     "cpu_count",
