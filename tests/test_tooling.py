@@ -221,8 +221,7 @@ def _metrics():
 
 
 #: circles between the core's files not yet removed nor marked ``# circle: deliberate`` at
-#: an import (the compiled custom ops call back into the eager entry points: marked at the
-#: entry points' lazy imports of ``_compile``); the test fails once this list is stale
+#: an import (none: the test fails on a new one, and on this list going stale)
 KNOWN_CORE_CIRCLES: list[list[str]] = []
 
 
