@@ -17,31 +17,37 @@ from ._parts import Part
 
 #: the keywords of the core's sparse path a caller may pass in ``eigh_options``
 SPARSE_OPTIONS = frozenset({"tol", "maxiter", "precondition", "method", "on_fail"})
-#: where the cost model below puts the crossover (for the docs and the per-Data rule)
-SPARSE_FROM = 1000
+#: about where the cost model below puts the crossover (the per-Data rule's bound)
+SPARSE_FROM = 600
 #: bytes a dense solve holds per matrix entry: the matrix, its eigenvectors, LAPACK's
 #: workspace and our padded copy, in float64 (the core's own dense estimate: 4 n^2 entries)
 DENSE_BYTES_PER_ENTRY = 4 * 8
+#: dense solves up to this size run on one kernel thread (see ``_spectrum``)
+ONE_THREAD_MAX_N = 1024
 
 
 def dense_seconds(n: int) -> float:
-    """A dense eigh with vectors of one ``n x n`` matrix on this class of machine (measured,
-    2 cores: 60 ms at n = 915, cubic)."""
-    return 8e-11 * n**3
+    """A dense eigh with vectors of one ``n x n`` graph Laplacian, as the graph domain runs
+    it (one kernel thread up to ``ONE_THREAD_MAX_N``, the caller's threads above). Measured
+    on the 2-core machine, load 6, one thread: 8.6 ms at ~300 nodes, 34 ms at ~550, 182 ms
+    at ~850 (cubic; two threads about 1.8x faster on a quiet machine)."""
+    return (2.5e-10 if n <= ONE_THREAD_MAX_N else 1.4e-10) * n**3
 
 
 def sparse_seconds(n: int) -> float:
     """The core's sparse path for the ``k ~ 8`` lowest eigenpairs of a normalized graph
-    Laplacian (AMG-preconditioned block LOBPCG, measured on random geometric graphs of
-    mean degree 10: 0.14 s at 3,000 nodes, 0.84 s at 20,000; linear, with a margin for
-    the slower convergence of tree-like graphs: crossover near 1,000 nodes)."""
-    return 0.05 + 4e-5 * n
+    Laplacian, per graph of a list solved together (block LOBPCG with the core's
+    preconditioner choice, shift-invert LU where the fill is small). Measured in the same
+    run as :func:`dense_seconds`: 21 ms at ~300 nodes, 30 ms at ~550, 65 ms at ~850; and on
+    random geometric graphs of mean degree 10 alone: 0.17-0.2 s at 3,000 nodes, 0.84-1.2 s
+    at 20,000 (linear). The two cross near 550 nodes."""
+    return 0.015 + 5e-5 * n
 
 
 def takes_sparse(n: int, sparse_from: int | None, budget: int | None) -> bool:
     """Whether a graph of ``n`` nodes whose feature needs only its lowest eigenpairs goes
     to the sparse path: from ``sparse_from`` nodes when given, else where the cost model
-    says the sparse solve is cheaper (about 1,000 nodes); and always when its dense
+    says the sparse solve is cheaper (from about 550 nodes); and always when its dense
     working set would not fit ``max_memory`` (``budget``)."""
     if budget is not None and DENSE_BYTES_PER_ENTRY * n * n > budget:
         return True

@@ -23,6 +23,7 @@ from ._layout import (
 from ._parts import GraphSpectra, Part
 from ._sparse_path import (
     DENSE_BYTES_PER_ENTRY,
+    ONE_THREAD_MAX_N,
     Lowest,
     sparse_candidates,
     sparse_parts,
@@ -249,7 +250,7 @@ def solve_entries(
 #: (the core's ragged path still fans a list out over its workers). Measured on the
 #: 2-core machine under load (load average 8): 20 Laplacians of 180-915 nodes took
 #: 0.84 s on one thread and 4.6-18 s with two (threaded LAPACK oversubscribed).
-DENSE_ONE_THREAD_MAX_N = 1024
+DENSE_ONE_THREAD_MAX_N = ONE_THREAD_MAX_N
 
 
 def fit_budget(graphs: list[int], entries: list[int], budget: int | None) -> list[list[int]]:

@@ -163,10 +163,11 @@ def test_cost_model_sends_large_graphs_to_the_sparse_path():
         takes_sparse,
     )
 
-    # the crossover of the two measured models sits near 1,000 nodes
-    assert sparse_seconds(800) > dense_seconds(800)
-    assert sparse_seconds(1200) < dense_seconds(1200)
-    assert not takes_sparse(900, None, None) and takes_sparse(1100, None, None)
+    # the crossover of the two measured models sits near 550 nodes
+    assert sparse_seconds(450) > dense_seconds(450)
+    assert sparse_seconds(700) < dense_seconds(700)
+    assert not takes_sparse(450, None, None) and takes_sparse(700, None, None)
+    assert all(takes_sparse(n, None, None) for n in range(700, 30000, 97))  # monotone
     assert takes_sparse(300, 200, None) and not takes_sparse(5000, 10**9, None)  # sparse_from
     # a dense working set beyond max_memory goes sparse whatever sparse_from says
     n = 400
