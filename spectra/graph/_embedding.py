@@ -52,7 +52,7 @@ def spectral_embedding(
     norm_laplacian, drop_first : as scikit-learn.
     num_nodes : for a padded batch, the real size of each graph (rows beyond are padding).
     eigh_options : as :func:`spectra.graph.laplacian_pe`: graphs of at least
-        ``sparse_from`` nodes (default: the cost model's ~1,000) take the sparse path (the
+        ``sparse_from`` nodes (default: the cost model's ~550) take the sparse path (the
         ``n_components + drop_first`` lowest eigenpairs of the sparse Laplacian).
 
     Returns

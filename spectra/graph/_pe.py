@@ -179,7 +179,7 @@ def laplacian_pe(
         ``chunk_size``, ``max_memory``, ``strategy``), the sparse path's ``tol``,
         ``maxiter``, ``precondition`` (``"jacobi"``, ``"amg"``), ``method`` and
         ``on_fail``, and ``sparse_from`` (default: a cost model, dense ``n^3`` against the
-        sparse path's linear time, which crosses near 1,000 nodes; given: graphs of at
+        sparse path's linear time, which crosses near 550 nodes; given: graphs of at
         least this many nodes take the sparse path, their ``k`` lowest eigenpairs after the
         deflated null space from the sparse Laplacian, memory ``O(nnz + n k)``; a graph
         whose dense working set exceeds ``max_memory`` always does; the others are solved
