@@ -4,6 +4,9 @@ Every parameter's whole batch ``(..., n, p)`` goes through one retraction, and p
 that share ``(n, p)``, dtype, device, metric and retraction are concatenated into one batch
 first, so a model with many same-shape orthogonal weights costs one core eigh call per step.
 A single parameter (the common case) is retracted as it is: no concatenation, no slicing.
+A polar step small enough for the binomial series of ``(I + E)^(-1/2)``
+(:mod:`~spectra.stiefel._series`) makes no core call at all (parameters of one shape
+stacked), and a few single-matrix QR steps of one shape are one batched QR.
 
 The per-step path calls the metric's methods on tensors directly (no array conversion, no
 shape checks that the parameter's construction already made); NaN/Inf are caught by the

@@ -16,6 +16,7 @@ points with orthonormal columns; all agree to first order: ``R_X(t xi) = X + t x
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from types import MappingProxyType
@@ -95,11 +96,16 @@ def qr_factor(y: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         phase = torch.where(
             mag > 0, d / mag.clamp_min(torch.finfo(mag.dtype).tiny), torch.ones_like(d)
         )
-    else:
-        phase = torch.ones_like(d).copysign_(d)  # -1 where R[j, j] < 0 (or is -0.0)
-    if out is not None:
-        return torch.mul(q, phase.unsqueeze(-2), out=out)
-    return q * phase.unsqueeze(-2)
+    else:  # -1 where R[j, j] < 0 (or is -0.0)
+        phase = torch.copysign(_ones(d.shape[-1], d.dtype, d.device), d)
+    if q.ndim > 2:
+        phase = phase.unsqueeze(-2)
+    return torch.mul(q, phase) if out is None else torch.mul(q, phase, out=out)
+
+
+@functools.lru_cache(maxsize=64)
+def _ones(p: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    return torch.ones(p, dtype=dtype, device=device)
 
 
 def _not_finite(method: str, bad: torch.Tensor) -> InputError:

@@ -90,10 +90,12 @@ def degree(t: float, dtype: torch.dtype) -> int | None:
     return bisect.bisect_left(lim, t) + 1
 
 
-@functools.lru_cache(maxsize=256)
-def _eye(p: int, dtype: torch.dtype, device: torch.device, scale: float = 1.0) -> torch.Tensor:
-    """``scale * I`` (cached: the series adds scaled identities in one operation each)."""
-    return torch.eye(p, dtype=dtype, device=device).mul_(scale)
+@functools.lru_cache(maxsize=64)
+def _eyes(p: int, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, ...]:
+    """``(I, -I, c_0 I, c_1 I, ..., c_12 I)`` (cached: the series adds scaled identities
+    in one operation each)."""
+    eye = torch.eye(p, dtype=dtype, device=device)
+    return (eye, -eye, *(c * eye for c in COEFFICIENTS))
 
 
 def series_polar(y: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor | None:
@@ -106,26 +108,26 @@ def series_polar(y: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tens
         return None
     n, p = y.shape[-2:]
     c = COEFFICIENTS
-    eye = _eye(p, y.dtype, y.device)
+    eye, minus, *scaled = _eyes(p, y.dtype, y.device)
     if y.ndim == 2:  # one matrix: every step one fused operation
-        e = torch.addmm(_eye(p, y.dtype, y.device, -1.0), y.mH, y)  # Y^H Y - I
+        e = torch.addmm(minus, y.mH, y)  # Y^H Y - I
         t = float(torch.linalg.vector_norm(e))
         if not t <= lim[-1]:  # NaN fails too
             return None
         degree = bisect.bisect_left(lim, t) + 1
         # Horner: z = c_(K-1) I + c_K E, then z <- c_k I + E z down to k = 0
-        z = torch.add(_eye(p, y.dtype, y.device, c[degree - 1]), e, alpha=c[degree])
+        z = torch.add(scaled[degree - 1], e, alpha=c[degree])
         for k in range(degree - 2, -1, -1):
             z = torch.addmm(eye, e, z, beta=c[k])
         return torch.mm(y, z) if out is None else torch.mm(y, z, out=out)
     flat = y if y.ndim == 3 else y.reshape(-1, n, p)
-    e = torch.baddbmm(_eye(p, y.dtype, y.device, -1.0), flat.mH, flat)
+    e = torch.baddbmm(minus, flat.mH, flat)
     # a few members: the norm of the whole stack (>= each member's, one operation)
     t = float(torch.linalg.vector_norm(e) if e.shape[0] <= 4 else _largest_norm(e))
     if not t <= lim[-1]:
         return None
     degree = bisect.bisect_left(lim, t) + 1
-    z = torch.add(_eye(p, y.dtype, y.device, c[degree - 1]), e, alpha=c[degree])
+    z = torch.add(scaled[degree - 1], e, alpha=c[degree])
     for k in range(degree - 2, -1, -1):
         z = torch.baddbmm(eye, e, z, beta=c[k])
     if out is None:
