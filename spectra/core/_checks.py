@@ -189,7 +189,8 @@ def quick_check(a: torch.Tensor, tol: float | None = None, finite: bool = False)
 class BlockCheck:
     """The executor's per-block input check (``pre``): :func:`quick_check` with ``tol``.
 
-    A strategy with a fused ``check_block`` runs that instead, with :meth:`tolerance`.
+    A strategy with a fused check (``Abilities.check``) runs that instead, with
+    :meth:`tolerance` (``Strategy.input_check``: any pre-check naming its tolerance).
     """
 
     def __init__(self, tol: float | None = None) -> None:
