@@ -216,23 +216,14 @@ def plan(
     device = torch.device(device or "cpu")
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
-    chunk_size = check_count(chunk_size, "chunk_size", allow_none=True)
+    chunks = check_count(chunk_size, "chunk_size", allow_none=True)
     workers = check_count(workers, "workers", allow_none=True)
     max_memory = check_positive(max_memory, "max_memory")
     budget = default_budget(device) if max_memory is None else int(max_memory)
+    cores = workers if workers is not None else cpu_count()
+    given = max_memory is not None
     ask = Ask(
-        n,
-        batch,
-        dtype,
-        device,
-        vectors,
-        strategy,
-        chunk_size,
-        budget,
-        workers if workers is not None else cpu_count(),
-        verify,
-        autotune,
-        max_memory is not None,
+        n, batch, dtype, device, vectors, strategy, chunks, budget, cores, verify, autotune, given
     )
     return _plan_cached(ask, registry_version())
 
