@@ -23,8 +23,6 @@ from ._sparse_path import SPARSE_FROM, split_options
 #: one ``Data`` of at most this many nodes takes the direct path (above, the solve
 #: dominates and the batched path's bookkeeping costs nothing noticeable)
 SINGLE_MAX_N = 256
-#: up to this size components come from boolean matrix squaring (a few tiny products)
-REACH_MAX_N = 64
 
 
 class SingleSpectrum:
@@ -86,24 +84,29 @@ def _edges(
     return src[keep], dst[keep], w[keep]
 
 
-def _components(adj: np.ndarray) -> int:
-    """Connected components of one small graph from its dense adjacency (edges of nonzero
-    weight): reachability ``R = (I + |A|)^(2^j)`` by repeated squaring until it stops
-    growing (a few small matrix products); a component is a node that reaches no
-    lower-numbered node."""
-    n = adj.shape[0]
-    if n > REACH_MAX_N:  # the products grow as n^3: SciPy's graph search instead
-        from scipy.sparse.csgraph import connected_components
-
-        return int(connected_components(adj != 0, directed=False)[0])
-    reach = (adj != 0).astype(np.float64)
-    reach[np.diag_indices(n)] = 1.0
-    for _ in range(max(n - 1, 1).bit_length()):
-        grown = (reach @ reach > 0).astype(np.float64)
-        if np.array_equal(grown, reach):
-            break
-        reach = grown
-    return int((reach.argmax(1) == np.arange(n)).sum())
+def _components(src: np.ndarray, dst: np.ndarray, w: np.ndarray, n: int) -> int:
+    """Connected components of one small graph (edges of nonzero weight, as the batched
+    path counts them): a depth-first search in plain Python, about 15 us at 25 nodes (a
+    SciPy round trip costs ~300 us, boolean matrix squaring ~50 us)."""
+    nz = w != 0
+    neighbours: list[list[int]] = [[] for _ in range(n)]
+    for a, b in zip(src[nz].tolist(), dst[nz].tolist(), strict=True):
+        neighbours[a].append(b)
+        neighbours[b].append(a)
+    seen = [False] * n
+    count = 0
+    for start in range(n):
+        if seen[start]:
+            continue
+        count += 1
+        seen[start] = True
+        stack = [start]
+        while stack:
+            for v in neighbours[stack.pop()]:
+                if not seen[v]:
+                    seen[v] = True
+                    stack.append(v)
+    return count
 
 
 def single_spectrum(
@@ -146,7 +149,7 @@ def single_spectrum(
     if normalization == "rw":
         scale = 1.0 / np.sqrt(np.where(deg > 0, deg, 1.0))
         vecs = fix_gauge(torch.from_numpy(vecs * scale[:, None])).numpy()
-    return SingleSpectrum(vals, vecs, _components(adj), deg)
+    return SingleSpectrum(vals, vecs, _components(src, dst, w, n), deg)
 
 
 def single_columns(

@@ -128,3 +128,19 @@ def test_batch_keeps_its_collation_and_separates_back(monkeypatch):
     for back, single in zip(out.to_data_list(), singles, strict=True):
         for name in NAMES:
             torch.testing.assert_close(back[name], single[name], atol=1e-10, rtol=0)
+
+
+def test_direct_path_counts_components_as_scipy():
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from spectra.graph._single import _components
+
+    rng = np.random.default_rng(9)
+    for n in (1, 2, 5, 25, 80, 256):
+        m = int(rng.integers(0, 2 * n))
+        src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+        w = rng.choice([0.0, 1.0, 0.5], size=m)  # zero weights are no edges
+        keep = w != 0
+        a = coo_matrix((np.ones(int(keep.sum())), (src[keep], dst[keep])), shape=(n, n))
+        assert _components(src, dst, w, n) == connected_components(a, directed=False)[0]
