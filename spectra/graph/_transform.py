@@ -152,13 +152,17 @@ class LaplacianPE(PETransform):
         return "batch"
 
     def forward(self, data: Any) -> Any:
-        if self.path(data) == "single":
-            with glue_threads(1):
-                self._attach(data, self._single_features(data))
-            return data
+        if type(data) is Data or (isinstance(data, Data) and not isinstance(data, Batch)):
+            weight = self._weight(data)  # read once: PyG's attribute lookups cost ~10 us
+            if getattr(data, "edge_index", None) is not None and single_takes(
+                data, self.device, weight, self.eigh_options
+            ):
+                with glue_threads(1):
+                    self._attach(data, self._single_features(data, weight))
+                return data
         return super().forward(data)
 
-    def _single_features(self, data: Any) -> dict[str, torch.Tensor]:
+    def _single_features(self, data: Any, weight: Any) -> dict[str, torch.Tensor]:
         """The features of one small ``Data`` (the direct path, see :mod:`._single`)."""
         n = int(data.num_nodes)
         pyg = self.convention == "pyg"
@@ -167,7 +171,7 @@ class LaplacianPE(PETransform):
                 "convention", "'pyg' is PyG's sym-normalized Laplacian: normalization='sym'"
             )
         spec = single_spectrum(
-            data.edge_index, self._weight(data), n, self.normalization, pyg, self.eigh_options
+            data.edge_index, weight, n, self.normalization, pyg, self.eigh_options
         )
         first = int(self.drop_trivial) if pyg else (spec.comps if self.drop_trivial else 0)
         pe, mask, vals = single_columns(spec, first, self.k)
