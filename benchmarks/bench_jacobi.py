@@ -35,8 +35,8 @@ def _row(
 ) -> dict[str, Any]:
     import torch
 
-    from spectra.core._jacobi import jacobi_eigh, solve
-    from spectra.core._threads import single_threaded_kernels
+    from spectra.core._solvers._jacobi import jacobi_eigh, solve
+    from spectra.core._support._threads import single_threaded_kernels
     from spectra.core.domain import cpu_count
 
     dtype = getattr(torch, dtype_name)

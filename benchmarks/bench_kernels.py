@@ -155,7 +155,7 @@ def calibrate(quick: bool = False) -> dict[str, Any]:
 
     from spectra._bench.timing import Impl, Timer
     from spectra.core import STRATEGIES
-    from spectra.core._samples import random_hermitian
+    from spectra.core._support._samples import random_hermitian
 
     timer = Timer(repeats=3 if quick else 5, min_repeats=3, budget_s=3.0, pause_s=0.02)
     table = []

@@ -14,7 +14,7 @@ kernel), whose first fit shows what a kernel costs a new process; for it one mor
 profiles the first fit and reports where the time goes (module, function, cumulative ms;
 cProfile sees the calling thread only, and the core may run a block in its worker thread).
 
-numba's on-disk cache: "warm" when ``spectra/core/_kernels/__pycache__`` holds ``.nbi``
+numba's on-disk cache: "warm" when ``spectra/core/_solvers/_kernels/__pycache__`` holds ``.nbi``
 index files (the usual state after any earlier run); ``--cold`` adds one run of the kernel
 row with ``NUMBA_CACHE_DIR`` pointed at an empty folder (a fresh install: compiles).
 The machine is shared: ``os.getloadavg()`` before and after is in the JSON.

@@ -29,7 +29,7 @@ timeout 120 "$py" -m spectra.cli bench --device cuda --quick --json "$OUT/bench-
   | tail -16
 timeout 60 "$py" - <<'PY' 2>&1
 import json, os, torch, spectra.core as core
-from spectra.core._autotune import autotune as _autotune
+from spectra.core._pipeline._autotune import autotune as _autotune
 rows = []
 for n, batch in [(32, 4096), (33, 4096), (64, 1024), (128, 256)]:
     for dtype in (torch.float32, torch.float64):

@@ -127,7 +127,7 @@ def test_every_numeric_option_of_every_command_is_checked(tmp_path, capsys):
 
 def test_sizes_are_checked_against_free_memory_before_any_work(tmp_path, capsys, monkeypatch):
     """With 64 MiB free, sizes that fit a normal machine are refused up front (one line)."""
-    from spectra.core import _memory  # the one memory check every command uses
+    from spectra.core._support import _memory  # the one memory check every command uses
 
     monkeypatch.setattr(_memory, "available_memory", lambda device: 64 << 20)
     report = tmp_path / "bench.json"

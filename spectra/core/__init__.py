@@ -7,10 +7,10 @@ nothing outside ``spectra/core`` imports the private ``_modules``.
 
 from ._eigh import EighResult, eigh, eigvalsh
 from ._errors import InputError, LinAlgError
-from ._gauge import fix_gauge
 from ._matrix_function import matrix_function
 from ._options import Options
-from ._plan import Plan, plan
+from ._pipeline._gauge import fix_gauge
+from ._pipeline._plan import Plan, plan
 from ._sparse import BlockDiagonal, SparseConvergenceWarning, SparsePlan, plan_sparse
 from ._strategies import STRATEGIES, Abilities, Claim, Cost, Runs, Strategy, register, unregister
 from ._validate import Validation, validate

@@ -37,8 +37,8 @@ from typing import Any
 
 import torch
 
-from ._autograd import degenerate_default, eigh_backward
 from ._compile_call import eager_dispatch, generic_call, result_dtypes
+from ._pipeline._autograd import degenerate_default, eigh_backward
 
 
 @torch.library.custom_op("spectra::eigh", mutates_args=())

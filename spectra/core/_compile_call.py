@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from ._arrays import real_dtype
+from ._support._arrays import real_dtype
 
 #: the dispatch state of plain eager code (taken at import). Compiled graphs call custom
 #: ops with the Conjugate and Negative keys excluded, under which ``x.mH`` of a complex

@@ -15,19 +15,19 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from ._arrays import is_dask_collection, restore
-from ._checks import BlockCheck, InputRejected, check_finite, check_hermitian
-from ._collections import collection_op
-from ._dense import solve_dense
-from ._direct import solve_direct
 from ._errors import InputError, LinAlgError
 from ._options import Options
-from ._plan import THREADED_LAPACK_MIN_N, Plan
-from ._prepare import check_plan, is_ragged, prepare
-from ._ragged_solve import solve_ragged
+from ._pipeline._checks import BlockCheck, InputRejected, check_finite, check_hermitian
+from ._pipeline._dense import solve_dense
+from ._pipeline._direct import solve_direct
+from ._pipeline._plan import THREADED_LAPACK_MIN_N, Plan
+from ._pipeline._prepare import check_plan, is_ragged, prepare
+from ._pipeline._ragged_solve import solve_ragged
 from ._request import Request
 from ._sparse._operators import is_sparse_input
-from ._threads import single_threaded_kernels
+from ._support._arrays import is_dask_collection, restore
+from ._support._collections import collection_op
+from ._support._threads import single_threaded_kernels
 
 
 class EighResult(NamedTuple):

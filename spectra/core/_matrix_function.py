@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-from ._arrays import as_tensor, restore
-from ._divided_differences import divided_differences, second_divided_differences
+from ._pipeline._divided_differences import divided_differences, second_divided_differences
+from ._support._arrays import as_tensor, restore
 
 ElementwiseFn = Callable[[torch.Tensor], torch.Tensor]
 

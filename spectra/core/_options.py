@@ -12,11 +12,11 @@ import operator
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from ._autograd import BackwardOptions, check_policy
 from ._errors import InputError
+from ._pipeline._autograd import BackwardOptions, check_policy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._plan import Plan
+    from ._pipeline._plan import Plan
 
 #: the keywords of the planner (:func:`spectra.core.plan`) that an :class:`Options` sets
 PLANNING_FIELDS = ("strategy", "chunk_size", "max_memory", "workers", "verify", "autotune")

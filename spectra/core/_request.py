@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ._options import Options, check_tolerance
-from ._prepare import check_k
+from ._pipeline._prepare import check_k
 
 #: the keywords of :func:`spectra.eigh` that describe the problem and the question; a domain
 #: decides these itself and never forwards them from its callers

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._arrays import as_tensor
+from ._support._arrays import as_tensor
 
 #: default tolerance of :meth:`Validation.ok` per precision of the checked decomposition
 _TOLERANCES = {"float32": 1e-4, "complex64": 1e-4, "float64": 1e-10, "complex128": 1e-10}

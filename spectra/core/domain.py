@@ -18,7 +18,16 @@ same way::
 
 from __future__ import annotations
 
-from ._arrays import (
+from ._eigh import _caller_kernels as caller_kernel_threads
+from ._errors import InputError, LinAlgError, format_indices
+from ._options import Options, check_count
+from ._pipeline._autograd import eigh_backward
+from ._pipeline._checks import check_square
+from ._pipeline._execute import execute, orthonormality_error
+from ._pipeline._prepare import check_k, is_ragged
+from ._request import EIGH_OPTION_NAMES, PROBLEM_KEYWORDS, Request
+from ._sparse import is_sparse_input
+from ._support._arrays import (
     Origin,
     as_tensor,
     default_tolerance,
@@ -26,13 +35,8 @@ from ._arrays import (
     real_dtype,
     restore,
 )
-from ._autograd import eigh_backward
-from ._checks import check_square
-from ._collections import collection_op, register_collection_op, set_collection_loader
-from ._eigh import _caller_kernels as caller_kernel_threads
-from ._errors import InputError, LinAlgError, format_indices
-from ._execute import execute, orthonormality_error
-from ._memory import (
+from ._support._collections import collection_op, register_collection_op, set_collection_loader
+from ._support._memory import (
     available_memory,
     check_fits,
     chunks_within,
@@ -41,14 +45,10 @@ from ._memory import (
     memory_budget,
     rows_within,
 )
-from ._moments import Moments, combine_moments
-from ._options import Options, check_count
-from ._prepare import check_k, is_ragged
-from ._request import EIGH_OPTION_NAMES, PROBLEM_KEYWORDS, Request
-from ._solver_names import EIGENSOLVER_CALLS, TORCH_EIGH
-from ._sparse import is_sparse_input
-from ._threads import cpu_count, fan_out
-from ._versions import torch_version
+from ._support._moments import Moments, combine_moments
+from ._support._solver_names import EIGENSOLVER_CALLS, TORCH_EIGH
+from ._support._threads import cpu_count, fan_out
+from ._support._versions import torch_version
 
 __all__ = [
     "EIGENSOLVER_CALLS",

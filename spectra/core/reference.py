@@ -12,7 +12,7 @@ import numpy as np
 import scipy.linalg
 
 from ._eigh import EighResult
-from ._prepare import is_ragged
+from ._pipeline._prepare import is_ragged
 
 
 def _as_numpy(x: Any) -> np.ndarray:

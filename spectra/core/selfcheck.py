@@ -5,6 +5,6 @@
 True
 """
 
-from ._selfcheck import CheckRow, format_table, rows_as_dicts, run_checks
+from ._support._selfcheck import CheckRow, format_table, rows_as_dicts, run_checks
 
 __all__ = ["CheckRow", "format_table", "rows_as_dicts", "run_checks"]

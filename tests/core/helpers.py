@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from spectra.core._samples import random_hermitian, random_unitary, with_spectrum
+from spectra.core._support._samples import random_hermitian, random_unitary, with_spectrum
 
 __all__ = [
     "DTYPES",

@@ -7,7 +7,7 @@ import json
 import torch
 
 from spectra.cli import main
-from spectra.core._selfcheck import run_checks
+from spectra.core._support._selfcheck import run_checks
 
 from .helpers import patch_torch_strategy
 
@@ -22,7 +22,8 @@ def test_check_passes_on_cpu_and_writes_json(tmp_path, capsys):
 
 
 def test_check_detects_a_broken_solver(monkeypatch):
-    from spectra.core import STRATEGIES, _plan
+    from spectra.core import STRATEGIES
+    from spectra.core._pipeline import _plan
 
     real = STRATEGIES["torch"].solve
 

@@ -19,8 +19,9 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 import spectra
-from spectra.core import _compile, _compile_call, _eigh, _solve
-from spectra.core._threads import cpu_count
+from spectra.core import _compile, _compile_call, _eigh
+from spectra.core._pipeline import _solve
+from spectra.core._support._threads import cpu_count
 
 from .helpers import random_hermitian
 
@@ -28,7 +29,9 @@ FANNED = cpu_count() > 1  # fanned-out cases need two usable cores
 
 #: complex upstream gradients depend on the eigenvectors' phases: the eager core warns, and
 #: so does the compiled call (the same backward); the gradients are compared, not judged
-pytestmark = pytest.mark.filterwarnings("ignore::spectra.core._autograd.DegenerateGradientWarning")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::spectra.core._pipeline._autograd.DegenerateGradientWarning"
+)
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,8 @@ import pytest
 import torch
 
 import spectra
-from spectra.core import _execute, _threads
+from spectra.core._pipeline import _execute
+from spectra.core._support import _threads
 
 from .helpers import random_hermitian
 
@@ -48,7 +49,7 @@ def _run_script(body: str, timeout: float = 120) -> str:
 
 PRELUDE = """
 import os, sys, torch, spectra
-from spectra.core import _threads
+from spectra.core._support import _threads
 x = torch.randn(256, 32, 32, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
 a = x + x.mT
 assert spectra.plan(32, 256, torch.float64, "cpu", workers=2).workers > 1
@@ -291,7 +292,7 @@ def test_a_failing_part_cancels_the_others(monkeypatch):
 
 CTRL_C_SCRIPT = """
 import _thread, os, signal, threading, time
-from spectra.core import _threads
+from spectra.core._support import _threads
 
 # a shell that starts the test run in the background makes SIGINT ignored, and children
 # inherit that (Python then installs no handler): restore what an interactive user has

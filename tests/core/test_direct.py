@@ -11,10 +11,11 @@ import pytest
 import torch
 
 import spectra
-from spectra.core import _direct, _execute, _gauge, _threads
-from spectra.core._kernels._choice import KERNEL_MIN_BATCH
-from spectra.core._plan import DIRECT_MAX_BATCH
+from spectra.core._pipeline import _direct, _execute, _gauge
+from spectra.core._pipeline._plan import DIRECT_MAX_BATCH
 from spectra.core._request import Request
+from spectra.core._solvers._kernels._choice import KERNEL_MIN_BATCH
+from spectra.core._support import _threads
 
 from .helpers import random_hermitian
 

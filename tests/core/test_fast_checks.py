@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from spectra.core._checks import all_finite, exactly_hermitian
+from spectra.core._pipeline._checks import all_finite, exactly_hermitian
 
 from .helpers import random_hermitian
 
@@ -77,8 +77,8 @@ def test_exactly_hermitian_is_torch_equal_to_the_conjugate_transpose(dtype):
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
 def test_squared_pivot_makes_the_abs_rule_s_decisions(dtype, monkeypatch):
     """The gauge's complex pivot from |v|^2 is the pivot from |v|, near-ties included."""
-    from spectra.core import _gauge
-    from spectra.core._arrays import default_tolerance
+    from spectra.core._pipeline import _gauge
+    from spectra.core._support._arrays import default_tolerance
 
     tol = default_tolerance(dtype)
     gen = torch.Generator().manual_seed(7)

@@ -73,9 +73,9 @@ def _adversarial_columns(batch: int, n: int, dtype: torch.dtype) -> torch.Tensor
 def test_numba_gauge_pass_is_bitwise_the_torch_gauge(monkeypatch, dtype, n):
     """The executor's one-pass numba gauge (CPU blocks of at least
     ``NUMBA_PASS_MIN_ENTRIES``) makes exactly the decisions of the torch path."""
-    from spectra.core import _gauge
-    from spectra.core._arrays import NUMBA_PASS_MIN_ENTRIES
-    from spectra.core._kernels import _numba_gauge
+    from spectra.core._pipeline import _gauge
+    from spectra.core._solvers._kernels import _numba_gauge
+    from spectra.core._support._arrays import NUMBA_PASS_MIN_ENTRIES
 
     batch = max(64, NUMBA_PASS_MIN_ENTRIES // (n * n) + 1)
     v = _adversarial_columns(batch, n, dtype)
@@ -98,7 +98,7 @@ def test_numba_gauge_pass_is_bitwise_the_torch_gauge(monkeypatch, dtype, n):
 
 
 def test_small_or_row_major_blocks_take_the_torch_gauge(monkeypatch):
-    from spectra.core import _gauge
+    from spectra.core._pipeline import _gauge
 
     monkeypatch.setattr(_gauge, "_numba_gauge_kernel", lambda dtype: pytest.fail("numba"))
     small = _adversarial_columns(64, 4, torch.float64)  # 1,024 entries: below the minimum

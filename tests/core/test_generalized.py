@@ -87,7 +87,7 @@ def test_not_positive_definite_b_names_the_indices():
 def test_fanned_generalized_pipeline_is_bitwise_the_serial_one(monkeypatch, dtype):
     """From a batch that fans out, the whole reduction runs inside the workers (issue 26):
     the same numbers as the serial path, and a non-positive-definite ``b`` still named."""
-    from spectra.core import _solve
+    from spectra.core._pipeline import _solve
 
     n, batch = 24, 256
     assert spectra.plan(n, batch, dtype, workers=2).workers == 2

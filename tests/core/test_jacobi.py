@@ -8,7 +8,7 @@ import scipy.linalg
 import torch
 
 import spectra
-import spectra.core._jacobi as jac
+import spectra.core._solvers._jacobi as jac
 from spectra.core import STRATEGIES
 
 REAL = {torch.complex64: torch.float32, torch.complex128: torch.float64}

@@ -18,7 +18,7 @@ import torch
 
 import spectra
 from spectra.core import STRATEGIES
-from spectra.core._kernels import _closed_form
+from spectra.core._solvers._kernels import _closed_form
 from spectra.core.domain import default_tolerance
 
 from .helpers import batch_that_fans_out, random_hermitian, served_size, with_spectrum
@@ -199,8 +199,8 @@ def test_importing_spectra_compiles_nothing():
 @pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_in_kernel_gauge_is_bitwise_the_core_gauge(n, dtype):
-    from spectra.core._gauge import fix_gauge_
-    from spectra.core._kernels import _numba_closed_form as ncf
+    from spectra.core._pipeline._gauge import fix_gauge_
+    from spectra.core._solvers._kernels import _numba_closed_form as ncf
 
     a = random_hermitian((300,), n, dtype, seed=4)
     ties = torch.zeros(4, n, n, dtype=dtype)  # eigenvectors with exactly tied entries
@@ -219,7 +219,7 @@ def test_in_kernel_gauge_is_bitwise_the_core_gauge(n, dtype):
     assert np.array_equal(w0, w1)
 
 
-# ---- the fused input check (spectra.core._kernels._numba_check) ------------------------
+# ---- the fused input check (spectra.core._solvers._kernels._numba_check) ------------------------
 
 CHECKED = [  # (strategy, n, dtype): every kernel path the executor's fused check runs on
     ("closed-form", 2, torch.float64),
@@ -233,7 +233,7 @@ CHECKED = [  # (strategy, n, dtype): every kernel path the executor's fused chec
 
 def _spy_fused_check(monkeypatch) -> list[bool | None]:
     """Record the verdicts of the kernels' fused check (proves the path is taken)."""
-    from spectra.core._kernels import _numba_check
+    from spectra.core._solvers._kernels import _numba_check
 
     verdicts: list[bool | None] = []
     real = _numba_check.block_ok
@@ -290,7 +290,7 @@ def test_fused_check_complex_diagonal_must_be_real(monkeypatch):
 
 def test_fused_check_doubt_defers_to_the_torch_check(monkeypatch):
     """A ``False`` from the fused check is not a refusal: torch's check decides."""
-    from spectra.core._kernels import _numba_check
+    from spectra.core._solvers._kernels import _numba_check
 
     monkeypatch.setattr(_numba_check, "block_ok", lambda a, tol: False)
     a = random_hermitian((4,), 3, torch.float64, seed=9)
@@ -313,7 +313,7 @@ def test_fused_check_on_large_lapack_blocks(monkeypatch, strategy, dtype):
     ``NUMBA_PASS_MIN_ENTRIES``: exact Hermitian input passes there, a ``-0``/``+0`` pair
     (bitwise unequal) and a within-tolerance asymmetry pass its tolerance test, a
     non-finite or asymmetric entry is refused with its index."""
-    from spectra.core._arrays import NUMBA_PASS_MIN_ENTRIES
+    from spectra.core._support._arrays import NUMBA_PASS_MIN_ENTRIES
 
     n = 64
     batch = NUMBA_PASS_MIN_ENTRIES // (n * n) + 1

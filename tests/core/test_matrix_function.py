@@ -168,12 +168,12 @@ def test_no_grad_path_equals_grad_path_value():
     torch.testing.assert_close(y0, y1.detach(), atol=0, rtol=0)
 
 
-# ---- eigh's policy at exact degeneracies (spectra.core._autograd) ------------------------
+# ---- eigh's policy at exact degeneracies (spectra.core._pipeline._autograd) ----------------
 
 
 def _spectral_loss_grad(a, **opts):
     from spectra.core._options import Options
-    from spectra.core._solve import solve_standard
+    from spectra.core._pipeline._solve import solve_standard
 
     x = a.clone().requires_grad_()
     w, v = solve_standard(x, True, Options(**opts), gauge=True)
@@ -182,7 +182,7 @@ def _spectral_loss_grad(a, **opts):
 
 
 def test_eigh_warns_where_matrix_function_is_exact():
-    from spectra.core._autograd import DegenerateGradientWarning
+    from spectra.core._pipeline._autograd import DegenerateGradientWarning
 
     a = torch.eye(3, dtype=torch.float64)
     with pytest.warns(DegenerateGradientWarning, match="spectra.matrix_function"):
@@ -209,7 +209,7 @@ def test_eigh_ignore_policy_is_silent(recwarn):
 
 
 def test_gauge_dependent_loss_warns():
-    from spectra.core._autograd import DegenerateGradientWarning
+    from spectra.core._pipeline._autograd import DegenerateGradientWarning
 
     x = torch.eye(3, dtype=torch.float64, requires_grad=True)
     _, v = spectra.eigh(x)
@@ -234,7 +234,7 @@ def test_losses_masking_gets_right_do_not_warn(loss, recwarn):
 
 
 def test_phase_dependent_complex_loss_warns_and_phase_invariant_does_not(recwarn):
-    from spectra.core._autograd import DegenerateGradientWarning
+    from spectra.core._pipeline._autograd import DegenerateGradientWarning
 
     a = random_hermitian((2,), 4, torch.complex128, seed=13)
     x = a.clone().requires_grad_()

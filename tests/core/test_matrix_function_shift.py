@@ -16,8 +16,11 @@ import pytest
 import torch
 
 import spectra
-from spectra.core._divided_differences import divided_differences, second_divided_differences
 from spectra.core._matrix_function import _derivatives
+from spectra.core._pipeline._divided_differences import (
+    divided_differences,
+    second_divided_differences,
+)
 
 mpmath = pytest.importorskip("mpmath")
 

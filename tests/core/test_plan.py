@@ -115,7 +115,7 @@ def test_autotune_times_the_tunable_strategies_and_explains():
 
 
 def test_legacy_cuda_planning_stays_batched(monkeypatch):
-    from spectra.core import _plan
+    from spectra.core._pipeline import _plan
 
     monkeypatch.setattr(_plan, "cuda_batched_everywhere", lambda: False)
     monkeypatch.setattr(_plan, "autotune", lambda *a: ("cupy-syevj", (("cupy-syevj", 1.0),)))
@@ -131,7 +131,7 @@ def test_legacy_cuda_planning_stays_batched(monkeypatch):
 def test_legacy_cuda_without_autotuning_takes_the_claims(monkeypatch):
     """Autotuning off on a torch that loops syevd for n > 32 on CUDA: the batched paths
     claim those sizes (``Runs.prefers``), CuPy's above spectra's Jacobi; n <= 32 stays."""
-    from spectra.core import _plan
+    from spectra.core._pipeline import _plan
     from spectra.core._strategies import _cupy
 
     monkeypatch.setattr(_plan, "cuda_batched_everywhere", lambda: False)
@@ -204,7 +204,7 @@ def test_misaligned_numpy_memory_is_copied_not_crashed():
 
 def test_autotune_times_what_execute_runs(monkeypatch):
     """The autotuner calls execute with the candidate's plan (its workers, its chunks)."""
-    from spectra.core import _autotune, _execute, _plan
+    from spectra.core._pipeline import _autotune, _execute, _plan
 
     seen = []
     real = _execute.execute
@@ -282,7 +282,7 @@ def test_register_refuses_a_taken_name_unless_replacing():
         STRATEGIES.pop("torch-copy", None)
 
 
-# ---- the one memory model (spectra.core._memory) ---------------------------------------
+# ---- the one memory model (spectra.core._support._memory) ---------------------------------------
 
 
 def test_rows_within_is_the_floor_of_the_budget_between_one_and_the_batch():
@@ -301,7 +301,7 @@ def test_rows_within_is_the_floor_of_the_budget_between_one_and_the_batch():
 
 
 def test_memory_budget_is_the_core_option_or_half_the_free_memory():
-    from spectra.core._memory import available_memory, default_budget
+    from spectra.core._support._memory import available_memory, default_budget
     from spectra.core.domain import memory_budget
 
     assert memory_budget(12345.7) == 12345 and memory_budget(0.5) == 1
@@ -317,7 +317,7 @@ def test_tightbinding_chunks_from_the_core_budget_and_passes_it_on(monkeypatch):
     """The tight-binding ``max_memory`` is the core's option: its k-point chunks come from
     the core's model (``rows_within``), and each core call gets the same budget."""
     from spectra import tightbinding as tb
-    from spectra.core import _solve
+    from spectra.core._pipeline import _solve
     from spectra.tightbinding import _bloch
 
     seen, chunks = [], []

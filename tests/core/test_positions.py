@@ -4,7 +4,7 @@ On some CPUs MKL's LAPACK returns results that depend on the 64-byte alignment o
 matrix it is handed (issue 27: an AMD EPYC where ``torch.linalg.eigh(x)[i]`` and
 ``torch.linalg.eigh(x[i])`` differed at every odd ``i`` for 33x33 float32). The core stages
 every LAPACK call so that each matrix starts on a 64-byte boundary
-(``spectra.core._torch_lapack``); the lane kernels never depended on position. These tests
+(``spectra.core._solvers._torch_lapack``); the lane kernels never depended on position. These tests
 solve the same matrices at many offsets and compare bitwise, with sizes whose byte size is
 *not* a multiple of 64 (asserted), so odd positions of a batch sit misaligned in memory; and
 a spy asserts that LAPACK is never handed a batch with a misaligned member. On a CPU whose

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import spectra
-from spectra.core._ragged import choose_buckets
+from spectra.core._pipeline._ragged import choose_buckets
 
 from .helpers import random_hermitian, tol
 
@@ -53,7 +53,7 @@ def test_buckets_cost_model_and_legacy_cuda_boundary(monkeypatch):
     assert choose_buckets([10, 11, 12], cpu) == [12]  # padding is cheaper than 3 calls
     many = [40] * 5000 + [10] * 5000
     assert choose_buckets(many, cpu) == [10, 40]  # padding 5000 matrices 10 -> 40 is not
-    from spectra.core import _ragged
+    from spectra.core._pipeline import _ragged
 
     monkeypatch.setattr(_ragged, "cuda_batched_everywhere", lambda: False)
     assert choose_buckets([31, 32, 33], torch.device("cuda")) == [32, 33]

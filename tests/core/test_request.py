@@ -12,8 +12,8 @@ import torch
 
 import spectra
 from spectra.core import Options
-from spectra.core._autograd import DEGENERATE_POLICIES, BackwardOptions, check_policy
 from spectra.core._errors import InputError
+from spectra.core._pipeline._autograd import DEGENERATE_POLICIES, BackwardOptions, check_policy
 from spectra.core._request import EIGH_OPTION_NAMES, PROBLEM_KEYWORDS, Request
 
 

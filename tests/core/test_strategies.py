@@ -215,9 +215,9 @@ def test_the_executor_uses_the_abilities_it_is_offered(monkeypatch):
     """``into`` writes the executor's outputs (no ``solve`` call on the chunked path), the
     fused check stands in for the standard one, ``gauged`` skips the gauge pass."""
     from spectra.core import Abilities, Runs, register, unregister
-    from spectra.core._checks import BlockCheck
-    from spectra.core._execute import execute
-    from spectra.core._torch_lapack import torch_eigh_into
+    from spectra.core._pipeline._checks import BlockCheck
+    from spectra.core._pipeline._execute import execute
+    from spectra.core._solvers._torch_lapack import torch_eigh_into
 
     calls = {"solve": 0, "into": 0, "check": 0, "post": 0}
 

@@ -186,7 +186,7 @@ def _spd_pair(batch, n, dtype=torch.float64, seed=0):
 
 @pytest.mark.parametrize("lindep", [None, 1e-10])
 def test_generalized_paths_chunk_to_the_memory_budget(monkeypatch, lindep):
-    from spectra.core import _solve
+    from spectra.core._pipeline import _solve
 
     batch, n = 12, 6
     a, b = _spd_pair(batch, n)
@@ -209,7 +209,7 @@ def test_generalized_paths_chunk_to_the_memory_budget(monkeypatch, lindep):
 
 
 def test_chunked_generalized_errors_name_indices_of_the_whole_batch():
-    from spectra.core import _solve
+    from spectra.core._pipeline import _solve
 
     a, b = _spd_pair(10, 4)
     b[7] = -b[7]
@@ -227,7 +227,7 @@ def test_broadcast_b_is_chunked_by_index():
 
 
 def test_backward_chunks_to_the_memory_budget(monkeypatch):
-    from spectra.core import _autograd
+    from spectra.core._pipeline import _autograd
 
     batch, n = 10, 5
     a = random_hermitian((batch,), n, torch.float64, seed=4)

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from .._options import Options
-from .._solve import solve_standard
+from .._pipeline._solve import solve_standard
 
 #: damped-Jacobi sweeps before and after each coarse correction
 SWEEPS = 2

@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._arrays import real_dtype, restore
 from .._errors import InputError, LinAlgError
-from .._gauge import fix_gauge_
-from .._memory import default_budget
 from .._options import Options, as_int, check_tolerance
-from .._solve import solve_standard
-from .._threads import single_threaded_kernels
+from .._pipeline._gauge import fix_gauge_
+from .._pipeline._solve import solve_standard
+from .._support._arrays import real_dtype, restore
+from .._support._memory import default_budget
+from .._support._threads import single_threaded_kernels
 from ._blocks import split_input
 from ._lobpcg import Batch, lobpcg, svqb
 from ._operators import SparseOperator, as_operator, compute_dtype
@@ -42,9 +42,12 @@ SPARSE_KEYWORDS = (
     "on_fail",
 )
 DEFAULT_MAXITER = 1000
-#: CPU blocks below this many entries iterate on one OpenMP thread (per-thread setting):
-#: the many small dense steps fork-join a thread team each, which dominated on a loaded
-#: machine (n = 3,000: 0.36 s per iteration on the loaded 2-core machine)
+#: CPU problems whose block has fewer entries than this iterate on one OpenMP thread
+#: (per-thread setting): the many small dense steps fork-join a thread team each, which
+#: dominated on a loaded machine (n = 3,000: 0.36 s per iteration on the loaded 2-core
+#: machine). Counted per problem, not per batch: the per-problem steps (products, solves,
+#: the padded copies) are as small in a batch of 32 graphs of 5,000 nodes, which took 24 s
+#: threaded against 11.8 s for a loop of single calls.
 SMALL_BLOCK_ENTRIES = 1 << 20
 
 
@@ -317,7 +320,7 @@ def _iterate(
             defl[g, : op.n, : y.shape[-1]] = y
     rel = sopts.tol if sopts.tol is not None else default_tol(ops[0].dtype)
     tolerance = torch.tensor([rel * s for s in scales], dtype=torch.float64)
-    small = dev.type == "cpu" and n_max * m * len(ops) < SMALL_BLOCK_ENTRIES
+    small = dev.type == "cpu" and n_max * m < SMALL_BLOCK_ENTRIES  # per problem
     # shift-invert iterations are cheap and fast: aim FACTOR_MARGIN below tol (eigenvector
     # errors scale with residual / gap), at most FACTOR_EXTRA iterations past tol
     aim = tolerance * FACTOR_MARGIN if factored else tolerance

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._arrays import Origin
 from .._errors import InputError
+from .._support._arrays import Origin
 from ._blocks import BlockDiagonal
 
 _TORCH_SPARSE = (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc)

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from .._errors import InputError
-from .._memory import default_budget
+from .._support._memory import default_budget
 from ._blocks import split_input
 from ._factor import factor_bytes, fill_estimate
 from ._operators import SparseOperator, as_operator

@@ -17,9 +17,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-from .._cost import Claim, matrix_seconds
-from .._memory import LAPACK_MATRICES, matrix_bytes
-from .._torch_lapack import empty_result
+from .._pipeline._cost import Claim, matrix_seconds
+from .._solvers._torch_lapack import empty_result
+from .._support._memory import LAPACK_MATRICES, matrix_bytes
 
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 #: ``solve(a, vectors)``: a ``(B, n, n)`` block in, ``(w ascending, v or None)`` out

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import torch
 
-from .._arrays import numba_pass_ok
+from .._support._arrays import numba_pass_ok
 
 
 def numba_check(a: torch.Tensor, tol: float) -> bool | None:
     """The input check in numba's one pass (:mod:`.._kernels._numba_check`) on a CPU block:
     the kernels' check (they import numba anyway); ``None`` (the caller's check runs) where
     numba is missing or the block is not on the CPU."""
-    from .._kernels import numba_available
+    from .._solvers._kernels import numba_available
 
     if a.device.type != "cpu" or not numba_available():
         return None
-    from .._kernels._numba_check import block_ok
+    from .._solvers._kernels._numba_check import block_ok
 
     return block_ok(a, tol)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from .._versions import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
+from .._support._versions import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
 from ._base import Claim, PrefersFn, Result, Runs, Strategy, register
 
 

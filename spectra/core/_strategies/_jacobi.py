@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from .._jacobi import solve
-from .._memory import JACOBI_MATRICES
+from .._solvers._jacobi import solve
+from .._support._memory import JACOBI_MATRICES
 from ._base import Cost, Runs, Strategy, register
 from ._cupy import legacy_cuda_claim
 

@@ -8,19 +8,19 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._arrays import real_dtype
-from .._gauge import fix_gauge_
-from .._kernels import numba_available, numba_into
-from .._kernels._choice import closed_form_claim, jacobi_claim, ql_claim
-from .._kernels._closed_form import eig_small
-from .._memory import CLOSED_FORM_MATRICES, LANE_MATRICES
-from .._torch_lapack import torch_eigh, torch_eigh_into
+from .._pipeline._gauge import fix_gauge_
+from .._solvers._kernels import numba_available, numba_into
+from .._solvers._kernels._choice import closed_form_claim, jacobi_claim, ql_claim
+from .._solvers._kernels._closed_form import eig_small
+from .._solvers._torch_lapack import torch_eigh, torch_eigh_into
+from .._support._arrays import real_dtype
+from .._support._memory import CLOSED_FORM_MATRICES, LANE_MATRICES
 from ._base import Abilities, Cost, Runs, Strategy, register, solve_through
 from ._checks import numba_check
 
 
 def _lapack_seconds(n: int, dtype: torch.dtype) -> float:
-    from .._cost import matrix_seconds
+    from .._pipeline._cost import matrix_seconds
 
     return matrix_seconds(n, dtype, torch.device("cpu"))
 
@@ -51,8 +51,8 @@ def closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -
     if n > 3:
         wt, vt = torch_eigh(a, v is not None)
     elif a.device.type == "cpu" and not a.is_complex() and n >= 2 and numba_available():
-        from .._kernels import _numba_closed_form as ncf
-        from .._kernels._numba_gauge import gauge_constants
+        from .._solvers._kernels import _numba_closed_form as ncf
+        from .._solvers._kernels._numba_gauge import gauge_constants
 
         # the kernel applies the gauge itself
         numba_into(ncf.sym3 if n == 3 else ncf.sym2, a, w, v, gauge_constants(a.dtype))
@@ -90,7 +90,7 @@ def jacobi_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> Non
     if a.is_complex() or a.device.type != "cpu":
         torch_eigh_into(a, w, v)
         return
-    from .._kernels import _numba_jacobi as nj
+    from .._solvers._kernels import _numba_jacobi as nj
 
     numba_into(nj.jacobi_real, a, w, v, float(torch.finfo(a.dtype).eps))
 
@@ -125,11 +125,11 @@ def ql_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
         return
     eps = float(torch.finfo(real_dtype(a.dtype)).eps)
     if a.is_complex():
-        from .._kernels._numba_hermitian_ql import hermitian_ql
+        from .._solvers._kernels._numba_hermitian_ql import hermitian_ql
 
         failed = numba_into(hermitian_ql, a, w, v, eps)
     else:
-        from .._kernels._numba_tridiag_ql import tridiag_ql_real
+        from .._solvers._kernels._numba_tridiag_ql import tridiag_ql_real
 
         failed = numba_into(tridiag_ql_real, a, w, v, eps)
     if failed.any():  # QL did not converge on some lane (never seen in tests): LAPACK

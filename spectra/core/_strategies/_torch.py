@@ -4,7 +4,7 @@ default wherever no other strategy claims a problem."""
 
 from __future__ import annotations
 
-from .._torch_lapack import torch_eigh, torch_eigh_into
+from .._solvers._torch_lapack import torch_eigh, torch_eigh_into
 from ._base import Abilities, Runs, Strategy, register
 from ._checks import numba_check_large
 

@@ -19,11 +19,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 import torch
 
-from ._autotune import MAX_SAMPLE, autotune, size_class
-from ._cost import matrix_seconds
-from ._memory import default_budget, format_bytes, rows_within
-from ._options import check_count, check_positive
-from ._strategies import (
+from .._options import check_count, check_positive
+from .._strategies import (
     DEFAULT_STRATEGY,
     STRATEGIES,
     Strategy,
@@ -31,11 +28,14 @@ from ._strategies import (
     preferred,
     registry_version,
 )
-from ._threads import cpu_count
-from ._versions import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
+from .._support._memory import default_budget, format_bytes, rows_within
+from .._support._threads import cpu_count
+from .._support._versions import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
+from ._autotune import MAX_SAMPLE, autotune, size_class
+from ._cost import matrix_seconds
 
 if TYPE_CHECKING:
-    from ._sparse import SparsePlan
+    from .._sparse import SparsePlan
 
 __all__ = ["Ask", "Plan", "choose_strategy", "direct_path", "format_bytes", "plan"]
 
@@ -202,7 +202,7 @@ def plan(
     if not isinstance(n, int):
         # sparse input is planned by _sparse, whose Rayleigh-Ritz solves plan through
         # _solve -> _plan: moving this dispatch up to the public entry would remove it
-        from ._sparse import is_sparse_input, plan_sparse  # circle: deliberate (above)
+        from .._sparse import is_sparse_input, plan_sparse  # circle: deliberate (above)
 
         if is_sparse_input(n):
             if k is None:

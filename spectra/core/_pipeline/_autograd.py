@@ -32,8 +32,8 @@ from typing import Any, NamedTuple
 
 import torch
 
-from ._errors import InputError
-from ._memory import BACKWARD_MATRICES, matrix_bytes, rows_within
+from .._errors import InputError
+from .._support._memory import BACKWARD_MATRICES, matrix_bytes, rows_within
 
 Solver = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 Grad = torch.Tensor | None  # a gradient that may be absent

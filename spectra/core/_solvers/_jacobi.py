@@ -33,8 +33,8 @@ from typing import NamedTuple
 
 import torch
 
-from ._checks import hermitian_from_lower
-from ._threads import fan_out, single_threaded_kernels
+from .._pipeline._checks import hermitian_from_lower
+from .._support._threads import fan_out, single_threaded_kernels
 from ._torch_lapack import torch_eigh
 
 DEFAULT_MAX_SWEEPS = 20

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._eigh import eigh
+from .._eigh import eigh
+from .._validate import validate
 from ._samples import adversarial_spectra, random_hermitian, with_spectrum
-from ._validate import validate
 
 DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 

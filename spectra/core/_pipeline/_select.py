@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ._errors import InputError
+from .._errors import InputError
 
 
 def _own(x: torch.Tensor, full: torch.Tensor) -> torch.Tensor:

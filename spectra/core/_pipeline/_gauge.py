@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._arrays import default_tolerance, numba_pass_ok
+from .._support._arrays import default_tolerance, numba_pass_ok
 
 #: squared magnitudes are used where every column's peak |v|^2 lies in this range (or is 0)
 _SQUARE_SAFE = {
@@ -153,12 +153,12 @@ _NUMBA_GAUGE_WARM: set[torch.dtype] = set()
 def _numba_gauge_kernel(dtype: torch.dtype) -> Callable[[Any], None] | None:
     """``rows -> None``: the numba gauge for real ``dtype`` with its constants bound, or
     ``None`` without numba (resolved once: the executor calls it on every sub-block)."""
-    from ._kernels import numba_available
+    from .._solvers._kernels import numba_available
 
     if not numba_available():
         return None
 
-    from ._kernels._numba_gauge import gauge_constants, gauge_rows
+    from .._solvers._kernels._numba_gauge import gauge_constants, gauge_rows
 
     single = dtype == torch.float32
     bits = np.int32 if single else np.int64

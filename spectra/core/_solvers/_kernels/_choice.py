@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import torch
 
-from .._cost import Claim
+from ..._pipeline._cost import Claim
 from . import numba_available
 
 #: (largest n with eigenvectors, largest n for eigenvalues only) where numba-ql is picked

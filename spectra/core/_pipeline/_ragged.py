@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import torch
 
+from .._support._versions import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
 from ._cost import call_overhead, matrix_seconds
-from ._versions import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
 
 
 def choose_buckets(sizes: Sequence[int], device: torch.device, pad: bool = True) -> list[int]:

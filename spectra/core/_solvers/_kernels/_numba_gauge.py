@@ -1,6 +1,6 @@
 """The core's real eigenvector gauge in one numba pass per eigenvector.
 
-:func:`spectra.core._gauge.fix_gauge_` decides each column's sign from its largest and
+:func:`spectra.core._pipeline._gauge.fix_gauge_` decides each column's sign from its largest and
 smallest entry (``torch.aminmax``) and then multiplies the whole block by the signs: three
 passes over the vectors, and ``aminmax`` alone ran at a seventh of ``amax``'s speed on this
 CPU (10.8 ms vs 1.5 ms for 1,024 eigenvector matrices of 64 x 64, one thread). Here each
@@ -19,7 +19,7 @@ import numba
 import numpy as np
 import torch
 
-from .._arrays import default_tolerance
+from ..._support._arrays import default_tolerance
 
 jit = functools.partial(numba.njit, nogil=True, cache=True, error_model="numpy")
 
@@ -41,7 +41,7 @@ def flip_to_gauge(r, hi, lo, tol, near):
     (``max >= -min``), and on an opposite-sign near-tie (``|max + min| <= tol * peak``) the
     sign of the first entry ``>= near * peak`` in magnitude. ``tol`` and ``near = 1 - tol``
     come in ``r``'s dtype, so every comparison is made in the same precision as torch's
-    (``spectra.core._gauge.gauge_phase``)."""
+    (``spectra.core._pipeline._gauge.gauge_phase``)."""
     n = r.shape[0]
     peak = max(hi, -lo)
     neg = not (hi >= -lo)
@@ -59,7 +59,7 @@ def flip_to_gauge(r, hi, lo, tol, near):
 @inline
 def gauge_row(r, tol, near):
     """Put the (short) eigenvector ``r``, a row of ``vt``, in the core's gauge
-    (:func:`flip_to_gauge`), exactly as ``spectra.core._gauge.fix_gauge_`` does."""
+    (:func:`flip_to_gauge`), exactly as ``spectra.core._pipeline._gauge.fix_gauge_`` does."""
     hi = r[0]
     lo = r[0]
     for i in range(1, r.shape[0]):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ._arrays import real_dtype
-from ._errors import InputError, LinAlgError
+from .._errors import InputError, LinAlgError
+from .._support._arrays import real_dtype
 
 
 def _bad_indices(mask: torch.Tensor) -> list[tuple[int, ...]]:

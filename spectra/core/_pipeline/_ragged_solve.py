@@ -12,14 +12,14 @@ from typing import Any
 
 import torch
 
-from ._arrays import restore
+from .._errors import InputError, LinAlgError
+from .._options import Options
+from .._request import Request
+from .._support._arrays import restore
 from ._checks import InputRejected, check_values, quick_check
 from ._dense import solve_dense
-from ._errors import InputError, LinAlgError
-from ._options import Options
 from ._prepare import check_k, prepare
 from ._ragged import choose_buckets, group_by_bucket, pad_stack
-from ._request import Request
 from ._select import kept_count, select_k
 from ._solve import solve_standard
 

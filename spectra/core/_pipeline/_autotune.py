@@ -2,7 +2,7 @@
 
 The planner hands over one plan per tunable strategy, each planned like the real call
 (same workers, memory budget, verification) with only the strategy forced; each is timed
-through :func:`~spectra.core._execute.execute`, so the fan-out, the per-block pipeline and
+through :func:`~spectra.core._pipeline._execute.execute`, so the fan-out, the per-block pipeline and
 the verification are part of what is measured.
 """
 
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .._support._samples import random_hermitian
 from . import _execute
-from ._samples import random_hermitian
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._plan import Plan

@@ -171,7 +171,7 @@ def divided_differences(
     Examples
     --------
     >>> import torch
-    >>> from spectra.core._divided_differences import divided_differences
+    >>> from spectra.core._pipeline._divided_differences import divided_differences
     >>> w = torch.tensor([1e8, 1e8 + 1], dtype=torch.float64)
     >>> f = torch.sin(w - 1e8)
     >>> divided_differences(w, f, torch.cos(w - 1e8), -f)[0, 1].item()  # sin(1) / 1
@@ -197,7 +197,7 @@ def second_divided_differences(
     Examples
     --------
     >>> import torch
-    >>> from spectra.core._divided_differences import second_divided_differences
+    >>> from spectra.core._pipeline._divided_differences import second_divided_differences
     >>> w = torch.tensor([0.0, 1.0, 3.0], dtype=torch.float64) + 1e8
     >>> x = w - 1e8
     >>> t = second_divided_differences(w, x**2, 2 * x, 2 + 0 * x)  # f[a, b, c] of x^2 is 1

@@ -7,9 +7,9 @@ from typing import Any
 
 import torch
 
+from .._options import Options
+from .._request import Request
 from ._gauge import fix_gauge
-from ._options import Options
-from ._request import Request
 from ._select import kept_count, select_k
 from ._solve import solve_canonical, solve_cholesky, solve_standard
 

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ._arrays import real_dtype
+from .._solvers._torch_lapack import empty_result, torch_eigh
+from .._strategies import STRATEGIES
+from .._support._arrays import real_dtype
+from .._support._threads import check_cancelled, fan_out, single_threaded_kernels
 from ._checks import InputRejected
-from ._strategies import STRATEGIES
-from ._threads import check_cancelled, fan_out, single_threaded_kernels
-from ._torch_lapack import empty_result, torch_eigh
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._plan import Plan

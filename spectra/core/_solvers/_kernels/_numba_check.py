@@ -1,6 +1,6 @@
 """The executor's per-block input check for the kernel strategies, compiled by numba.
 
-:func:`spectra.core._checks.quick_check` in one pass over each matrix: every entry finite
+:func:`spectra.core._pipeline._checks.quick_check` in one pass over each matrix: every entry finite
 (either triangle) and ``max|a_ij - conj(a_ji)| <= tol * max|a|``, with ``tol * max|a|``
 computed in the input's precision as torch does. It only decides "every lane is fine": on
 ``False`` the executor runs the torch check, whose verdict (and the detailed, index-naming

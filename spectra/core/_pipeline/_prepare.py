@@ -6,10 +6,10 @@ from typing import Any
 
 import torch
 
-from ._arrays import Origin, as_tensor
+from .._errors import InputError
+from .._options import as_int
+from .._support._arrays import Origin, as_tensor
 from ._checks import check_pair, check_square, check_values
-from ._errors import InputError
-from ._options import as_int
 from ._plan import Plan
 
 

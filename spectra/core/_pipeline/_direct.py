@@ -3,12 +3,13 @@
 A call such as ``spectra.eigh(one_8x8)`` used to pay ~300 us of pipeline (options,
 preparation, planning, the executor, a lane kernel padded to 64 lanes, a gauge of many tiny
 torch ops) for a 6 us solve. When the planner would run the call as one LAPACK call in the
-caller's thread (:func:`~spectra.core._plan.direct_path`: CPU, no ``b``, no options, a batch
-whose serial solve stays below the fan-out threshold, no kernel), this module does exactly
-what that plan would do, without the layers: the executor's quick input check
-(:func:`~spectra.core._checks.quick_check`), the aligned LAPACK call
-(:func:`~spectra.core._torch_lapack.torch_eigh`) on one kernel thread, the gauge (a NumPy
-pass that makes the torch gauge's decisions, :func:`~spectra.core._gauge.fix_gauge_small_`),
+caller's thread (:func:`~spectra.core._pipeline._plan.direct_path`: CPU, no ``b``, no
+options, a batch whose serial solve stays below the fan-out threshold, no kernel), this
+module does exactly what that plan would do, without the layers: the executor's quick
+input check (:func:`~spectra.core._pipeline._checks.quick_check`), the aligned LAPACK call
+(:func:`~spectra.core._solvers._torch_lapack.torch_eigh`) on one kernel thread, the gauge
+(a NumPy pass that makes the torch gauge's decisions,
+:func:`~spectra.core._pipeline._gauge.fix_gauge_small_`),
 the ``k`` slice. Results are bitwise those of the planned path
 (``tests/core/test_direct.py``); anything unusual (a check that fails, gradients, a
 non-finite result) returns ``None`` and the call takes the full path, which produces the
@@ -31,16 +32,16 @@ import numpy as np
 import torch
 from torch.autograd import forward_ad
 
+from .._request import Request
+from .._solvers._torch_lapack import lapack_aligned, torch_eigh
+from .._strategies import STRATEGIES, registry_version
+from .._support._threads import restore_thread_kernel_threads, set_thread_kernel_threads
 from ._autograd import eigh_with_grad
 from ._checks import InputRejected, quick_check
 from ._gauge import fix_gauge_small_
 from ._plan import THREADED_LAPACK_MIN_N, direct_path
 from ._prepare import check_k
-from ._request import Request
 from ._select import select_k
-from ._strategies import STRATEGIES, registry_version
-from ._threads import restore_thread_kernel_threads, set_thread_kernel_threads
-from ._torch_lapack import lapack_aligned, torch_eigh
 
 _TORCH_DTYPES = frozenset((torch.float32, torch.float64, torch.complex64, torch.complex128))
 _NUMPY_DTYPES = frozenset(np.dtype(d) for d in ("float32", "float64", "complex64", "complex128"))

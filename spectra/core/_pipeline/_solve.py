@@ -9,17 +9,17 @@ from dataclasses import replace
 
 import torch
 
-from ._arrays import real_dtype
+from .._errors import InputError, LinAlgError
+from .._options import Options
+from .._strategies import STRATEGIES
+from .._support._arrays import real_dtype
+from .._support._memory import GENERALIZED_MATRICES, matrix_bytes, memory_budget, rows_within
+from .._support._threads import fan_out
 from ._autograd import eigh_with_grad, is_tracked
 from ._checks import cholesky_checked, hermitian_from_lower, hermitian_from_lower_grad
-from ._errors import InputError, LinAlgError
 from ._execute import Pre, execute
 from ._gauge import fix_gauge, fix_gauge_
-from ._memory import GENERALIZED_MATRICES, matrix_bytes, memory_budget, rows_within
-from ._options import Options
 from ._plan import Plan, plan
-from ._strategies import STRATEGIES
-from ._threads import fan_out
 
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 

@@ -94,7 +94,7 @@ def memory_budget(max_memory: Any = None, device: torch.device | str = "cpu") ->
     """
     if max_memory is None:
         return default_budget(torch.device(device))
-    from ._errors import InputError
+    from .._errors import InputError
 
     try:
         number = float(max_memory)
@@ -150,7 +150,7 @@ def check_fits(nbytes: float, what: str, device: str = "cpu", available: int | N
     ...
     spectra.core._errors.InputError: --nk 1e12 needs about 1.0 TiB of memory, more than ...
     """
-    from ._errors import InputError
+    from .._errors import InputError
 
     free = available_memory(torch.device(device)) if available is None else available
     if nbytes > free:
