@@ -226,8 +226,8 @@ def _geometric(n: int, seed: int) -> torch.Tensor:
 @pytest.mark.parametrize("n", [400, 1100])
 def test_large_graph_matches_pyg_arpack(n):
     # PyG solves graphs from 100 nodes with ARPACK (eigsh, which="SR"); spectra takes the
-    # dense path at 400 nodes and the sparse path at 1,100 (from sparse_from=1000). The
-    # largest component, so that both drop exactly the one null vector.
+    # dense path at 400 nodes and the sparse path at 1,100 (its cost model's crossover is
+    # near 550 nodes). The largest component, so that both drop exactly the one null vector.
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -246,3 +246,62 @@ def test_large_graph_matches_pyg_arpack(n):
     ours = LaplacianPE(k, dtype=torch.float64)(data).laplacian_eigenvector_pe
     dots = np.abs(np.sum(theirs.numpy() * ours.numpy(), axis=0))
     np.testing.assert_allclose(dots, 1.0, atol=1e-6)  # the same vectors up to sign
+
+
+def _largest_component(n: int, seed: int) -> Data:
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    ei = _geometric(n, seed=seed)
+    _, labels = connected_components(coo_matrix((np.ones(ei.shape[1]), ei.numpy()), (n, n)))
+    keep = np.flatnonzero(labels == np.bincount(labels).argmax())
+    remap = -np.ones(n, dtype=np.int64)
+    remap[keep] = np.arange(keep.size)
+    sub = torch.from_numpy(remap[ei.numpy()])
+    sub = sub[:, (sub >= 0).all(0)]
+    return Data(edge_index=sub, edge_weight=torch.ones(sub.shape[1], dtype=torch.float64),
+                num_nodes=int(keep.size))  # fmt: skip
+
+
+def test_pyg_convention_on_a_mixed_batch_reproduces_pyg_per_graph(monkeypatch):
+    # small graphs (PyG: dense numpy eigh below 100 nodes, ARPACK above) and a ~700-node
+    # graph that spectra solves on its sparse path, in one Batch with convention="pyg":
+    # PyG's signs drawn as PyG draws them graph after graph, the vectors PyG's up to the
+    # sign PyG leaves to LAPACK/ARPACK (DIFFERENCE 4)
+    import spectra.graph._sparse_path as sparse_path
+
+    rng = np.random.default_rng(5)
+    graphs = []
+    for n in (30, 120, 45):
+        ei = _geometric(n, seed=int(rng.integers(1000)))
+        graphs.append(Data(edge_index=ei, edge_weight=torch.ones(ei.shape[1], dtype=torch.float64),
+                           num_nodes=n))  # fmt: skip
+    graphs.insert(1, _largest_component(800, seed=11))
+    calls = []
+    real = sparse_path.eigh
+
+    def counting(a, *args, **kwargs):
+        if isinstance(a, list):
+            calls.append([tuple(x.shape) for x in a])
+        return real(a, *args, **kwargs)
+
+    monkeypatch.setattr(sparse_path, "eigh", counting)
+    k = 4
+    torch.manual_seed(21)
+    theirs = [AddLaplacianEigenvectorPE(k, is_undirected=True)(g).laplacian_eigenvector_pe
+              for g in graphs]  # fmt: skip
+    torch.manual_seed(21)
+    out = LaplacianPE(k, convention="pyg", dtype=torch.float64)(Batch.from_data_list(graphs))
+    big = graphs[1].num_nodes
+    assert calls == [[(big, big)]]  # the large graph went sparse, the others dense
+    ptr = np.cumsum([0, *[g.num_nodes for g in graphs]])
+    torch.manual_seed(21)
+    for g, ref in enumerate(theirs):
+        ours = out.laplacian_eigenvector_pe[ptr[g] : ptr[g + 1]]
+        flips = (-1 + 2 * torch.randint(0, 2, (k,))).double()  # PyG's draw for graph g
+        dots = (ours * ref.double()).sum(0)
+        np.testing.assert_allclose(dots.abs().numpy(), 1.0, atol=1e-6)  # same vectors
+        # our sign is the gauge's times PyG's flip: undo the flip, the gauge remains
+        start = ours * flips
+        top = start[start.abs().argmax(0), torch.arange(k)]
+        assert bool((top > 0).all())
