@@ -4,8 +4,8 @@ Every problem ``g`` of a batch contributes a block ``X_g`` of ``m`` vectors; the
 stacked with zero padding to ``(G, n_max, m)`` so that every dense step (projections, Gram
 matrices, the Rayleigh-Ritz eigenproblems) is one batched call, and the Rayleigh-Ritz and
 orthonormalization eigenproblems go through the core's own batched dense eigh
-(:func:`spectra.core._solve.solve_standard`). Only the products with the operators and the
-preconditioners loop over the problems.
+(:func:`spectra.core._pipeline._solve.solve_standard`). Only the products with the
+operators and the preconditioners loop over the problems.
 
 Robustness (after Hetmaniuk & Lehoucq 2006, Duersch et al. 2018):
 
@@ -30,7 +30,7 @@ import torch
 
 from .._errors import InputError
 from .._options import Options
-from .._solve import solve_standard
+from .._pipeline._solve import solve_standard
 from ._operators import SparseOperator
 from ._precondition import Preconditioner
 
