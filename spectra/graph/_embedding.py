@@ -6,9 +6,9 @@ from typing import Any
 
 import torch
 
+from ..core.domain import check_count
 from ._affinity import Affinities
 from ._kmeans import batched_kmeans
-from ._layout import check_count
 from ._parts import GraphSpectra
 from ._sparse_path import Lowest
 
@@ -71,7 +71,7 @@ def spectral_embedding(
            [-0.493],
            [-0.493]])
     """
-    check_count("n_components", n_components)
+    check_count(n_components, "n_components", 0)
     aff = Affinities(adjacency, num_nodes, "adjacency")
     spec = aff.spectra(norm_laplacian, Lowest(n_components + int(drop_first)), eigh_options)
     emb = _columns(spec, 1 if drop_first else 0, n_components)
@@ -118,7 +118,7 @@ def spectral_clustering(
     >>> spectral_clustering(blocks, n_clusters=2)
     tensor([0, 0, 0, 1, 1])
     """
-    check_count("n_clusters", n_clusters, minimum=1)
+    check_count(n_clusters, "n_clusters")
     n_comp = n_clusters if n_components is None else n_components
     aff = Affinities(affinity, num_nodes, "affinity")
     spec = aff.spectra(True, Lowest(n_comp), eigh_options)

@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from ..core.domain import InputError
-from ._layout import check_count, glue_threads, graph_input
+from ..core.domain import InputError, check_count
+from ._layout import glue_threads, graph_input
 from ._parts import GraphSpectra
 from ._sparse_path import Lowest
 from ._spectrum import LaplacianSpectrum, edge_spectra
@@ -112,7 +112,7 @@ def heat_kernel_diagonal(
     _times(times, torch.float64, torch.device("cpu"))  # refuse bad times before solving
     lowest = None
     if k is not None:
-        check_count("k", k, minimum=1)
+        check_count(k, "k")
         lowest = Lowest(k, deflate=True)
     with glue_threads(edges.layout.n_max):
         opts = dict(eigh_options or {})

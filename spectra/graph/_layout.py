@@ -16,22 +16,6 @@ from ..core.domain import InputError, caller_kernel_threads
 NORMALIZATIONS = (None, "sym", "rw")
 
 
-def check_count(name: str, value: Any, minimum: int = 0) -> None:
-    """``value`` must be an ``int`` (not a ``bool``) ``>= minimum``, else ``InputError``.
-
-    The one count check of the graph domain (``k``, ``walk_length``, ``n_components``,
-    ``n_clusters``, ...).
-
-    >>> check_count("k", 0, minimum=1)
-    Traceback (most recent call last):
-    ...
-    spectra.core._errors.InputError: k must be an integer >= 1, got 0
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        word = "a non-negative integer" if minimum == 0 else f"an integer >= {minimum}"
-        raise InputError(name, f"must be {word}, got {value!r}")
-
-
 _GLUE = threading.local()
 
 
@@ -51,7 +35,12 @@ _ONE = torch.empty((0, 1, 1))
 def glue_threads(n_max: int) -> AbstractContextManager[None]:
     """One kernel thread in the calling thread for the many small tensor operations around
     the solve when the graphs are small (the core's rule: from ``n = 256`` threads pay).
-    Inside another one-thread block it does nothing (the setting is already there)."""
+    Inside another one-thread block it does nothing (the setting is already there).
+
+    >>> with glue_threads(25):
+    ...     with glue_threads(25):  # nested: sets nothing
+    ...         pass
+    """
     if getattr(_GLUE, "single", False):
         return nullcontext()
     if n_max >= 256:

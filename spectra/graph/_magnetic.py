@@ -23,12 +23,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from ..core.domain import InputError
+from ..core.domain import InputError, check_count
 from ._assemble import magnetic_entries
 from ._layout import (
     Edges,
     as_torch,
-    check_count,
     edges_of,
     glue_threads,
     graph_input,
@@ -195,7 +194,7 @@ def magnetic_laplacian_pe(
     >>> out.features().shape
     torch.Size([3, 6])
     """
-    check_count("k", k, minimum=1)
+    check_count(k, "k")
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
     _check(q, normalization, symmetrize)

@@ -7,7 +7,8 @@ from typing import Any
 
 import torch
 
-from ._layout import Layout, check_count
+from ..core.domain import check_count
+from ._layout import Layout
 from ._magnetic import _check, magnetic_pe_from_edges
 from ._options import PEAttrs, PEColumns, refuse_unknown, take_legacy
 from ._transform_base import PETransform
@@ -70,7 +71,7 @@ class MagneticLaplacianPE(PETransform):
         eigh_options: Mapping[str, Any] | None = None,
         **legacy: Any,
     ) -> None:
-        check_count("k", k, minimum=1)
+        check_count(k, "k")
         _check(q, normalization, symmetrize)
         legacy = dict(legacy)
         columns, attrs = take_legacy(legacy, columns, attrs, LEGACY)

@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from ..core.domain import InputError
-from ._layout import Edges, check_count, glue_threads, graph_input, to_numpy_fields
+from ..core.domain import InputError, check_count
+from ._layout import Edges, glue_threads, graph_input, to_numpy_fields
 from ._options import PEColumns, refuse_unknown, sign_generator, take_legacy
 from ._parts import GraphSpectra
 from ._sparse_path import Lowest
@@ -105,7 +105,7 @@ def pe_pipeline(
     graphs, column selection, optional random signs (``draw_signs=False``: none drawn, the
     compiled path draws them in its own op). Returns the spectrum (for heat features) and
     ``(pe (N, k), mask (G, k), eigenvalues (G, k), groups (G, k))``."""
-    check_count("k", k, minimum=1)
+    check_count(k, "k")
     if convention not in CONVENTIONS:
         raise InputError("convention", f"must be 'spectra' or 'pyg', got {convention!r}")
     pyg = convention == "pyg"
@@ -296,7 +296,7 @@ def _compiled(
     """:func:`laplacian_pe` under ``torch.compile``: checks, then the custom ops."""
     from ._compile import compiled_laplacian_pe
 
-    check_count("k", sizes[1], minimum=1)
+    check_count(sizes[1], "k")
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
     cols = columns if columns is not None else PEColumns()

@@ -8,8 +8,8 @@ from typing import Any
 
 import torch
 
-from ..core.domain import InputError
-from ._layout import Edges, check_count, glue_threads, graph_input
+from ..core.domain import InputError, check_count
+from ._layout import Edges, glue_threads, graph_input
 from ._parts import GraphSpectra
 from ._spectrum import edge_spectra
 
@@ -95,7 +95,7 @@ def random_walk_pe(
             [0.0000, 1.0000, 0.0000],
             [0.0000, 0.5000, 0.0000]])
     """
-    check_count("walk_length", walk_length, minimum=1)
+    check_count(walk_length, "walk_length")
     edges, _, from_numpy, out_device = graph_input(
         edge_index, edge_weight, batch, num_nodes, num_graphs, device, torch.float64
     )

@@ -7,7 +7,8 @@ from typing import Any
 
 import torch
 
-from ._layout import Layout, check_count
+from ..core.domain import check_count
+from ._layout import Layout
 from ._random_walk import edges_walk
 from ._transform_base import PETransform
 
@@ -39,7 +40,7 @@ class RandomWalkPE(PETransform):
         device: Any = "cpu",
         eigh_options: Mapping[str, Any] | None = None,
     ) -> None:
-        check_count("walk_length", walk_length, minimum=1)
+        check_count(walk_length, "walk_length")
         self._store(attr_name, weight_attr, dtype, device, dict(eigh_options or {}))
         self.walk_length = walk_length
 

@@ -8,9 +8,9 @@ from typing import Any
 import torch
 from torch_geometric.data import Batch, Data
 
-from ..core.domain import InputError
+from ..core.domain import InputError, check_count
 from ._heat import heat_nodes
-from ._layout import Layout, check_count, check_normalization, glue_threads
+from ._layout import Layout, check_normalization, glue_threads
 from ._options import PEAttrs, PEColumns, sign_generator, take_legacy
 from ._pe import CONVENTIONS, multiplicity_groups, pe_pipeline, random_signs
 from ._single import single_columns, single_heat, single_spectrum, single_takes
@@ -114,7 +114,7 @@ class LaplacianPE(PETransform):
         eigh_options: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        check_count("k", k, minimum=1)
+        check_count(k, "k")
         check_normalization(normalization)
         if convention not in CONVENTIONS:
             raise InputError("convention", f"must be 'spectra' or 'pyg', got {convention!r}")
