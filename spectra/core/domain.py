@@ -22,7 +22,7 @@ from ._eigh import _caller_kernels as caller_kernel_threads
 from ._errors import InputError, LinAlgError, format_indices
 from ._options import Options, check_count
 from ._pipeline._autograd import eigh_backward
-from ._pipeline._checks import check_square
+from ._pipeline._checks import bad_indices, check_square
 from ._pipeline._execute import execute, orthonormality_error
 from ._pipeline._prepare import check_k, is_ragged
 from ._request import EIGH_OPTION_NAMES, PROBLEM_KEYWORDS, Request
@@ -63,6 +63,7 @@ __all__ = [
     "Request",
     "as_tensor",
     "available_memory",
+    "bad_indices",
     "caller_kernel_threads",
     "check_count",
     "check_fits",

@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager, nullcontext
 import torch
 
 from ..core import eigh, matrix_function
-from ..core.domain import InputError, LinAlgError, caller_kernel_threads
+from ..core.domain import InputError, LinAlgError, bad_indices, caller_kernel_threads
 from ._traced import compiling, traced
 
 #: A Gram matrix is handed to the dilation when ``eps * cond(G)`` exceeds this.
@@ -36,12 +36,6 @@ GRAM_LIMIT = 1e-8
 def herm(a: torch.Tensor) -> torch.Tensor:
     """Hermitian part ``(A + A^H) / 2`` of the last two dimensions."""
     return 0.5 * (a + a.mH)
-
-
-def _batch_indices(mask: torch.Tensor) -> list[tuple[int, ...]]:
-    if mask.ndim == 0:
-        return [()] if bool(mask) else []
-    return [tuple(i) for i in mask.nonzero().tolist()]
 
 
 def small_kernels(t: torch.Tensor) -> AbstractContextManager[None]:
@@ -63,7 +57,7 @@ def _singular_error(where: str, bad: torch.Tensor) -> LinAlgError:
     return LinAlgError(
         f"{where}:",
         "the Gram matrix Y^H Y is singular or not finite (Y is not of full column rank)",
-        _batch_indices(bad),
+        bad_indices(bad),
     )
 
 
@@ -213,7 +207,7 @@ def _not_finite_error(where: str, y: torch.Tensor) -> LinAlgError | None:
     bad = ~torch.isfinite(y.detach().sum((-2, -1)))
     if not bool(bad.any()):
         return None
-    return LinAlgError(f"{where}:", "Y is not finite (contains NaN or Inf)", _batch_indices(bad))
+    return LinAlgError(f"{where}:", "Y is not finite (contains NaN or Inf)", bad_indices(bad))
 
 
 def polar_no_grad(y: torch.Tensor, where: str, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -8,7 +8,13 @@ from .._errors import InputError, LinAlgError
 from .._support._arrays import real_dtype
 
 
-def _bad_indices(mask: torch.Tensor) -> list[tuple[int, ...]]:
+def bad_indices(mask: torch.Tensor) -> list[tuple[int, ...]]:
+    """The batch indices where ``mask`` is true, as the errors name them (one formatter:
+    ``format_indices`` prints them).
+
+    >>> bad_indices(torch.tensor([[False, True], [False, False]])), bad_indices(torch.tensor(True))
+    ([(0, 1)], [()])
+    """
     return [tuple(int(i) for i in row) for row in torch.nonzero(mask.cpu()).tolist()]
 
 
@@ -50,7 +56,7 @@ def check_finite(a: torch.Tensor, name: str = "a") -> None:
         return
     bad = ~torch.isfinite(a).flatten(-2).all(-1)
     if bool(bad.any()):
-        idx = _bad_indices(bad) if bad.ndim else [()]
+        idx = bad_indices(bad) if bad.ndim else [()]
         raise InputError(name, "contains NaN or Inf in the matrices", idx)
 
 
@@ -105,7 +111,7 @@ def check_hermitian(a: torch.Tensor, tol: float | None = None, name: str = "a") 
     err = hermitian_error(a)
     bad = err > tol
     if bool(bad.any()):
-        idx = _bad_indices(bad) if bad.ndim else [()]
+        idx = bad_indices(bad) if bad.ndim else [()]
         kind = "Hermitian" if a.is_complex() else "symmetric"
         raise InputError(
             name,
@@ -219,7 +225,7 @@ def cholesky_checked(b: torch.Tensor) -> torch.Tensor:
     factor, info = torch.linalg.cholesky_ex(b)
     bad = info != 0
     if bool(bad.any()):
-        idx = _bad_indices(bad) if bad.ndim else [()]
+        idx = bad_indices(bad) if bad.ndim else [()]
         raise LinAlgError(
             "b",
             "is not positive definite",
