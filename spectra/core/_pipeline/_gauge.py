@@ -19,7 +19,8 @@ import torch
 
 from .._support._arrays import default_tolerance, numba_pass_ok
 
-#: squared magnitudes are used where every column's peak |v|^2 lies in this range (or is 0)
+#: squared magnitudes are used where every column's peak |v|^2 lies in this range (a zero
+#: column, or one whose squares underflow, takes the abs rule: the two look alike squared)
 _SQUARE_SAFE = {
     torch.complex64: (1e-30, 1e30),
     torch.complex128: (1e-290, 1e290),
@@ -40,7 +41,7 @@ def _pivot_first_near_max(vectors: torch.Tensor) -> torch.Tensor:
         mag2 = re * re + im * im
         peak2 = mag2.amax(-2, keepdim=True)
         low, high = _SQUARE_SAFE.get(vectors.dtype, (math.inf, 0.0))
-        if bool((((peak2 > low) & (peak2 < high)) | (peak2 == 0)).all()):
+        if bool(((peak2 > low) & (peak2 < high)).all()):
             near = mag2 >= peak2 * ((1 - tol) * (1 - tol))
             return near.to(torch.uint8).argmax(-2, keepdim=True)
     mag = vectors.abs()
@@ -235,8 +236,9 @@ def fix_gauge_small_(vectors: torch.Tensor) -> torch.Tensor:
     tol = default_tolerance(vectors.dtype)
     cols = vectors.mT  # (..., vector, entry): contiguous for LAPACK's column-major output
     if vectors.is_complex():
-        # torch's complex kernels: NumPy's float32 sqrt rounds differently from torch's
-        # vectorized one, which the phase of the torch gauge is computed with
+        # torch's complex kernels: a NumPy pass making the same decisions was tried and
+        # differs in the last bit of some phases (torch's vectorized sqrt or division on
+        # the pivots is not NumPy's), so the direct path keeps the torch pass
         return _complex_phase_(vectors)
     rows = cols.numpy()
     if vectors.dtype in _NUMBA_GAUGE_WARM:  # compiled already in this process: one pass
