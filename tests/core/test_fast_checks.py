@@ -98,3 +98,35 @@ def test_squared_pivot_makes_the_abs_rule_s_decisions(dtype, monkeypatch):
             m.setattr(_gauge, "_SQUARE_SAFE", {})  # force the abs rule
             exact = _gauge._pivot_first_near_max(x)
         assert torch.equal(fast, exact)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 16, 33])
+def test_small_complex_gauge_in_numpy_is_bitwise_the_torch_gauge(dtype, n, monkeypatch):
+    """The direct path's NumPy phase pass makes the torch pass's decisions, bit for bit:
+    random eigenvectors, near-tied moduli, zero columns and tiny entries (torch route)."""
+    from spectra.core._pipeline import _gauge
+    from spectra.core._support._arrays import default_tolerance
+
+    tol = default_tolerance(dtype)
+    phase = torch.exp(1j * torch.tensor(0.7)).to(dtype)
+    for seed in range(12):
+        a = random_hermitian((4,), n, dtype, seed=seed)
+        v = torch.linalg.eigh(a)[1]
+        if seed == 1 and n > 2:  # a near-tie in modulus at another phase, in every column
+            v[:, 1, :] = v[:, 0, :].abs() * (1 - 0.5 * tol) * phase
+        if seed == 2:
+            v[1, :, 0] = 0  # a zero column
+        if seed == 3:
+            v = v * (1e-25 if dtype == torch.complex64 else 1e-200)  # squares underflow
+        ref = _gauge._complex_phase_(v.clone())
+        out = _gauge.fix_gauge_small_(v.clone())
+        assert torch.equal(torch.view_as_real(out), torch.view_as_real(ref)), seed
+        calls: list[int] = []
+        real = _gauge._complex_phase_
+        monkeypatch.setattr(
+            _gauge, "_complex_phase_", lambda x, r=real, c=calls: c.append(1) or r(x)
+        )
+        _gauge.fix_gauge_small_(v.clone())
+        monkeypatch.undo()
+        assert calls == ([1] if seed in (2, 3) else []), seed  # which route ran
