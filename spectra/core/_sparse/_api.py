@@ -23,7 +23,7 @@ from .._options import Options, as_int, check_tolerance
 from .._pipeline._gauge import fix_gauge_
 from .._pipeline._solve import solve_standard
 from .._support._arrays import real_dtype, restore
-from .._support._memory import default_budget
+from .._support._memory import memory_budget
 from .._support._threads import single_threaded_kernels
 from ._blocks import split_input
 from ._lobpcg import Batch, lobpcg, svqb
@@ -152,7 +152,7 @@ def solve_sparse(
             raise InputError(
                 "k", f"must be in [1, n{extra}) = [1, {room}) for {name} (n = {op.n}), got {k!r}"
             )
-    budget = opts.max_memory or default_budget(ops[0].device)
+    budget = memory_budget(opts.max_memory, ops[0].device)
     planned = plan_ops(
         ops,
         kk,

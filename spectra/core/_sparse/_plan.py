@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from .._errors import InputError
-from .._support._memory import default_budget
+from .._support._memory import memory_budget
 from ._blocks import split_input
 from ._factor import factor_bytes, fill_estimate
 from ._operators import SparseOperator, as_operator
@@ -231,5 +231,5 @@ def plan_sparse(
         raise InputError("method", f"must be one of {METHODS}, got {method!r}")
     _, items, names = split_input(a)
     ops = [as_operator(x, name, False, None, device) for x, name in zip(items, names, strict=True)]
-    budget = max_memory or default_budget(ops[0].device)
+    budget = memory_budget(max_memory, ops[0].device)
     return plan_ops(ops, int(k), method, budget, precondition)

@@ -12,7 +12,7 @@ default (``Runs.prefers``, a :class:`Claim`), its working set and its time per m
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -169,6 +169,49 @@ class Strategy:
         if fused is None or tolerance is None:
             return _Plain(pre)
         return _Fused(pre, tolerance, fused)
+
+
+#: the flat keywords of the first releases' ``Strategy(...)``, still accepted: each goes
+#: to its field of the groups (``runs``, ``cost``, ``abilities``)
+LEGACY_KEYWORDS = {
+    "available": ("runs", "available"),
+    "tunable_on": ("runs", "tunable_on"),
+    "serves": ("runs", "serves"),
+    "threadable": ("runs", "fan_out"),
+    "blas_pool": ("runs", "blas_pool"),
+    "memory_factor": ("cost", "memory"),
+    "matrix_seconds": ("cost", "seconds"),
+    "solve_into": ("abilities", "into"),
+    "check_block": ("abilities", "check"),
+    "gauged": ("abilities", "gauged"),
+}
+_GROUP_DEFAULTS: dict[str, Callable[[], Any]] = {
+    "runs": Runs,
+    "cost": Cost,
+    "abilities": lambda: PLAIN,
+}
+_grouped_init = Strategy.__init__
+
+
+def _init_with_legacy_keywords(self: Strategy, *args: Any, **kwargs: Any) -> None:
+    """``Strategy(name, devices, solve, description, tunable_on=(), threadable=True)``, as
+    the first releases wrote it, builds the same record as the grouped keywords.
+
+    >>> s = Strategy("old-style", ("cpu",), lambda a, v: (a, None), "x", threadable=True)
+    >>> s.runs.fan_out, s.cost.memory
+    (True, 4.0)
+    """
+    moved: dict[str, dict[str, Any]] = {}
+    for key in [k for k in kwargs if k in LEGACY_KEYWORDS]:
+        group, name = LEGACY_KEYWORDS[key]
+        moved.setdefault(group, {})[name] = kwargs.pop(key)
+    for group, values in moved.items():
+        base = kwargs.get(group) or _GROUP_DEFAULTS[group]()
+        kwargs[group] = replace(base, **values)
+    _grouped_init(self, *args, **kwargs)
+
+
+Strategy.__init__ = _init_with_legacy_keywords  # type: ignore[method-assign]
 
 
 class InputCheck(Protocol):
