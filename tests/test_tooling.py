@@ -50,6 +50,20 @@ def test_no_private_core_import_and_one_style(path):
             assert path.parent == PACKAGE, f"{where}: use `from ..core import ...`"
 
 
+def _doctest_code(text: str) -> str:
+    """The source of every doctest example in ``text`` (they run in the suite too)."""
+    import doctest
+
+    parser = doctest.DocTestParser()
+    tree = ast.parse(text)
+    blocks = [
+        ast.get_docstring(node, clean=True) or ""
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    ]
+    return "\n".join(ex.source for b in blocks for ex in parser.get_examples(b))
+
+
 #: the benchmark times the peers users would call instead: it calls them on purpose
 @pytest.mark.parametrize(
     "path",
@@ -57,7 +71,9 @@ def test_no_private_core_import_and_one_style(path):
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_no_eigensolver_outside_the_core(path):
-    tree = ast.parse(path.read_text(), str(path))
+    text = path.read_text()
+    code = text + "\n" + _doctest_code(text)
+    tree = ast.parse(code, str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in EIGENSOLVERS:
             owner = ast.unparse(node.value)
