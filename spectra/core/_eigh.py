@@ -19,7 +19,7 @@ from ._errors import InputError, LinAlgError
 from ._options import Options
 from ._pipeline._checks import BlockCheck, InputRejected, check_finite, check_hermitian
 from ._pipeline._dense import solve_dense
-from ._pipeline._direct import solve_direct
+from ._pipeline._direct import solve_direct, solve_one
 from ._pipeline._plan import THREADED_LAPACK_MIN_N, Plan
 from ._pipeline._prepare import check_plan, is_ragged, prepare
 from ._pipeline._ragged_solve import solve_ragged
@@ -254,6 +254,14 @@ def eigh(
     >>> spectra.eigh(a, plan=p).eigenvalues[1]
     tensor([1., 3.])
     """
+    if b is None and k is None and lindep is None and device is None and not execution:
+        one = (
+            None
+            if plan is not None or options is not None
+            else solve_one(a, True, check, symmetry_tol)
+        )
+        if one is not None:  # one plain matrix: the shortest route, no request built
+            return EighResult(*one)
     request = Request.build(True, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
     w, v = _run(a, b, request, plan, options, execution)
     return EighResult(w, v)
@@ -284,6 +292,14 @@ def eigvalsh(
     >>> spectra.eigvalsh(np.diag([3.0, 1.0, 2.0]))
     array([1., 2., 3.])
     """
+    if b is None and k is None and lindep is None and device is None and not execution:
+        one = (
+            None
+            if plan is not None or options is not None
+            else solve_one(a, False, check, symmetry_tol)
+        )
+        if one is not None:  # one plain matrix: the shortest route, no request built
+            return one[0]
     request = Request.build(False, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
     w, _ = _run(a, b, request, plan, options, execution)
     return w

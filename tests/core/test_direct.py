@@ -219,3 +219,43 @@ def test_conjugate_and_negative_views_are_resolved(batch):
     torch.testing.assert_close(spectra.eigvalsh(neg), spectra.eigvalsh((-x.conj()).contiguous()))
     w_np = spectra.eigvalsh(lazy.numpy(force=True))  # the NumPy route agrees
     torch.testing.assert_close(torch.from_numpy(w_np), we)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
+def test_small_lapack_calls_are_sequential_so_one_matrix_sets_no_threads(dtype, monkeypatch):
+    """Below SEQUENTIAL_LAPACK_N one matrix's eigh gives the same bits on one thread and
+    on torch's default threads (the premise), so the one-matrix route sets none; above it
+    the route still runs on one kernel thread."""
+    from spectra.core._pipeline._direct import SEQUENTIAL_LAPACK_N
+
+    for n in (1, 2, 3, 5, 8, 13, 16, 24, SEQUENTIAL_LAPACK_N - 1):
+        a = random_hermitian((), n, dtype, seed=n)
+        w0, v0 = torch.linalg.eigh(a)
+        old = _threads.set_thread_kernel_threads(1)
+        try:
+            w1, v1 = torch.linalg.eigh(a)
+        finally:
+            _threads.restore_thread_kernel_threads(old)
+        assert torch.equal(w0, w1) and torch.equal(v0, v1), n
+    calls = []
+    real = _direct.set_thread_kernel_threads
+    monkeypatch.setattr(_direct, "set_thread_kernel_threads", lambda c: calls.append(c) or real(c))
+    for n, expected in ((8, []), (SEQUENTIAL_LAPACK_N, [1])):
+        calls.clear()
+        a = random_hermitian((), n, dtype, seed=1)
+        w, v = spectra.eigh(a)
+        assert calls == expected, n
+        ref_w, ref_v = spectra.eigh(a[None], workers=1)  # the planned path
+        assert torch.equal(w, ref_w[0]) and torch.equal(v, ref_v[0]), n
+
+
+def test_one_matrix_shortcut_keeps_the_checks_and_options():
+    a = torch.eye(3, dtype=torch.float64)
+    with pytest.raises(spectra.core.domain.InputError, match="symmetry_tol"):
+        spectra.eigh(a, symmetry_tol=-1.0)
+    bad = a.clone()
+    bad[0, 1] = 1.0
+    with pytest.raises(spectra.core.domain.InputError, match="not symmetric"):
+        spectra.eigvalsh(bad)
+    assert spectra.eigvalsh(a, k=1).shape == (1,)  # k takes the normal route
+    assert type(spectra.eigvalsh(a)) is torch.Tensor

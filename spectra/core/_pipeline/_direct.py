@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from torch.autograd import forward_ad
 
+from .._options import check_tolerance
 from .._request import Request
 from .._solvers._torch_lapack import lapack_aligned, torch_eigh
 from .._strategies import STRATEGIES, registry_version
@@ -122,6 +123,21 @@ def _builtin_lapack(version: int) -> bool:
     return builtin is not None and builtin.solve is torch_eigh
 
 
+#: below this size one matrix's LAPACK call uses no threads whatever the setting
+SEQUENTIAL_LAPACK_N = 32
+
+
+def solve_one(
+    a: Any, vectors: bool, check: bool, symmetry_tol: Any
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """The entry points' shortcut for one plain 2-D tensor and no other option (``k``,
+    ``b``, a plan, options, a device): :func:`_solve_one` without building the request;
+    ``None``: take the normal route."""
+    if type(a) is not torch.Tensor or a.dim() != 2 or torch.compiler.is_compiling():
+        return None
+    return _solve_one(a, vectors, check, check_tolerance(symmetry_tol, "symmetry_tol"))
+
+
 def _solve_one(
     a: torch.Tensor, vectors: bool, check: bool, symmetry_tol: float | None
 ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
@@ -138,7 +154,10 @@ def _solve_one(
         or (check and not torch.equal(a, a.mH))  # exactly Hermitian (and no NaN)
     ):
         return None
-    old = set_thread_kernel_threads(1)
+    # LAPACK's syevd/heevd run sequentially below SEQUENTIAL_LAPACK_N: the same bits on
+    # one thread and on torch's default ones (tests/core/test_direct.py), so the thread
+    # setting, 3 us of a 15 us call, is made only above it
+    old = set_thread_kernel_threads(1) if n >= SEQUENTIAL_LAPACK_N else None
     try:
         if vectors:
             w, v = torch.linalg.eigh(a)
