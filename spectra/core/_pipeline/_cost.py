@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from typing import NamedTuple
 
 import torch
+
+#: a ``Claim.min_batch`` no batch reaches: the strategy declines the problem for now (its
+#: compiled code is not ready, say) and the plan gives the claim's ``reason`` instead
+DECLINED = sys.maxsize
 
 
 class Claim(NamedTuple):

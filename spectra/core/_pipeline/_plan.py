@@ -32,7 +32,7 @@ from .._support._memory import default_budget, format_bytes, rows_within
 from .._support._threads import cpu_count
 from .._support._versions import LEGACY_CUDA_BATCHED_MAX_N, cuda_batched_everywhere
 from ._autotune import MAX_SAMPLE, autotune, size_class
-from ._cost import matrix_seconds
+from ._cost import DECLINED, matrix_seconds
 
 if TYPE_CHECKING:
     from .._sparse import SparsePlan
@@ -271,6 +271,8 @@ def choose_strategy(ask: Ask) -> tuple[str, list[str]]:
             return name, [why.reason]
     if found:
         least = min(why.min_batch for _, why in found)
+        if least >= DECLINED:  # every claim declined for now: their reasons say why
+            return DEFAULT_STRATEGY, [why.reason for _, why in found]
         return DEFAULT_STRATEGY, [
             f"{batch} < {least} matrices: LAPACK (a kernel pays from "
             f"{least}, and never makes a small call wait for numba)"
