@@ -9,9 +9,14 @@ import torch
 
 from .._options import Options
 from .._request import Request
-from ._gauge import fix_gauge
+from ._autograd import is_tracked
+from ._execute import Pre, execute
+from ._gauge import fix_gauge, fix_gauge_
+from ._plan import plan
 from ._select import kept_count, select_k
-from ._solve import solve_canonical, solve_cholesky, solve_standard
+from ._solve import push_to_top, solve_canonical, solve_cholesky, solve_standard
+
+Result = tuple[torch.Tensor, "torch.Tensor | None"]
 
 
 def solve_dense(
@@ -27,6 +32,9 @@ def solve_dense(
     active = None
     vectors, k, largest, lindep = request.vectors, request.k, request.largest, request.lindep
     if b is None:
+        part = solve_window(a, vectors, opts, k, largest, pre=pre)
+        if part is not None:
+            return part  # only the k wanted eigenpairs were computed
         w, v = solve_standard(a, vectors, opts, pre=pre, gauge=True)
     else:
         shape = torch.broadcast_shapes(a.shape, b.shape)
@@ -39,3 +47,42 @@ def solve_dense(
             if v is not None:
                 v = fix_gauge(v)
     return select_k(w, v, k, largest, active)
+
+
+def solve_window(
+    a: torch.Tensor,
+    vectors: bool,
+    opts: Options,
+    k: int | None,
+    largest: bool,
+    pre: Pre | None = None,
+    inactive: torch.Tensor | None = None,
+) -> Result | None:
+    """The ``k`` smallest (``largest``) eigenpairs of the Hermitian batch ``a`` by a partial
+    solve, gauge fixed, where the planner takes one (``Plan.window``); ``None`` where it
+    does not (the caller solves in full and slices). Never with gradients (a partial solve
+    has no eigenvector-complete backward: tracked input keeps the full path), nor with
+    ``inactive`` rows (padding, pushed to the top of the spectrum) and ``largest``.
+
+    >>> from spectra.core._options import Options
+    >>> a = torch.diag(torch.arange(300.0, dtype=torch.float64)).expand(4, 300, 300)
+    >>> w, v = solve_window(a, True, Options(), 2, False)
+    >>> w[0].tolist(), tuple(v.shape)
+    ([0.0, 1.0], (4, 300, 2))
+    """
+    if k is None or a.numel() == 0 or is_tracked(a) or (largest and inactive is not None):
+        return None
+    n = a.shape[-1]
+    flat = a.reshape(-1, n, n)
+    p = plan(
+        n, flat.shape[0], a.dtype, a.device, vectors=vectors, k=k, largest=largest,
+        **opts.planning(),
+    )  # fmt: skip
+    if p.window is None:
+        return None
+    if inactive is not None:
+        flat = push_to_top(a, inactive).reshape(-1, n, n)
+    w, v = execute(p, flat.contiguous(), pre, fix_gauge_ if vectors else None)
+    m = w.shape[-1]
+    w = w.reshape(*a.shape[:-2], m)
+    return w, (v.reshape(*a.shape[:-2], n, m) if vectors and v is not None else None)

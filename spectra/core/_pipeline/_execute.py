@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import nullcontext
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .._solvers._lapack_subset import window_result
 from .._solvers._torch_lapack import empty_result, torch_eigh
 from .._strategies import STRATEGIES
 from .._support._arrays import real_dtype
@@ -63,12 +64,17 @@ def execute(
 
     ``pre(block, offset)`` runs on each input block before its solve (checks raise there,
     with ``offset`` locating the block in the batch); ``post(vectors)`` maps each block's
-    eigenvectors (the gauge).
+    eigenvectors (the gauge). With ``p.window = (lo, hi)`` only eigenpairs ``lo .. hi - 1``
+    are computed (the strategy's partial solve): ``(B, hi - lo)`` and ``(B, n, hi - lo)``.
     """
     strategy = STRATEGIES[p.strategy]
     check = strategy.input_check(pre)  # the strategy's fused check where it can stand in
     into = strategy.abilities.into
+    solve = strategy.solve
     gauged = strategy.abilities.gauged and not p.verify
+    outputs = empty_result
+    if p.window is not None:
+        into, solve, outputs = _windowed(strategy.abilities.window, *p.window)
     blas = strategy.runs.blas_pool
 
     def block(
@@ -84,7 +90,7 @@ def execute(
                 into(x, w_out, v_out)
                 w, v = w_out, v_out
             else:
-                w, v = strategy.solve(x, p.vectors)
+                w, v = solve(x, p.vectors)
         except RuntimeError:
             if pre is not None and not bool(torch.isfinite(x).all()):
                 raise InputRejected from None  # Inf the quick check let through
@@ -97,7 +103,7 @@ def execute(
         ):
             raise InputRejected
         if v is not None:
-            if p.verify:
+            if p.verify and p.window is None:
                 _recompute_failures(x, w, v)
             if post is not None and not gauged:
                 v = post(v)
@@ -114,7 +120,7 @@ def execute(
             with single_threaded_kernels(blas):
                 return block(a, 0)
         return block(a, 0)
-    w, v = empty_result(a, p.vectors)  # column-major like LAPACK's: `into` writes in place
+    w, v = outputs(a, p.vectors)  # column-major like LAPACK's: `into` writes in place
     threads = single_threaded_kernels(blas) if p.workers > 1 or p.single_threaded else nullcontext()
     with threads:  # set once for all chunks: changing torch's thread count is not free
         for start, stop in chunks:
@@ -135,3 +141,21 @@ def execute(
             else:
                 fan_out(part, stop - start, p.workers, blas=blas, set_threads=False)
     return w, v
+
+
+def _windowed(window: Any, lo: int, hi: int) -> tuple[Any, Any, Any]:
+    """``(into, solve, outputs)`` of a strategy's partial solve of eigenpairs ``lo .. hi-1``."""
+    assert window is not None, "a plan's window needs a strategy with a partial solve"
+
+    def into(x: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
+        window(x, w, v, lo, hi)
+
+    def outputs(x: torch.Tensor, vectors: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return window_result(x, vectors, hi - lo)
+
+    def solve(x: torch.Tensor, vectors: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        w, v = outputs(x, vectors)
+        into(x, w, v)
+        return w, v
+
+    return into, solve, outputs

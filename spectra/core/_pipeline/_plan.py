@@ -27,6 +27,7 @@ from .._strategies import (
     claims,
     preferred,
     registry_version,
+    window_claims,
 )
 from .._support._memory import default_budget, format_bytes, rows_within
 from .._support._threads import cpu_count
@@ -98,6 +99,9 @@ class Plan:
     #: one LAPACK call in the caller's thread that a default call runs without the
     #: pipeline (``direct_path``): same result, none of the fixed cost
     direct: bool = False
+    #: ``(lo, hi)``: only eigenpairs ``lo .. hi - 1`` of each matrix are computed (the
+    #: strategy's partial solve, for ``k`` of ``n``); ``None``: all of them
+    window: tuple[int, int] | None = None
 
     @property
     def n_chunks(self) -> int:
@@ -114,6 +118,11 @@ class Plan:
             f"spectra plan: {self.batch} matrices of {self.n}x{self.n} {str(self.dtype)[6:]} "
             f"on {self.device} ({'eigenpairs' if self.vectors else 'eigenvalues only'})",
             f"  strategy     {self.strategy}: {STRATEGIES[self.strategy].description}",
+            *(
+                [f"  window       eigenpairs {self.window[0]}..{self.window[1] - 1} only"]
+                if self.window is not None
+                else []
+            ),
             f"  workers      {self.workers}"
             + (" (batch split across threads, one kernel thread each)" if self.workers > 1 else ""),
             f"  chunks       {self.n_chunks} of up to {self.chunk_size} matrices "
@@ -139,6 +148,8 @@ def plan(
     workers: int | None = None,
     verify: bool | None = None,
     autotune: bool | None = None,
+    k: int | None = None,
+    largest: bool = False,
 ) -> Plan: ...
 
 
@@ -168,6 +179,7 @@ def plan(
     verify: bool | None = None,
     autotune: bool | None = None,
     k: int | None = None,
+    largest: bool = False,
     **sparse: Any,
 ) -> Plan | SparsePlan:
     """Decide how ``batch`` matrices of size ``n`` will be solved (cached); or, for sparse
@@ -191,6 +203,9 @@ def plan(
         ``execute`` runs it, and take the fastest (cached per n, batch size class, dtype and
         device). Default: on CUDA with torch < 2.12 for n > 32, where the right path
         depends on the machine.
+    k, largest : only the ``k`` smallest (largest) eigenpairs are wanted: a strategy with a
+        partial solve (``lapack-subset``) takes them where its cost model says it beats the
+        full decomposition (``Plan.window``); otherwise the full one is sliced.
 
     Examples
     --------
@@ -222,9 +237,16 @@ def plan(
     budget = default_budget(device) if max_memory is None else int(max_memory)
     cores = workers if workers is not None else cpu_count()
     given = max_memory is not None
+    if k is not None:
+        k = check_count(k, "k")
+        if k > n:
+            raise ValueError(f"k={k} exceeds the matrix size n={n}")
+        k = None if k == n else k
     ask = Ask(
         n, batch, dtype, device, vectors, strategy, chunks, budget, cores, verify, autotune, given
     )
+    if k is not None:
+        ask = ask._replace(k=k, largest=bool(largest))
     return _plan_cached(ask, registry_version())
 
 
@@ -244,6 +266,8 @@ class Ask(NamedTuple):
     verify: bool | None = None
     autotune: bool | None = None
     budget_given: bool = False
+    k: int | None = None  # only k eigenpairs wanted (a partial solve may take them)
+    largest: bool = False
 
 
 def choose_strategy(ask: Ask) -> tuple[str, list[str]]:
@@ -258,6 +282,10 @@ def choose_strategy(ask: Ask) -> tuple[str, list[str]]:
     'numba-ql'
     """
     n, batch, device = ask.n, ask.batch, ask.device
+    if ask.k is not None and not ask.autotune and not ask.verify:
+        for name, why in window_claims(n, ask.k, ask.dtype, device, ask.vectors):
+            if batch >= why.min_batch:
+                return name, [why.reason]
     legacy = device.type == "cuda" and not cuda_batched_everywhere()
     legacy = legacy and n > LEGACY_CUDA_BATCHED_MAX_N
     if ask.autotune or (ask.autotune is None and legacy):
@@ -361,6 +389,9 @@ def _plan_cached(ask: Ask, version: int = 0) -> Plan:
     are replanned)."""
     name, reasons = _forced(ask) if ask.strategy is not None else choose_strategy(ask)
     chosen = STRATEGIES[name]
+    window = None
+    if ask.k is not None and chosen.abilities.window is not None and not ask.verify:
+        window = (ask.n - ask.k, ask.n) if ask.largest else (0, ask.k)
     per_matrix = chosen.bytes_per_matrix(ask.n, ask.dtype)
     size = _chunk_size(ask, per_matrix, reasons)
     verify = ask.device.type == "cuda" if ask.verify is None else bool(ask.verify)
@@ -394,4 +425,5 @@ def _plan_cached(ask: Ask, version: int = 0) -> Plan:
         tuple(reasons),
         single,
         direct,
+        window,
     )

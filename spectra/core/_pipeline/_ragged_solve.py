@@ -17,7 +17,7 @@ from .._options import Options
 from .._request import Request
 from .._support._arrays import restore
 from ._checks import InputRejected, check_values, quick_check
-from ._dense import solve_dense
+from ._dense import solve_dense, solve_window
 from ._prepare import check_k, prepare
 from ._ragged import choose_buckets, group_by_bucket, pad_stack
 from ._select import kept_count, select_k
@@ -59,6 +59,9 @@ def solve_ragged(
     sizes = [ai.shape[-1] for ai, _, _ in items]
     ceilings = choose_buckets(sizes, items[0][0].device, pad=b is None)
     whole = request.whole()  # every eigenpair per bucket; each member's k is taken below
+    # a padded bucket's k smallest are its members' (the padding sits on top): a partial
+    # solve may compute just those (``k`` is at most each member's size, checked above)
+    window = k if not largest and b is None else None
     out_w: list[Any] = [None] * len(items)
     out_v: list[Any] = [None] * len(items)
     for ceiling, members in group_by_bucket(sizes, ceilings).items():
@@ -67,7 +70,7 @@ def solve_ragged(
             _check_members(items, members, symmetry_tol)
         bmats = None if b is None else [items[i][1].to(dtype) for i in members]  # type: ignore[union-attr]
         try:
-            parts = _solve_bucket(mats, bmats, ceiling, whole, opts)
+            parts = _solve_bucket(mats, bmats, ceiling, whole, opts, window)
         except torch.linalg.LinAlgError:  # padding or stacking pushed a member over the edge
             parts = _solve_alone(mats, bmats, members, whole, opts)
         except (InputError, LinAlgError) as exc:  # name the list index, not the row
@@ -91,11 +94,18 @@ def _solve_bucket(
     ceiling: int,
     request: Request,
     opts: Options,
+    window: int | None = None,
 ) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
-    """One batched call for a bucket: padded standard problems, or same-size generalized."""
+    """One batched call for a bucket: padded standard problems, or same-size generalized
+    (``window``: only the ``window`` smallest eigenpairs are wanted)."""
     if bmats is None:
         stack, inactive = pad_stack(mats, ceiling)
-        w, v = solve_standard(stack, request.vectors, opts, inactive=inactive, gauge=True)
+        vectors = request.vectors
+        part = solve_window(stack, vectors, opts, window, False, inactive=inactive)
+        if part is not None:
+            w, v = part
+        else:
+            w, v = solve_standard(stack, vectors, opts, inactive=inactive, gauge=True)
         if bool(inactive.any()) and not bool(torch.isfinite(w).all()):
             # the padding shift overflowed (entries near the float range): not a result
             raise torch.linalg.LinAlgError("padded bucket overflowed")

@@ -13,7 +13,9 @@ One module per solver family registers its strategies at import:
 - :mod:`._numpy`: ``numpy`` (``numpy.linalg.eigh``) and ``scipy`` (the reference loop);
 - :mod:`._cupy`: ``cupy-syevj`` (CuPy's batched Jacobi on CUDA);
 - :mod:`._jacobi`: ``jacobi`` (the torch-ops parallel Jacobi of ``_jacobi``);
-- :mod:`._kernels`: ``closed-form``, ``numba-jacobi``, ``numba-ql`` (``_kernels``).
+- :mod:`._kernels`: ``closed-form``, ``numba-jacobi``, ``numba-ql`` (``_kernels``);
+- :mod:`._subset`: ``lapack-subset`` (LAPACK ``?syevr``/``?heevr`` with an index range: the
+  ``k`` wanted of ``n`` eigenpairs only, ``_lapack_subset``).
 
 What a strategy is, and the registry, are in :mod:`._base`.
 """
@@ -36,12 +38,14 @@ from ._base import (
     SolveFn,
     Strategy,
     WritesInto,
+    WritesWindow,
     claims,
     preferred,
     register,
     registry_version,
     solve_through,
     unregister,
+    window_claims,
 )
 
 # isort: split
@@ -57,6 +61,9 @@ from . import _cupy, _jacobi  # noqa: F401
 # isort: split
 from . import _kernels  # noqa: F401
 
+# isort: split
+from . import _subset  # noqa: F401
+
 __all__ = [
     "DEFAULT_STRATEGY",
     "PLAIN",
@@ -71,10 +78,12 @@ __all__ = [
     "SolveFn",
     "Strategy",
     "WritesInto",
+    "WritesWindow",
     "claims",
     "preferred",
     "register",
     "registry_version",
     "solve_through",
     "unregister",
+    "window_claims",
 ]

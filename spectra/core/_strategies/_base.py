@@ -33,6 +33,16 @@ class WritesInto(Protocol):
     def __call__(self, a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None, /) -> None: ...
 
 
+class WritesWindow(Protocol):
+    """``window(a, w, v, lo, hi)``: eigenpairs ``lo .. hi - 1`` only (0-based, ascending)
+    of each matrix of ``a``, written into ``w`` (``(B, hi - lo)``) and ``v`` (``(B, n, hi -
+    lo)`` column-major, or ``None``): a partial solve for ``k`` of ``n`` eigenpairs."""
+
+    def __call__(
+        self, a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None, lo: int, hi: int, /
+    ) -> None: ...
+
+
 class ChecksBlock(Protocol):
     """``check(a, tol)``: the executor's input check in one fused pass: ``True`` every
     matrix finite and Hermitian within ``tol``; ``False`` maybe not (the caller's own check
@@ -53,6 +63,9 @@ class FusableCheck(Protocol):
 
 #: ``prefers(n, dtype, device, vectors)``: a :class:`Claim` where measured faster, else None
 PrefersFn = Callable[[int, torch.dtype, torch.device, bool], "Claim | None"]
+#: ``prefers_window(n, k, dtype, device, vectors)``: a :class:`Claim` to solve only ``k`` of
+#: ``n`` eigenpairs (``Abilities.window``) where measured faster than the full solve
+WindowPrefersFn = Callable[[int, int, torch.dtype, torch.device, bool], "Claim | None"]
 
 
 def _always() -> bool:
@@ -64,6 +77,12 @@ def _everything(n: int, dtype: torch.dtype) -> bool:
 
 
 def _never(n: int, dtype: torch.dtype, device: torch.device, vectors: bool) -> Claim | None:
+    return None
+
+
+def _never_window(
+    n: int, k: int, dtype: torch.dtype, device: torch.device, vectors: bool
+) -> Claim | None:
     return None
 
 
@@ -79,6 +98,9 @@ class Runs:
         where it was measured faster than LAPACK, else ``None`` (the default: never).
     fan_out : it releases the GIL: the executor may split a CPU batch across threads.
     blas_pool : it runs on the BLAS thread pool (limited to one thread per worker).
+    prefers_window : ``prefers_window(n, k, dtype, device, vectors)``: a :class:`Claim` to
+        solve only the ``k`` wanted of ``n`` eigenpairs (its ``Abilities.window``) where
+        measured faster than the full decomposition, else ``None`` (the default: never).
     """
 
     available: Callable[[], bool] = _always
@@ -87,6 +109,7 @@ class Runs:
     prefers: PrefersFn = _never
     fan_out: bool = False
     blas_pool: bool = False
+    prefers_window: WindowPrefersFn = _never_window
 
 
 @dataclass(frozen=True)
@@ -111,11 +134,14 @@ class Abilities:
     check : a :class:`ChecksBlock` standing in for the executor's input check.
     gauged : eigenvectors come out already in the core's gauge (``fix_gauge_``): the
         executor skips its gauge pass unless verification may have recomputed some.
+    window : a :class:`WritesWindow` (a partial solve: ``k`` of ``n`` eigenpairs), which
+        the planner takes where ``Runs.prefers_window`` claims the problem.
     """
 
     into: WritesInto | None = None
     check: ChecksBlock | None = None
     gauged: bool = False
+    window: WritesWindow | None = None
 
 
 PLAIN = Abilities()
@@ -348,6 +374,27 @@ def claims(
     for name, s in STRATEGIES.items():
         if s.supports(device):
             claim = s.runs.prefers(n, dtype, device, vectors)
+            if claim is not None:
+                found.append((name, claim))
+    return sorted(found, key=lambda c: -c[1].rank)
+
+
+def window_claims(
+    n: int, k: int, dtype: torch.dtype, device: torch.device, vectors: bool
+) -> list[tuple[str, Claim]]:
+    """Every registered strategy running on ``device`` with a partial solve
+    (``Abilities.window``) that claims ``k`` of ``n`` eigenpairs of ``dtype``
+    (``Runs.prefers_window``), the highest rank first.
+
+    >>> [name for name, _ in window_claims(300, 9, torch.float64, torch.device("cpu"), True)]
+    ['lapack-subset']
+    >>> window_claims(300, 200, torch.float64, torch.device("cpu"), True)
+    []
+    """
+    found = []
+    for name, s in STRATEGIES.items():
+        if s.abilities.window is not None and s.supports(device):
+            claim = s.runs.prefers_window(n, k, dtype, device, vectors)
             if claim is not None:
                 found.append((name, claim))
     return sorted(found, key=lambda c: -c[1].rank)
