@@ -50,6 +50,19 @@ def _pivot_first_near_max(vectors: torch.Tensor) -> torch.Tensor:
     return near.to(torch.uint8).argmax(-2, keepdim=True)
 
 
+def _sqrt_rounded(x: torch.Tensor) -> torch.Tensor:
+    """The correctly rounded square root (IEEE's): NumPy's on the CPU, where torch's
+    vectorized ``sqrt`` is not (it differed in the last bit for ~0.7% of random doubles,
+    measured), torch's elsewhere (CUDA's is). The numba gauge computes the same bits.
+
+    >>> _sqrt_rounded(torch.tensor([4.0, 2.0], dtype=torch.float64)).tolist()
+    [2.0, 1.4142135623730951]
+    """
+    if x.device.type == "cpu" and not x.requires_grad:
+        return torch.from_numpy(np.sqrt(x.contiguous().numpy()))
+    return torch.sqrt(x)
+
+
 def _complex_phase_(vectors: torch.Tensor) -> torch.Tensor:
     """Multiply complex columns in place by ``conj(p)/|p|`` using real arithmetic only.
 
@@ -60,7 +73,7 @@ def _complex_phase_(vectors: torch.Tensor) -> torch.Tensor:
     """
     pivot = vectors.gather(-2, _pivot_first_near_max(vectors))
     pr, pi = pivot.real, pivot.imag
-    size = torch.sqrt(pr * pr + pi * pi)
+    size = _sqrt_rounded(pr * pr + pi * pi)
     nonzero = size > 0
     safe = torch.where(nonzero, size, torch.ones_like(size))
     cr = torch.where(nonzero, pr / safe, torch.ones_like(pr))
@@ -173,11 +186,54 @@ def _numba_gauge_kernel(dtype: torch.dtype) -> Callable[[Any], None] | None:
     return run
 
 
+def _numba_phase_(vectors: torch.Tensor) -> bool:
+    """:func:`_complex_phase_` on a complex CPU block in place through
+    :mod:`._kernels._numba_phase`, under :func:`_numba_gauge_`'s conditions (contiguous
+    eigenvectors, a block that repays numba); ``False`` (nothing done) otherwise or where
+    the squares could under- or overflow. The same bits as the torch pass."""
+    if (
+        vectors.device.type != "cpu"
+        or not numba_pass_ok(vectors.numel())
+        or not vectors.mT.is_contiguous()
+        or vectors.requires_grad
+    ):
+        return False
+    kernel = _numba_phase_kernel(vectors.dtype)
+    if kernel is None:
+        return False
+    m, n = vectors.shape[-1], vectors.shape[-2]
+    rows = torch.view_as_real(vectors.mT.reshape(-1, m, n)).reshape(-1, m, 2 * n).numpy()
+    return kernel(rows)
+
+
+@functools.cache
+def _numba_phase_kernel(dtype: torch.dtype) -> Callable[[Any], bool] | None:
+    """``rows -> done``: the numba phase pass for complex ``dtype`` with its constants
+    bound, or ``None`` without numba."""
+    from .._solvers._kernels import numba_available
+
+    if not numba_available():
+        return None
+
+    from .._solvers._kernels._numba_phase import phase_constants, phase_rows
+
+    low, high = _SQUARE_SAFE[dtype]
+    consts = phase_constants(default_tolerance(dtype), low, high, dtype == torch.complex64)
+    kernel: Any = phase_rows  # numba's dispatcher (untyped for mypy)
+
+    def run(rows: Any) -> bool:
+        return bool(kernel(rows, consts))
+
+    return run
+
+
 def fix_gauge_(vectors: torch.Tensor) -> torch.Tensor:
     """In-place :func:`fix_gauge` for solver outputs the core owns (no autograd history)."""
     if vectors.numel() == 0:
         return vectors
     if vectors.is_complex():
+        if _numba_phase_(vectors):
+            return vectors
         return _complex_phase_(vectors)
     if _numba_gauge_(vectors):
         return vectors
@@ -219,10 +275,9 @@ def _numpy_complex_phase_(rows: np.ndarray, tol: float, dtype: torch.dtype) -> b
     """:func:`_complex_phase_` on ``rows`` (``(..., vector, entry)``, a view of the
     eigenvectors) in a few NumPy calls instead of ~18 torch ops: the same IEEE operations
     in the same order (squares, the tolerance band, the first near-peak entry, the real
-    multiplies and adds), and the pivots' moduli from ``torch.sqrt`` itself (NumPy's
-    ``sqrt`` differed from torch's vectorized one in the last bit of 51 of 240 random
-    cases), so the same bits (``tests/core/test_fast_checks.py``). ``False`` (nothing
-    done) where the squares could under- or overflow."""
+    multiplies and adds, the correctly rounded moduli of :func:`_sqrt_rounded`), so the
+    same bits (``tests/core/test_fast_checks.py``). ``False`` (nothing done) where the
+    squares could under- or overflow."""
     re, im = rows.real, rows.imag
     mag2 = re * re + im * im
     peak2 = mag2.max(-1, keepdims=True)
@@ -232,7 +287,7 @@ def _numpy_complex_phase_(rows: np.ndarray, tol: float, dtype: torch.dtype) -> b
     near = mag2 >= peak2 * ((1 - tol) * (1 - tol))
     pivot = np.take_along_axis(rows, near.argmax(-1)[..., None], -1)
     pr, pi = pivot.real, pivot.imag
-    size = torch.sqrt(torch.from_numpy(pr * pr + pi * pi)).numpy()
+    size = np.sqrt(pr * pr + pi * pi)
     nonzero = size > 0
     one = rows.real.dtype.type(1)
     safe = np.where(nonzero, size, one)
