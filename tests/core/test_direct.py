@@ -191,8 +191,14 @@ def test_small_gauge_is_bitwise_the_torch_gauge(dtype):
     if not dtype.is_complex:  # both real routes ran: Python signs, and NumPy on near-ties
         tol = 1e-4 if dtype == torch.float32 else 1e-10
         rows = [v[i : i + 1].mT.numpy() for i in range(v.shape[0])]
-        assert _gauge._python_signs(rows[0], tol) is None  # the exact opposite tie
-        assert _gauge._python_signs(rows[-1], tol) is not None  # a random block
+        assert _gauge._python_flips(rows[0], tol) is None  # the exact opposite tie
+        assert _gauge._python_flips(rows[-1], tol) is not None  # a random block
+        nan = rows[-1].copy()
+        nan[0, 0, 0] = np.nan
+        assert _gauge._python_flips(nan, tol) is None  # NaN: torch's max decides
+        flips = _gauge._python_flips(rows[-1], tol)
+        peaks = np.take_along_axis(rows[-1][0], np.abs(rows[-1][0]).argmax(-1)[:, None], -1)
+        assert flips == [int(i) for i in np.flatnonzero(peaks[:, 0] < 0)]
 
 
 def test_a_first_small_call_never_imports_numba():
