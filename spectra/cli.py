@@ -19,6 +19,7 @@ from typing import NoReturn
 #: Modules that add sub-commands: each has ``register(subparsers)`` that sets ``func``.
 COMMAND_MODULES = (
     "spectra._commands.check",
+    "spectra._commands.compile",
     "spectra._commands.bench",
     "spectra._commands.explain",
     "spectra._commands.scan",

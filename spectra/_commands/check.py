@@ -22,9 +22,11 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from spectra._commands.validate import check_device
+    from spectra.core import warm_kernels
     from spectra.core.selfcheck import format_table, rows_as_dicts, run_checks
 
     check_device(args.device)
+    warm_kernels()  # compiles the numba kernels once (later calls never wait for it)
     rows = run_checks(args.device, quick=args.quick)
     print(format_table(rows))
     failed = [r for r in rows if not r.passed]

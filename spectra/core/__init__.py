@@ -11,6 +11,7 @@ from ._matrix_function import matrix_function
 from ._options import Options
 from ._pipeline._gauge import fix_gauge
 from ._pipeline._plan import Plan, plan
+from ._solvers._kernels._warm import warm_kernels
 from ._sparse import BlockDiagonal, SparseConvergenceWarning, SparsePlan, plan_sparse
 from ._strategies import STRATEGIES, Abilities, Claim, Cost, Runs, Strategy, register, unregister
 from ._validate import Validation, validate
@@ -42,4 +43,5 @@ __all__ = [
     "register",
     "unregister",
     "validate",
+    "warm_kernels",
 ]

@@ -1,21 +1,28 @@
 """The lane-per-matrix kernel strategies (:mod:`.._kernels`): ``closed-form`` (n <= 3),
 ``numba-jacobi`` (real, small n) and ``numba-ql`` (Householder + implicit QL, real and
 complex). Each writes into the executor's outputs, offers numba's fused input check, and
-claims the sizes where it was measured faster than LAPACK (:mod:`.._kernels._choice`)."""
+claims the sizes where it was measured faster than LAPACK (:mod:`.._kernels._choice`), and
+only where its compiled code is ready (:func:`gate`): no call waits for a compilation or
+for numba's import that it does not need."""
 
 from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
 
 import numpy as np
 import torch
 
+from .._pipeline._cost import DECLINED, Claim
 from .._pipeline._gauge import fix_gauge_
-from .._solvers._kernels import numba_available, numba_into
+from .._solvers._kernels import _ready, numba_available, numba_into
 from .._solvers._kernels._choice import closed_form_claim, jacobi_claim, ql_claim
 from .._solvers._kernels._closed_form import eig_small
 from .._solvers._torch_lapack import torch_eigh, torch_eigh_into
 from .._support._arrays import real_dtype
 from .._support._memory import CLOSED_FORM_MATRICES, LANE_MATRICES
-from ._base import Abilities, Cost, Runs, Strategy, register, solve_through
+from ._base import STRATEGIES, Abilities, Cost, Runs, Strategy, register, solve_through
 from ._checks import numba_check
 
 
@@ -38,6 +45,93 @@ def lane_seconds(n: int, dtype: torch.dtype) -> float:
     n^2.18 s, the fit of numba-ql with 64 lanes at n = 8, 16, 32 (3.0, 13.5, 62 us,
     float64, 2026-11-30; Jacobi at n = 4, 5 is within 1.5x of it; complex about 4x)."""
     return (4.0 if dtype.is_complex else 1.0) * 3.2e-8 * n**2.18
+
+
+# ---- readiness: claim only what runs without compiling ---------------------------------
+
+#: numba's import and its code generator's first start, which the first kernel call of a
+#: process pays even with a warm cache: 0.12 + 0.24 s measured (2-core CI machine, quiet,
+#: 2026-12-02); a first call takes a kernel only if LAPACK would take longer for its batch
+NUMBA_LOAD_SECONDS = 0.4
+#: groups whose first claim in this process already gave the load-cost threshold: from the
+#: second planned call on the kernels claim from ``KERNEL_MIN_BATCH`` again
+_DEFERRED: set[str] = set()
+KERNEL_NAMES = ("closed-form", "numba-jacobi", "numba-ql")
+
+
+def _replan() -> None:
+    """Drop every cached plan (a change of the registry bumps its version): the kernels'
+    state changed, so no plan made before may outlive it."""
+    for name in KERNEL_NAMES:
+        if name in STRATEGIES:
+            STRATEGIES[name] = STRATEGIES[name]
+            return
+
+
+_ready.LISTENERS.append(_replan)
+
+
+def gate(claim: Claim, n: int, dtype: torch.dtype) -> Claim | None:
+    """A kernel's measured ``claim`` on CPU ``n x n`` matrices of ``dtype``, as the kernels'
+    state allows it (``SPECTRA_KERNELS``, :mod:`.._kernels._ready`):
+
+    - ``lapack``: no claim; ``eager``: the claim as measured (compiling in the call);
+    - the dtype's kernels cold (never compiled for this install): declined with the reason
+      (:data:`DECLINED`), and in ``auto`` mode one background compile started;
+    - cached on disk but numba not imported yet: the first such claim of the process asks
+      for a batch on which LAPACK would take longer than :data:`NUMBA_LOAD_SECONDS`; from
+      the next planned call on (the plans are re-made) the measured claim holds again;
+    - loaded, or numba already imported: the claim as measured.
+    """
+    how = _ready.mode()
+    if how == "lapack":
+        return None
+    if how == "eager":
+        return claim
+    state = _ready.state(dtype)
+    name = _ready.group(dtype)
+    if state == "cold":
+        return Claim(_cold_reason(n, name), min_batch=DECLINED, rank=claim.rank)
+    if state == "cached" and "numba" not in sys.modules and name not in _DEFERRED:
+        _DEFERRED.add(name)
+        _replan()  # this plan is cached under the old version: the next call plans anew
+        lapack = _lapack_seconds(n, dtype)
+        least = max(claim.min_batch, math.ceil(NUMBA_LOAD_SECONDS / lapack))
+        return claim._replace(min_batch=least)
+    return claim
+
+
+def _cold_reason(n: int, name: str) -> str:
+    why = f"n = {n}: the numba kernels for {name} are not compiled yet: LAPACK"
+    pid = _ready.start_background(name)
+    if pid is not None:
+        return (
+            f"{why} (compiling them in a background process, pid {pid}, for later calls; "
+            f"`spectra compile` compiles them now; {_ready.ENV}=ready starts none)"
+        )
+    held = _ready.lock_path(name).exists() and _ready.background_allowed() is None
+    if held:
+        return f"{why} (a background compile is filling numba's cache)"
+    why_not = _ready.background_allowed() or "no background compile could start"
+    return (
+        f"{why} ({why_not}: `spectra compile` compiles them; "
+        f"{_ready.ENV}=eager compiles inside the call)"
+    )
+
+
+def _gated(
+    measured: Callable[[int, torch.dtype, torch.device, bool], Claim | None],
+) -> Callable[[int, torch.dtype, torch.device, bool], Claim | None]:
+    """``measured`` (a ``Runs.prefers`` of ``_choice``) behind :func:`gate`."""
+
+    def prefers(n: int, dtype: torch.dtype, device: torch.device, vectors: bool) -> Claim | None:
+        claim = measured(n, dtype, device, vectors)
+        if claim is None or device.type != "cpu" or not numba_available():
+            return claim
+        return gate(claim, n, dtype)
+
+    prefers.__doc__ = measured.__doc__
+    return prefers
 
 
 # ---- "closed-form" ---------------------------------------------------------------------
@@ -74,7 +168,7 @@ register(
         "closed-form eigenpairs for n <= 3 (exact 2x2; robust 3x3 after Kopp 2008/"
         "Eberly 2014), one lane per matrix (numba on CPU, torch ops elsewhere); "
         "n > 3 goes to torch.linalg.eigh",
-        runs=Runs(fan_out=True, serves=lambda n, dtype: n <= 3, prefers=closed_form_claim),
+        runs=Runs(fan_out=True, serves=lambda n, dtype: n <= 3, prefers=_gated(closed_form_claim)),
         cost=Cost(memory=CLOSED_FORM_MATRICES, seconds=closed_form_seconds),
         abilities=Abilities(into=closed_form_into, check=numba_check, gauged=True),
     )
@@ -106,7 +200,7 @@ register(
             available=numba_available,
             fan_out=True,
             serves=lambda n, dtype: not dtype.is_complex,
-            prefers=jacobi_claim,
+            prefers=_gated(jacobi_claim),
         ),
         cost=Cost(memory=LANE_MATRICES, seconds=lane_seconds),
         abilities=Abilities(into=jacobi_into, check=numba_check),
@@ -147,7 +241,7 @@ register(
         solve_through(ql_into),
         "Householder tridiagonalization + implicit QL with per-lane convergence masks, one "
         "SIMD lane per matrix (numba; real symmetric and complex Hermitian)",
-        runs=Runs(available=numba_available, fan_out=True, prefers=ql_claim),
+        runs=Runs(available=numba_available, fan_out=True, prefers=_gated(ql_claim)),
         cost=Cost(memory=LANE_MATRICES, seconds=lane_seconds),
         abilities=Abilities(into=ql_into, check=numba_check),
     )
