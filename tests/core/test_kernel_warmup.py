@@ -206,3 +206,14 @@ def test_the_suite_runs_warm_kernels():
 def test_warm_kernels_refuses_unknown_dtypes():
     with pytest.raises(ValueError, match="float16"):
         spectra.core.warm_kernels(["float16"])
+
+
+def test_a_lapack_call_never_compiles_the_numba_check_on_a_cold_cache(tmp_path):
+    code = """
+    import json, sys, torch
+    from spectra.core._strategies._checks import numba_check_large
+    a = torch.eye(2900, dtype=torch.float64)[None]  # 8.4 M entries: repays numba's import
+    print(json.dumps([numba_check_large(a, 1e-12), "numba" in sys.modules]))
+    """
+    assert _run(code, tmp_path, SPECTRA_KERNELS="ready") == [None, False]
+    assert _run(code, tmp_path, SPECTRA_KERNELS="lapack") == [None, False]

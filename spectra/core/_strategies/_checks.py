@@ -25,4 +25,8 @@ def numba_check_large(a: torch.Tensor, tol: float) -> bool | None:
     strategies' check: a small call never waits for numba); ``None`` otherwise."""
     if a.device.type != "cpu" or not numba_pass_ok(a.numel()):
         return None
+    from .._solvers._kernels._ready import numba_passes_ready
+
+    if not numba_passes_ready(a.dtype):  # never compile inside a LAPACK call
+        return None
     return numba_check(a, tol)

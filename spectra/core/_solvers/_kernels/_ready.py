@@ -198,6 +198,20 @@ def state(dtype: torch.dtype) -> str:
         return "cached" if _ON_DISK[name] else "cold"
 
 
+def numba_passes_ready(dtype: torch.dtype) -> bool:
+    """Whether the numba passes a LAPACK strategy may take (the one-pass input check and
+    gauge of large blocks) run for ``dtype`` without compiling: the kernels' state allows
+    it (``eager``: always; ``lapack``: never, no numba at all).
+
+    >>> numba_passes_ready(torch.float64) in (True, False)
+    True
+    """
+    how = mode()
+    if how in ("eager", "lapack"):
+        return how == "eager"
+    return dtype in GROUPS and state(dtype) != "cold"
+
+
 def changed() -> None:
     """Forget the on-disk verdicts and tell the listeners (after a compile, a fork)."""
     with _LOCK:
