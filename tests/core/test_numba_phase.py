@@ -111,3 +111,27 @@ def test_eigh_results_are_the_same_with_and_without_the_pass(
 def test_the_rounded_sqrt_is_ieee() -> None:
     x = torch.rand(100_000, dtype=torch.float64) * torch.rand(100_000, dtype=torch.float64)
     assert np.array_equal(_gauge._sqrt_rounded(x).numpy(), np.sqrt(x.numpy()))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_small_blocks_take_the_pass_once_it_has_run(
+    dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numba  # noqa: F401
+
+    monkeypatch.setattr(_gauge, "_NUMBA_GAUGE_WARM", set())
+    small = _eigenvectors(4, 8, dtype, 4)[1]
+    want = _gauge._complex_phase_(small.clone())
+    real = _gauge._numba_phase_kernel(dtype)
+    assert real is not None
+    calls: list[int] = []
+    monkeypatch.setattr(
+        _gauge, "_numba_phase_kernel", lambda d: lambda rows: calls.append(1) or real(rows)
+    )
+    assert torch.equal(_gauge.fix_gauge_small_(small.clone()), want)
+    assert calls == []  # not warm yet: NumPy's passes
+    _gauge.fix_gauge_(_eigenvectors(512, 16, dtype, 5))  # a large block runs the pass
+    assert dtype in _gauge._NUMBA_GAUGE_WARM and calls == [1]
+    got = _gauge.fix_gauge_small_(small.clone())
+    assert calls == [1, 1]
+    assert torch.equal(torch.view_as_real(got), torch.view_as_real(want))

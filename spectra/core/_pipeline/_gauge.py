@@ -158,8 +158,9 @@ def _numba_gauge_(vectors: torch.Tensor) -> bool:
     return True
 
 
-#: real dtypes whose numba gauge has run in this process (compiled or loaded from the
-#: cache): small blocks use it from then on, never waiting for a compilation themselves
+#: dtypes whose numba gauge (real) or phase pass (complex) has run in this process
+#: (compiled or loaded from the cache): small blocks use it from then on, never waiting
+#: for a compilation themselves
 _NUMBA_GAUGE_WARM: set[torch.dtype] = set()
 
 
@@ -203,7 +204,9 @@ def _numba_phase_(vectors: torch.Tensor) -> bool:
         return False
     m, n = vectors.shape[-1], vectors.shape[-2]
     rows = torch.view_as_real(vectors.mT.reshape(-1, m, n)).reshape(-1, m, 2 * n).numpy()
-    return kernel(rows)
+    done = kernel(rows)
+    _NUMBA_GAUGE_WARM.add(vectors.dtype)
+    return done
 
 
 @functools.cache
@@ -326,6 +329,11 @@ def fix_gauge_small_(vectors: torch.Tensor) -> torch.Tensor:
     # (..., vector, entry): C-contiguous for LAPACK's column-major output
     rows = np.swapaxes(vectors.numpy(), -1, -2)
     if vectors.is_complex():
+        if vectors.dtype in _NUMBA_GAUGE_WARM and rows.flags.c_contiguous:
+            kernel = _numba_phase_kernel(vectors.dtype)  # has run in this process: one pass
+            m, n = rows.shape[-2], rows.shape[-1]
+            if kernel is not None and kernel(rows.view(rows.real.dtype).reshape(-1, m, 2 * n)):
+                return vectors
         if not _numpy_complex_phase_(rows, tol, vectors.dtype):
             _complex_phase_(vectors)
         return vectors
