@@ -26,6 +26,7 @@ Forward mode (``jvp``) uses the same factor: ``dw = diag(V^H dA V)``,
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -34,6 +35,7 @@ import torch
 
 from .._errors import InputError
 from .._support._memory import BACKWARD_MATRICES, matrix_bytes, rows_within
+from ._backward_fast import torch_backward, well_separated
 
 Solver = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 Grad = torch.Tensor | None  # a gradient that may be absent
@@ -169,22 +171,60 @@ def _apply_policy(bad: torch.Tensor, out: torch.Tensor, policy: str, where: str)
 
 
 def _backward_block(w, v, gw, gv, opts: BackwardOptions) -> tuple[torch.Tensor, torch.Tensor]:
-    vh = v.mH
-    inner = torch.zeros(v.shape, dtype=v.dtype, device=v.device)
+    """One chunk's gradient and its unresolved matrices. Where nothing is masked and
+    there is no broadening, every entry is :func:`torch_backward`'s, operation for
+    operation, so a matrix's gradient has the same bits whichever route or chunk it
+    takes."""
     bad = torch.zeros(w.shape[:-1], dtype=torch.bool, device=w.device)
-    if gv is not None:
-        vhgv = vh @ gv
-        factor, degenerate = _factor(w, opts.degenerate_tol, opts.broadening)
-        if opts.degenerate != "ignore" and (
-            vhgv.is_complex()  # a phase-dependent loss needs no degenerate pair
-            or torch._C._functorch.is_functorch_wrapped_tensor(degenerate)
-            or bool(degenerate.any())
-        ):  # real, no degenerate pair (the common case): nothing can be unresolved
-            bad = _unresolved(vhgv, degenerate, gw)
-        inner = 0.5 * (vhgv - vhgv.mH) * factor
-    if gw is not None:
-        inner = inner + torch.diag_embed(gw.to(v.dtype))
-    return v @ inner @ vh, bad
+    if gv is None:
+        return torch_backward(w, v, gw.to(w.dtype), None), bad
+    vh = v.mH
+    vhgv = torch.matmul(vh, gv)
+    factor, degenerate = _factor(w, opts.degenerate_tol, opts.broadening)
+    if opts.degenerate != "ignore" and (
+        vhgv.is_complex()  # a phase-dependent loss needs no degenerate pair
+        or torch._C._functorch.is_functorch_wrapped_tensor(degenerate)
+        or bool(degenerate.any())
+    ):  # real, no degenerate pair (the common case): nothing can be unresolved
+        bad = _unresolved(vhgv, degenerate, gw)
+    # out of place throughout: under torch.func some operands are batched, others not
+    skew = 0.5 * (vhgv - vhgv.mH)
+    if opts.broadening > 0:
+        inner = skew * factor  # the Lorentzian, 0 on degenerate pairs and the diagonal
+    else:  # torch's division by the gap; masked pairs (and the diagonal's 0 / 0) set to 0
+        masked = factor == 0  # where the quotient is dropped, a divisor of 1 keeps its
+        gap = torch.where(masked, 1.0, w.unsqueeze(-2) - w.unsqueeze(-1))  # derivative finite
+        inner = torch.where(masked, 0.0, skew / gap)
+    if gw is not None:  # onto a diagonal of exact zeros: torch's copy of gw
+        inner = inner + torch.diag_embed(gw.to(inner.dtype))
+    return torch.matmul(v, torch.matmul(inner, vh)), bad
+
+
+def _one_chunk(v: torch.Tensor, opts: BackwardOptions) -> bool:
+    """Whether the backward's temporaries for ``v``'s batch fit ``opts.budget`` at once."""
+    if opts.budget is None:
+        return True
+    n = v.shape[-1]
+    batch = v.numel() // max(1, n * n)
+    return _rows(n, batch, v.element_size(), opts.budget) >= batch
+
+
+def _fast_route(
+    w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad, opts: BackwardOptions
+) -> bool:
+    """Whether :func:`torch_backward` is the degenerate-safe backward's exact value here:
+    no eigenvector gradient (no gap enters), or a real one with no broadening on a
+    well-separated spectrum (nothing masked, nothing to detect) -- in one chunk, outside
+    ``torch.func`` transforms."""
+    wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+    if any(g is not None and wrapped(g) for g in (w, v, gw, gv)) or not _one_chunk(v, opts):
+        return False
+    if gv is None:
+        return True
+    if v.is_complex() or opts.broadening > 0:
+        return False
+    tol = opts.degenerate_tol
+    return well_separated(w, degenerate_default(w.dtype) if tol is None else tol)
 
 
 def _rows(n: int, batch: int, itemsize: int, budget: int | None) -> int:
@@ -264,10 +304,15 @@ class _EighFunction(torch.autograd.Function):
         ctx.save_for_backward(w, v)
         ctx.save_for_forward(w, v)
         ctx.opts = opts
+        ctx.set_materialize_grads(False)  # an unused output's gradient stays None
 
     @staticmethod
     def backward(ctx, gw, gv):  # type: ignore[override]
         w, v = ctx.saved_tensors
+        if gw is None and gv is None:
+            return None, None, None
+        if _fast_route(w, v, gw, gv, ctx.opts):
+            return torch_backward(w, v, gw, gv), None, None
         return _backward(w, v, gw, gv, ctx.opts), None, None
 
     @staticmethod
@@ -303,17 +348,42 @@ def _APPLY(cls: type, *args: Any) -> Any:
 
 
 def eigh_with_grad(
-    a: torch.Tensor, solver: Solver, opts: BackwardOptions = DEFAULT_BACKWARD
+    a: torch.Tensor,
+    solver: Solver,
+    opts: BackwardOptions = DEFAULT_BACKWARD,
+    native: Solver | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Run ``solver`` (any ``(..., n, n)`` -> ``(w, v)``) on ``a`` and attach the
-    degenerate-safe backward, forward-mode and vmap rules when ``a`` carries derivatives."""
+    degenerate-safe backward, forward-mode and vmap rules when ``a`` carries derivatives.
+
+    ``native``, if given, computes bitwise what ``solver`` computes but on the tracked
+    ``a`` through ``torch.linalg.eigh``'s own autograd (the gauge as
+    :func:`~._backward_fast.gauge_by_signs`). Under plain autograd, for a real ``a`` and
+    no broadening, its result is returned as is when the spectrum is well separated
+    (torch's C++ backward is then the degenerate-safe one's value, without a Python
+    node); otherwise its values get this module's rule, with no second solve.
+    """
     if not is_tracked(a):
         return solver(a.detach())
-    opts = opts.resolved(a.real.dtype if a.is_complex() else a.dtype)
+    opts = _resolved(opts, a.real.dtype if a.is_complex() else a.dtype)
     if torch._C._are_functorch_transforms_active():
         return _EighFunction.apply(a, solver, opts)
+    if native is not None and not a.is_complex() and opts.broadening == 0:
+        w, v = native(a)
+        tol = opts.degenerate_tol
+        assert tol is not None
+        if w.grad_fn is not None and _one_chunk(v, opts) and well_separated(w, tol):
+            return w, v
+        wd, vd = w.detach(), v.detach()
+        solver = lambda _a: (wd, vd)  # noqa: E731  the values computed: no second solve
     # plain autograd: torch's Function.apply binds the arguments through inspect.signature
     # on every call (tens of microseconds, a visible share of one small matrix's
     # forward + backward); with positional arguments and no defaults there is nothing to
     # bind, so the C entry point is called directly (what apply does after binding)
     return _APPLY(_EighFunction, a, solver, opts)
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved(opts: BackwardOptions, dtype: torch.dtype) -> BackwardOptions:
+    """``opts.resolved(dtype)``, once per options and dtype."""
+    return opts.resolved(dtype)

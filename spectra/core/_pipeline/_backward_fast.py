@@ -1,0 +1,121 @@
+"""The eigh backward's short route: torch's own formula where nothing needs masking.
+
+On a well-separated real spectrum (no pair within the degenerate tolerance, no
+broadening) the degenerate-safe backward of :mod:`._autograd` masks nothing and detects
+nothing: its value is ``torch.linalg.eigh``'s gradient. :func:`torch_backward` computes
+that with torch's operations in torch's order (bitwise its gradient), after a test of
+the gaps (:func:`well_separated`) that reads the eigenvalues once, so that one small
+matrix's backward costs a dozen tensor operations, not the detector's forty.
+
+A caller whose solver is ``torch.linalg.eigh`` itself (the direct path) can do better
+still: run it on the tracked input, so that torch's own autograd node (C++) differentiates
+it, and apply the gauge as a multiply by the columns' signs (:func:`gauge_by_signs`); see
+``eigh_with_grad(..., native=...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+Grad = torch.Tensor | None  # a gradient that may be absent
+
+
+def well_separated(w: torch.Tensor, tol: float) -> bool:
+    """Whether no two eigenvalues of any matrix of ``w`` (``(..., n)``, ascending) lie
+    within ``tol`` times that matrix's largest ``|w|``: :func:`_factor` masks no pair.
+
+    For ascending rows the closest pair is an adjacent one (a rounded difference is
+    monotone in its operands), so the ``n - 1`` gaps decide, with :func:`_factor`'s own
+    arithmetic (the gap and ``tol * scale`` in ``w``'s dtype); a descending or NaN gap
+    fails the test (the general backward then decides pair by pair).
+
+    >>> well_separated(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), 1e-13)
+    True
+    >>> well_separated(torch.tensor([1.0, 1.0, 3.0], dtype=torch.float64), 1e-13)
+    False
+    """
+    n = w.shape[-1]
+    if n < 2 or w.numel() == 0:
+        return True
+    x = w.detach()
+    if x.device.type == "cpu":
+        if x.dtype == torch.float64 and x.numel() <= _PYTHON_ROWS_MAX:
+            # Python floats are float64: the same gaps and bounds in a few bytecodes
+            rows = x.tolist() if x.dim() == 1 else x.reshape(-1, n).tolist()
+            for row in rows if x.dim() > 1 else (rows,):
+                bound = tol * max(max(row), -min(row), _TINY64)
+                prev = row[0]
+                for cur in row[1:]:
+                    if not cur - prev > bound:
+                        return False
+                    prev = cur
+            return True
+        y = x.numpy()
+        scale = np.maximum(np.abs(y).max(-1, keepdims=True), np.finfo(y.dtype).tiny)
+        return bool((np.diff(y, axis=-1) > tol * scale).all())
+    scale = x.abs().amax(-1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
+    return bool((x.diff(dim=-1) > tol * scale).all())
+
+
+#: up to this many eigenvalues :func:`well_separated` reads them as Python floats
+_PYTHON_ROWS_MAX = 256
+_TINY64 = torch.finfo(torch.float64).tiny
+
+
+def torch_backward(w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad) -> torch.Tensor:
+    """``torch.linalg.eigh``'s own backward with torch's operations in torch's order
+    (bitwise its gradient: ``tests/core/test_autograd_fast.py``) and no mask: the
+    degenerate-safe backward's value on a well-separated spectrum.
+
+    >>> a = torch.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=torch.float64)
+    >>> w, v = torch.linalg.eigh(a)
+    >>> g = torch_backward(w, v, torch.ones(2, dtype=a.dtype), None)  # d trace(A) / dA
+    >>> bool(torch.allclose(g, torch.eye(2, dtype=a.dtype)))
+    True
+    """
+    vh = v.mH
+    if gv is None:
+        assert gw is not None
+        return torch.matmul(v * gw.unsqueeze(-2), vh)
+    m = torch.matmul(vh, gv)
+    # torch: 0.5 * (m - m^H), divided by gap[i, j] = w_j - w_i whose diagonal is set to 1;
+    # the diagonal is then overwritten, by gw or by 0, so without a graph to build (no
+    # double backward, whose derivative of 0 / 0 would be NaN) the 1s can be left out
+    gap = w.unsqueeze(-2) - w.unsqueeze(-1)
+    if torch.is_grad_enabled():
+        gap.diagonal(0, -2, -1).fill_(1.0)
+    inner = (m - m.mH).mul_(0.5).div_(gap)
+    if gw is not None:
+        inner.diagonal(0, -2, -1).copy_(gw)
+    else:
+        inner.diagonal(0, -2, -1).zero_()
+    return torch.matmul(v, torch.matmul(inner, vh))
+
+
+def gauge_by_signs(v: torch.Tensor, gauge_: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """``v`` (real, with autograd history) in the gauge ``gauge_`` fixes (in place, on a
+    copy without history): the same values, bitwise (a multiply by +-1 is exact), as
+    ``v`` times its columns' signs, so the gradient flows through one multiply (none
+    when no column flips).
+
+    >>> v = torch.tensor([[0.6, 0.8], [-0.8, 0.6]], dtype=torch.float64, requires_grad=True)
+    >>> def largest_positive_(x):  # each column's largest |entry| made positive
+    ...     return x.mul_(torch.sign(x.gather(0, x.abs().argmax(0, keepdim=True))))
+    >>> gauge_by_signs(v, largest_positive_).detach()
+    tensor([[-0.6000,  0.8000],
+            [ 0.8000,  0.6000]], dtype=torch.float64)
+    """
+    fixed = v.detach().clone()
+    gauge_(fixed)
+    if fixed.device.type == "cpu":
+        got = fixed.numpy()
+        flipped = (got != v.detach().numpy()).any(-2)
+        if not flipped.any():
+            return v
+        signs = torch.from_numpy(np.where(flipped, -1.0, 1.0).astype(got.dtype))
+    else:
+        signs = 1 - 2 * (fixed != v.detach()).any(-2).to(v.dtype)
+    return v * signs.unsqueeze(-2)

@@ -1,0 +1,235 @@
+"""The backward's short route: torch's own gradient, bitwise, where nothing is masked."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import spectra
+from spectra.core._pipeline import _autograd
+from spectra.core._pipeline._autograd import (
+    DEFAULT_BACKWARD,
+    BackwardOptions,
+    degenerate_default,
+    eigh_with_grad,
+)
+from spectra.core._pipeline._backward_fast import gauge_by_signs, torch_backward, well_separated
+from spectra.core._pipeline._gauge import fix_gauge_small_
+
+from .helpers import random_hermitian, with_spectrum
+
+REAL = [torch.float32, torch.float64]
+
+
+def _loss(w, v, weights, on):
+    terms = []
+    if "w" in on:
+        terms.append((w.square() * torch.arange(w.shape[-1], dtype=w.dtype)).sum())
+    if "v" in on:
+        terms.append((v * weights).sum())  # gauge-dependent on purpose: the same gauge
+    return sum(terms[1:], terms[0])
+
+
+def _grad(solve, a, weights, on):
+    x = a.clone().requires_grad_(True)
+    w, v = solve(x)
+    _loss(w, v, weights, on).backward()
+    return x.grad
+
+
+def _spy(monkeypatch, module, name):
+    calls: list[str] = []
+    inner = getattr(module, name)
+
+    def spy(*args, **kw):
+        calls.append(name)
+        return inner(*args, **kw)
+
+    monkeypatch.setattr(module, name, spy)
+    return calls
+
+
+@pytest.mark.parametrize("dtype", REAL)
+@pytest.mark.parametrize("shape", [(), (4,)])
+@pytest.mark.parametrize("n", [1, 2, 5, 16, 33])
+@pytest.mark.parametrize("on", ["wv", "w", "v"])
+def test_torch_backward_is_bitwise_torchs_gradient(dtype, shape, n, on):
+    a = random_hermitian(shape, n, dtype, seed=n)
+    weights = torch.randn(n, n, generator=torch.Generator().manual_seed(1)).to(dtype)
+    got = _grad(lambda x: eigh_with_grad(x, torch.linalg.eigh), a, weights, on)
+    want = _grad(torch.linalg.eigh, a, weights, on)
+    assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", REAL)
+def test_a_separated_spectrum_takes_the_short_route(monkeypatch, dtype):
+    a = random_hermitian((3,), 6, dtype, seed=2)
+    weights = torch.randn(6, 6, dtype=dtype)
+    short = _spy(monkeypatch, _autograd, "torch_backward")
+    general = _spy(monkeypatch, _autograd, "_backward_block")
+    for kw in ({}, {"workers": 1}):  # the direct path, then the planned one
+        short.clear()
+        got = _grad(lambda x, kw=kw: spectra.eigh(x, **kw), a, weights, "wv")
+        assert short == ["torch_backward"] and general == [], kw
+        # torch's gradient in torch's gauge: the same loss, once the signs agree
+        _w, v = torch.linalg.eigh(a)
+        signs = torch.sign((spectra.eigh(a).eigenvectors * v).sum(-2, keepdim=True))
+        want = _grad(torch.linalg.eigh, a, weights * signs, "wv")
+        torch.testing.assert_close(got, want, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_degenerate_or_complex_or_broadened_takes_the_general_route(monkeypatch, dtype):
+    degenerate = with_spectrum(torch.tensor([[1.0, 1.0, 2.0, 3.0]], dtype=torch.float64), dtype, 3)
+    separated = random_hermitian((1,), 4, dtype, seed=3)
+    weights = torch.randn(4, 4, dtype=torch.float64).to(dtype)
+    general = _spy(monkeypatch, _autograd, "_backward_block")
+    cases = [(degenerate, {}), (separated, {"broadening": 1e-12})]
+    if dtype.is_complex:
+        cases.append((separated, {}))  # the phase check needs the detector
+    for a, kw in cases:
+        general.clear()
+        x = a.clone().requires_grad_(True)
+        w, v = spectra.eigh(x, degenerate="ignore", **kw)
+        ((v.abs() ** 2 * weights.real).sum() + w.sum()).backward()
+        assert general == ["_backward_block"], kw
+        assert torch.isfinite(x.grad.abs()).all()
+
+
+@pytest.mark.parametrize("dtype", REAL)
+@pytest.mark.parametrize("on", ["wv", "w", "v"])
+def test_general_route_has_the_short_routes_bits_where_nothing_is_masked(dtype, on):
+    a = random_hermitian((5,), 7, dtype, seed=4)
+    w, v = torch.linalg.eigh(a)
+    g = torch.Generator().manual_seed(2)
+    gw = torch.randn(w.shape, generator=g).to(dtype) if "w" in on else None
+    gv = torch.randn(v.shape, generator=g).to(dtype) if "v" in on else None
+    opts = DEFAULT_BACKWARD.resolved(dtype)
+    short = torch_backward(w, v, gw, gv)
+    general, bad = _autograd._backward_block(w, v, gw, gv, opts)
+    assert torch.equal(short, general) and not bad.any()
+    # chunked by a budget of two matrices: the same bits (the general route, per chunk)
+    chunked = opts._replace(budget=2 * _autograd.BACKWARD_MATRICES * 7 * 7 * a.element_size())
+    assert not _autograd._fast_route(w, v, gw, gv, chunked)
+    assert torch.equal(_autograd._backward(w, v, gw, gv, chunked), short)
+
+
+def _mask_says_separated(w: torch.Tensor, tol: float) -> bool:
+    _factor, degenerate = _autograd._factor(w, tol, 0.0)
+    return not bool(degenerate.any())
+
+
+@pytest.mark.parametrize("dtype", REAL)
+@pytest.mark.parametrize("rows", [1, 3, 200])  # Python floats, then NumPy (> 256 values)
+def test_well_separated_agrees_with_the_backwards_mask(dtype, rows):
+    tol = degenerate_default(dtype)
+    g = torch.Generator().manual_seed(rows)
+    base = torch.sort(torch.randn(rows, 6, generator=g, dtype=torch.float64), -1).values
+    for gap in (0.0, 0.5 * tol, tol, 2 * tol, 10 * tol, 1e-2):
+        w = base.clone()
+        w[..., 3] = w[..., 2] + gap * w.abs().amax(-1)  # a pair at about the threshold
+        w = torch.sort(w.to(dtype), -1).values
+        for x in (w, w[0]):
+            assert well_separated(x, tol) == _mask_says_separated(x, tol), (gap, x.shape)
+    assert not well_separated(torch.tensor([2.0, 1.0], dtype=dtype), tol)  # not ascending
+    assert not well_separated(torch.tensor([1.0, float("nan")], dtype=dtype), tol)
+    assert well_separated(torch.tensor([0.0], dtype=dtype), tol)
+
+
+@pytest.mark.parametrize("shape", [(), (3,)])
+def test_gauge_by_signs_has_the_gauges_bits_and_differentiates_through_the_signs(shape):
+    a = random_hermitian(shape, 5, torch.float64, seed=5)
+    for start in (a, -a):  # some columns flipped, or none
+        x = start.clone().requires_grad_(True)
+        _w, v = torch.linalg.eigh(x)
+        fixed = fix_gauge_small_(v.detach().clone())
+        got = gauge_by_signs(v, fix_gauge_small_)
+        assert torch.equal(got.detach(), fixed)
+        flips = bool((fixed != v.detach()).any())
+        assert (got is v) == (not flips)
+        weights = torch.randn(5, 5, dtype=torch.float64)
+        (g,) = torch.autograd.grad((got * weights).sum(), x, retain_graph=True)
+        signs = torch.where((fixed == v.detach()).all(-2, keepdim=True), 1.0, -1.0).double()
+        (want,) = torch.autograd.grad((v * weights * signs).sum(), x)
+        assert torch.equal(g, want)
+
+
+def _gauged(x):
+    w, v = torch.linalg.eigh(x.detach())
+    return w, fix_gauge_small_(v)
+
+
+def _native(x):
+    w, v = torch.linalg.eigh(x)
+    return w, gauge_by_signs(v, fix_gauge_small_)
+
+
+@pytest.mark.parametrize("dtype", REAL)
+def test_native_route_is_torchs_node_and_the_custom_routes_bits(dtype):
+    a = random_hermitian((2,), 6, dtype, seed=6)
+    weights = torch.randn(6, 6, dtype=dtype)
+    x = a.clone().requires_grad_(True)
+    w, v = eigh_with_grad(x, _gauged, native=_native)
+    assert type(w.grad_fn).__name__ == "LinalgEighBackward0"  # no Python node
+    custom = _grad(lambda m: eigh_with_grad(m, _gauged), a, weights, "wv")
+    native = _grad(lambda m: eigh_with_grad(m, _gauged, native=_native), a, weights, "wv")
+    assert torch.equal(native, custom)
+    ref = _gauged(a)
+    assert torch.equal(w.detach(), ref[0]) and torch.equal(v.detach(), ref[1])
+
+
+def test_native_route_falls_back_without_a_second_solve_where_degenerate():
+    a = with_spectrum(torch.tensor([[1.0, 1.0, 2.0, 3.0]], dtype=torch.float64), torch.float64, 7)
+    solves: list[int] = []
+
+    def solver(m):
+        solves.append(1)
+        return _gauged(m)
+
+    x = a.clone().requires_grad_(True)
+    w, v = eigh_with_grad(x, solver, native=_native)
+    assert solves == [] and type(w.grad_fn).__name__ == "_EighFunctionBackward"
+    proj = v[..., :2] @ v[..., :2].mT
+    (g,) = torch.autograd.grad((proj * torch.randn(4, 4, dtype=torch.float64)).sum(), x)
+    assert torch.isfinite(g).all()
+    # broadening asks for this module's rule: the native route is not taken
+    opts = BackwardOptions(broadening=1e-9).resolved(torch.float64)
+    y = random_hermitian((1,), 4, torch.float64, seed=8).requires_grad_(True)
+    w, _ = eigh_with_grad(y, solver, opts, native=_native)
+    assert type(w.grad_fn).__name__ == "_EighFunctionBackward" and solves == [1]
+
+
+@pytest.mark.parametrize("native", [None, _native])
+def test_double_backward_on_the_short_routes(native):
+    a = random_hermitian((2,), 4, torch.float64, seed=9).requires_grad_(True)
+
+    def f(m):
+        w, v = eigh_with_grad(0.5 * (m + m.mT), _gauged, native=native)
+        return w, v.square()  # gauge-invariant
+
+    assert torch.autograd.gradgradcheck(f, (a,))
+    assert torch.autograd.gradcheck(f, (a,))
+
+
+def test_grad_and_inference_modes_are_honoured(monkeypatch):
+    a = random_hermitian((), 5, torch.float64, seed=10).requires_grad_(True)
+    short = _spy(monkeypatch, _autograd, "well_separated")
+    with torch.no_grad():
+        w, v = spectra.eigh(a)
+    assert w.grad_fn is None and not v.requires_grad
+    with torch.inference_mode():
+        w, v = spectra.eigh(a)
+    assert w.grad_fn is None and w.is_inference()
+    assert short == []  # nothing was prepared for a backward that cannot run
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_double_backward_on_the_general_route(dtype):
+    a = random_hermitian((2,), 4, dtype, seed=11).requires_grad_(True)
+    opts = BackwardOptions(broadening=1e-14).resolved(torch.float64)  # the general route
+
+    def f(m):
+        w, v = eigh_with_grad(0.5 * (m + m.mH), _gauged, opts)
+        return w, v.abs().square()
+
+    assert torch.autograd.gradgradcheck(f, (a,))
