@@ -113,7 +113,7 @@ def heat_kernel_diagonal(
     lowest = None
     if k is not None:
         check_count(k, "k")
-        lowest = Lowest(k, deflate=True)
+        lowest = Lowest(k, deflate=True, partial=False)  # dense graphs: the whole sum
     with glue_threads(edges.layout.n_max):
         opts = dict(eigh_options or {})
         nodes = heat_nodes(edge_spectra(edges, normalization, lowest=lowest, **opts), times)

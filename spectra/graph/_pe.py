@@ -100,11 +100,13 @@ def pe_pipeline(
     convention: str,
     eigh_options: Mapping[str, Any] | None,
     draw_signs: bool = True,
+    partial: bool = True,
 ) -> tuple[GraphSpectra, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
     """The one PE pipeline (``laplacian_pe`` and ``LaplacianPE``): one core call for all
     graphs, column selection, optional random signs (``draw_signs=False``: none drawn, the
     compiled path draws them in its own op). Returns the spectrum (for heat features) and
-    ``(pe (N, k), mask (G, k), eigenvalues (G, k), groups (G, k))``."""
+    ``(pe (N, k), mask (G, k), eigenvalues (G, k), groups (G, k))``. ``partial=False``:
+    graphs solved densely keep every eigenpair (the heat features sum over them)."""
     check_count(k, "k")
     if convention not in CONVENTIONS:
         raise InputError("convention", f"must be 'spectra' or 'pyg', got {convention!r}")
@@ -115,7 +117,11 @@ def pe_pipeline(
         )
     layout = edges.layout
     with glue_threads(layout.n_max):
-        lowest = Lowest(k + int(drop_trivial)) if pyg else Lowest(k, deflate=drop_trivial)
+        lowest = (
+            Lowest(k + int(drop_trivial), partial=partial)
+            if pyg
+            else Lowest(k, deflate=drop_trivial, partial=partial)
+        )
         opts = dict(eigh_options or {})
         spec = edge_spectra(edges, normalization, isolated_one=pyg, lowest=lowest, **opts)
     with glue_threads(1):  # gathers and scatters over all nodes: one kernel thread

@@ -60,11 +60,15 @@ def takes_sparse(n: int, sparse_from: int | None, budget: int | None) -> bool:
 class Lowest:
     """What a feature reads of each graph: ``k`` eigenpairs from the bottom of the spectrum
     (``deflate``: ``k`` after the null space, one vector per component, which is known and
-    deflated; ``plus_components``: ``k`` plus the graph's component count)."""
+    deflated; ``plus_components``: ``k`` plus the graph's component count). ``partial``:
+    graphs solved densely compute only those too (the core's partial solve, where its
+    planner takes it); ``False`` for features that also sum over the whole spectrum of the
+    graphs that fit densely (the heat kernel's diagonal)."""
 
     k: int
     deflate: bool = False
     plus_components: bool = False
+    partial: bool = True
 
 
 def split_options(
@@ -95,6 +99,20 @@ def core_has_sparse() -> bool:
 def wanted(lowest: Lowest, components: int) -> int:
     """Eigenpairs to ask the solver for (beyond a deflated null space)."""
     return lowest.k + (components if lowest.plus_components else 0)
+
+
+def dense_wanted(lowest: Lowest | None, components: list[int]) -> int | None:
+    """The lowest eigenpairs a dense call over graphs with ``components`` must return for
+    every one of them (the null space included: nothing is deflated there), or ``None``:
+    all of them (no ``lowest``, or not ``partial``).
+
+    >>> dense_wanted(Lowest(8, deflate=True), [1, 3]), dense_wanted(Lowest(9), [2])
+    (11, 9)
+    """
+    if lowest is None or not lowest.partial or not components:
+        return None
+    extra = lowest.deflate or lowest.plus_components
+    return lowest.k + (max(components) if extra else 0)
 
 
 def sparse_candidates(

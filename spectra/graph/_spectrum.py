@@ -25,6 +25,7 @@ from ._sparse_path import (
     DENSE_BYTES_PER_ENTRY,
     ONE_THREAD_MAX_N,
     Lowest,
+    dense_wanted,
     sparse_candidates,
     sparse_parts,
     split_options,
@@ -234,13 +235,15 @@ def solve_entries(
         chunks = fit_budget(small, [cut * cut] * len(small), budget)
         everyone = len(small) == lay.num_graphs and len(chunks) == 1
         for chunk in chunks:
+            k = dense_wanted(lowest, [comps[g] for g in chunk])
             with glue_threads(1):
-                parts.append(_padded_part(entries, chunk, everyone, bound_two, kw))
+                parts.append(_padded_part(entries, chunk, everyone, bound_two, kw, k))
     if large:  # the ragged path, its dense blocks cut to fit max_memory as well
         for chunk in fit_budget(large, [counts[g] ** 2 for g in large], budget):
             biggest = max(counts[g] for g in chunk)
+            k = dense_wanted(lowest, [comps[g] for g in chunk])
             with glue_threads(1) if biggest <= DENSE_ONE_THREAD_MAX_N else nullcontext():
-                parts.extend(_ragged_parts(entries, chunk, kw))
+                parts.extend(_ragged_parts(entries, chunk, kw, k))
     if normalization == "rw":
         parts = [_rw(p, degree, lay) for p in parts]
     return GraphSpectra(lay, tuple(parts), components, degree, normalization, entries.values.dtype)
@@ -277,26 +280,39 @@ def _padded_part(
     everyone: bool,
     bound_two: bool,
     kw: dict[str, Any],
+    k: int | None = None,
 ) -> Part:
+    """One padded core call (``k``: only the ``k`` lowest eigenpairs of each graph)."""
     lay = entries.layout
     index = torch.as_tensor(graphs, dtype=torch.long, device=lay.counts.device)
     counts = lay.counts[index]
     lap = entries.padded() if everyone else entries.padded_subset(graphs)
+    n = lap.shape[-1]
     bound = None
     if bound_two:
         bound = torch.full((len(graphs),), 2.0, dtype=lap.real.dtype, device=lap.device)
-    w, v = eigh(_pad_above(lap, counts, bound), **kw)
-    if not bool((counts == lap.shape[-1]).all()):  # padded rows and columns to zero
-        mask = torch.arange(lap.shape[-1], device=lap.device) < counts.to(lap.device).unsqueeze(-1)
-        v = v * (mask.unsqueeze(-1) & mask.unsqueeze(-2))
-        w = w * mask
-    return Part(index, w, v, counts, counts, True, "padded")
+    m = k if k is not None and k < n else None  # the padding sits above every spectrum
+    w, v = eigh(_pad_above(lap, counts, bound), k=m, **kw)
+    valid = counts if m is None else counts.clamp_max(m)
+    if not bool((counts == n).all()):  # padded rows and columns to zero
+        ar = torch.arange(n, device=lap.device)
+        rows = ar < counts.to(lap.device).unsqueeze(-1)
+        cols = ar[: w.shape[-1]] < counts.to(lap.device).unsqueeze(-1)
+        v = v * (rows.unsqueeze(-1) & cols.unsqueeze(-2))
+        w = w * cols
+    complete = m is None or bool((counts <= m).all())
+    return Part(index, w, v, counts, valid, complete, "padded")
 
 
-def _ragged_parts(entries: Entries, graphs: list[int], kw: dict[str, Any]) -> list[Part]:
-    """One ragged core call; results of equal size stacked back into one part."""
+def _ragged_parts(
+    entries: Entries, graphs: list[int], kw: dict[str, Any], k: int | None = None
+) -> list[Part]:
+    """One ragged core call (``k``: only the ``k`` lowest eigenpairs of each graph, where
+    every graph has more); results of equal size stacked back into one part."""
     lay = entries.layout
-    ws, vs = eigh(entries.dense_blocks(graphs), **kw)
+    smallest = min(int(lay.counts[g]) for g in graphs)
+    m = k if k is not None and k < smallest else None
+    ws, vs = eigh(entries.dense_blocks(graphs), k=m, **kw)
     by_size: dict[int, list[int]] = {}
     for i, g in enumerate(graphs):
         by_size.setdefault(int(lay.counts[g]), []).append(i)
@@ -306,7 +322,8 @@ def _ragged_parts(entries: Entries, graphs: list[int], kw: dict[str, Any]) -> li
         counts = torch.full((len(members),), n, dtype=torch.long)
         w = torch.stack([ws[i] for i in members])
         v = torch.stack([vs[i] for i in members])
-        parts.append(Part(index, w, v, counts, counts, True, "ragged"))
+        valid = counts if m is None else counts.clamp_max(m)
+        parts.append(Part(index, w, v, counts, valid, m is None, "ragged"))
     return parts
 
 

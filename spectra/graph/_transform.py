@@ -208,6 +208,7 @@ class LaplacianPE(PETransform):
             multiplicity_tol=self.multiplicity_tol,
             convention=self.convention,
             eigh_options=self.eigh_options,
+            partial=self.heat_times is None,  # the heat kernel sums over every eigenpair
         )
         with glue_threads(1):  # per-node copies: one kernel thread
             feats = {"pe": pe.to(device=out_device, dtype=self.dtype)}

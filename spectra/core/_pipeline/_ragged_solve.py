@@ -20,6 +20,7 @@ from ._checks import InputRejected, check_values, quick_check
 from ._dense import solve_dense, solve_window
 from ._prepare import check_k, prepare
 from ._ragged import choose_buckets, group_by_bucket, pad_stack
+from ._ragged_window import solve_windows, window_plans
 from ._select import kept_count, select_k
 from ._solve import solve_standard
 
@@ -56,15 +57,27 @@ def solve_ragged(
         dtype = torch.promote_types(dtype, ai.dtype)
         if bi is not None:
             dtype = torch.promote_types(dtype, bi.dtype)
-    sizes = [ai.shape[-1] for ai, _, _ in items]
-    ceilings = choose_buckets(sizes, items[0][0].device, pad=b is None)
-    whole = request.whole()  # every eigenpair per bucket; each member's k is taken below
+    out_w: list[Any] = [None] * len(items)
+    out_v: list[Any] = [None] * len(items)
     # a padded bucket's k smallest are its members' (the padding sits on top): a partial
     # solve may compute just those (``k`` is at most each member's size, checked above)
     window = k if not largest and b is None else None
-    out_w: list[Any] = [None] * len(items)
-    out_v: list[Any] = [None] * len(items)
-    for ceiling, members in group_by_bucket(sizes, ceilings).items():
+    rest = list(range(len(items)))
+    if window is not None:  # the sizes a partial solve takes: unpadded, in one fan-out
+        mats = [ai.to(dtype) for ai, _, _ in items]
+        plans = window_plans(mats, window, request.vectors, opts)
+        if plans:
+            if check:
+                _check_members(items, sorted(plans), symmetry_tol)
+            for i, (wi, vi) in solve_windows(mats, plans, request.vectors, opts).items():
+                out_w[i] = restore(wi, items[i][2])
+                out_v[i] = restore(vi, items[i][2]) if vi is not None else None
+            rest = [i for i in rest if i not in plans]
+    sizes = [items[i][0].shape[-1] for i in rest]
+    ceilings = choose_buckets(sizes, items[0][0].device, pad=b is None) if rest else []
+    whole = request.whole()  # every eigenpair per bucket; each member's k is taken below
+    for ceiling, local in group_by_bucket(sizes, ceilings).items():
+        members = [rest[j] for j in local]
         mats = [items[i][0].to(dtype) for i in members]
         if check:
             _check_members(items, members, symmetry_tol)
