@@ -7,6 +7,7 @@
 - ``_operators``: input normalisation and checks (square, finite, Hermitian);
 - ``_precondition``: Jacobi, AMG (pyamg), callable preconditioners;
 - ``_lobpcg``: the batched block LOBPCG, Rayleigh-Ritz through the core's dense eigh;
+- ``_krylov``: the batched block shift-invert Lanczos (thick restart) on the factorization;
 - ``_blocks``: :class:`BlockDiagonal`, a batch as one block-diagonal matrix and its pointer;
 - ``_factor``: the shift-invert sparse factorization (the ``"factor"`` preconditioner);
 - ``_plan``: dense or iterative (:func:`plan_sparse` shows the decision);

@@ -26,6 +26,7 @@ from .._support._arrays import real_dtype, restore
 from .._support._memory import memory_budget
 from .._support._threads import single_threaded_kernels
 from ._blocks import split_input
+from ._krylov import lanczos
 from ._lobpcg import Batch, lobpcg, svqb
 from ._operators import SparseOperator, as_operator, compute_dtype
 from ._plan import METHODS, block_size, plan_ops
@@ -166,7 +167,7 @@ def solve_sparse(
     for i in [i for i, d in enumerate(dense) if d]:
         results[i] = _dense(ops[i], flats[i], kk, largest, sopts)
     sparse_ids = [i for i, d in enumerate(dense) if not d]
-    for group in _groups(ops, sparse_ids):
+    for group in _groups(ops, sparse_ids, planned.methods):
         pre_specs = [planned.preconditioners[i] for i in group]
         solved = _iterate(
             [ops[i] for i in group],
@@ -176,6 +177,7 @@ def solve_sparse(
             largest,
             sopts,
             None if single else group,
+            planned.methods[group[0]],
         )
         for i, pair in zip(group, solved, strict=True):
             results[i] = pair
@@ -244,13 +246,13 @@ def _dense(
     return w, fix_gauge_(v.clone())
 
 
-def _groups(ops: list[SparseOperator], ids: list[int]) -> list[list[int]]:
-    """Problems solved together: same device and compute dtype, sizes within 2x."""
+def _groups(ops: list[SparseOperator], ids: list[int], methods: tuple[str, ...]) -> list[list[int]]:
+    """Problems solved together: same method, device and compute dtype, sizes within 2x."""
     out: list[list[int]] = []
-    key = lambda i: (str(ops[i].device), str(ops[i].work_dtype), ops[i].n)  # noqa: E731
+    key = lambda i: (methods[i], str(ops[i].device), str(ops[i].work_dtype), ops[i].n)  # noqa: E731
     for i in sorted(ids, key=key):
         last = out[-1] if out else None
-        if last is not None and key(last[0])[:2] == key(i)[:2] and ops[i].n <= 2 * ops[last[0]].n:
+        if last is not None and key(last[0])[:3] == key(i)[:3] and ops[i].n <= 2 * ops[last[0]].n:
             last.append(i)
         else:
             out.append([i])
@@ -290,6 +292,7 @@ def _iterate(
     largest: bool,
     sopts: SparseOptions,
     positions: list[int] | None,
+    method: str = "lobpcg",
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     sign = -1.0 if largest else 1.0
     scales = [_scale(op, sopts) for op in ops]
@@ -326,7 +329,8 @@ def _iterate(
     aim = tolerance * FACTOR_MARGIN if factored else tolerance
     settle = (tolerance, FACTOR_EXTRA) if factored else None
     with torch.no_grad(), single_threaded_kernels() if small else nullcontext():
-        res = lobpcg(batch, x0, k, aim, sopts.maxiter, defl, settle)
+        solver = lanczos if method == "lanczos" else lobpcg
+        res = solver(batch, x0, k, aim, sopts.maxiter, defl, settle)
     res = replace(res, tolerance=tolerance)  # converged means: within the caller's tol
     bad = (~res.converged).nonzero().squeeze(-1).tolist()
     if bad:

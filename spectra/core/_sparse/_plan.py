@@ -10,7 +10,9 @@ The iterative path needs O(nnz + n m) memory (``m`` the block size, ~``1.5 k``).
 ``precondition="auto"`` is decided here too (:func:`choose_preconditioner`): a shift-invert
 sparse factorization (``"factor"``, :mod:`._factor`) where its estimated fill is a small
 multiple of ``nnz`` and fits ``max_memory`` (meshes, geometric graphs), else pyamg's AMG
-from ``n = 2,000``, else Jacobi.
+from ``n = 2,000``, else Jacobi. With the factorization the iteration is the block
+shift-invert Lanczos (``"lanczos"``, :mod:`._krylov`); with the others the block LOBPCG
+(``"lobpcg"``). ``method="lanczos"`` / ``"lobpcg"`` ask for one of them.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ._precondition import AMG_MIN_N, amg_available
 
 #: ``method="auto"`` densifies problems up to this size (when they fit ``max_memory``)
 DENSE_MAX_N = 512
-METHODS = ("auto", "lobpcg", "dense")
+METHODS = ("auto", "lanczos", "lobpcg", "dense")
 #: ``method="auto"`` densifies matrices with more than this share of nonzeros (when they
 #: fit): their products cost as much as dense ones, and a dense eigh needs no iteration
 DENSE_MIN_DENSITY = 0.25
@@ -83,8 +85,8 @@ def use_dense(op: SparseOperator, k: int, method: str, budget: int) -> tuple[boo
                 f"would need ~{gib}: use method='lobpcg' (memory O(nnz + n k))",
             )
         return True, f"method='dense' ({gib})"
-    if method == "lobpcg":
-        return False, "method='lobpcg'"
+    if method in ("lobpcg", "lanczos"):
+        return False, f"method={method!r}"
     small = op.n <= DENSE_MAX_N
     wide = 5 * block_size(k, op.n) > op.n
     density = (op.nnz or 0) / max(op.n * op.n, 1)
@@ -126,6 +128,22 @@ def choose_preconditioner(op: SparseOperator, spec: Any, budget: int) -> tuple[A
     if op.n >= AMG_MIN_N and amg_available():
         return "amg", f"amg: factorization {est} {why}", 0
     return "jacobi", f"jacobi: factorization {est} {why}", 0
+
+
+def _lanczos_factor(op: SparseOperator, spec: Any) -> str:
+    """``method="lanczos"`` iterates on the shift-invert factorization: refuse any other
+    preconditioner and inputs that cannot be factored."""
+    if not (isinstance(spec, str) and spec in ("auto", "factor")):
+        raise InputError(
+            "method",
+            f"'lanczos' is shift-invert on the sparse LU (precondition='factor'), got "
+            f"precondition={spec!r}: use method='lobpcg' for other preconditioners",
+        )
+    if op.csr is None or op.bounds is None:
+        raise InputError(
+            "method", "'lanczos' needs an explicit sparse matrix (torch or SciPy), not an operator"
+        )
+    return "factor"
 
 
 @dataclass(frozen=True)
@@ -188,7 +206,11 @@ def plan_ops(
             continue
         base = iterative_bytes(op, k)
         spec = precondition[i] if per_matrix else precondition
+        if method == "lanczos":
+            spec = _lanczos_factor(op, spec)
         pre, pwhy, extra = choose_preconditioner(op, spec, max(left - base, 0))
+        if pre == "factor" and method != "lobpcg":
+            methods[-1] = "lanczos"
         left -= base + extra
         memory.append(base + extra)
         pres.append(pre)
@@ -225,7 +247,7 @@ def plan_sparse(
     >>> import scipy.sparse as sp
     >>> p = plan_sparse([sp.identity(100, format="csr"), sp.identity(5000, format="csr")], k=4)
     >>> p.methods
-    ('dense', 'lobpcg')
+    ('dense', 'lanczos')
     """
     if method not in METHODS:
         raise InputError("method", f"must be one of {METHODS}, got {method!r}")

@@ -131,12 +131,19 @@ def _factor(
         )
     gershgorin = op.bounds[0] if sign > 0 else -op.bounds[1]
     solver = ShiftInvert(op.csr(), sign, gershgorin, lower if known else None, scale)
-    device, dtype = op.device, op.work_dtype
+    return FactorSolve(solver, op.device, op.work_dtype)
 
-    def apply(r: torch.Tensor) -> torch.Tensor:
-        return solver.apply(r.cpu()).to(device=device, dtype=dtype)
 
-    return apply
+class FactorSolve:
+    """``(B - sigma I)^-1 R`` on torch blocks; ``sigma`` is the shift (the Lanczos path
+    turns the shift-invert Ritz values back with it)."""
+
+    def __init__(self, solver: ShiftInvert, device: torch.device, dtype: torch.dtype):
+        self.solver, self.device, self.dtype = solver, device, dtype
+        self.sigma = float(solver.sigma)
+
+    def __call__(self, r: torch.Tensor) -> torch.Tensor:
+        return self.solver.apply(r.cpu()).to(device=self.device, dtype=self.dtype)
 
 
 def _callable(op: SparseOperator, fn: Callable[[Any], Any]) -> Preconditioner:
