@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..core import eigh
+from ..core import eigh, plan
 from ._assemble import Entries
 from ._layout import glue_threads
 from ._parts import Part
@@ -113,6 +113,25 @@ def dense_wanted(lowest: Lowest | None, components: list[int]) -> int | None:
         return None
     extra = lowest.deflate or lowest.plus_components
     return lowest.k + (max(components) if extra else 0)
+
+
+def partial_solves(
+    counts: list[int], graphs: list[int], k: int | None, dtype: torch.dtype, device: torch.device
+) -> list[int]:
+    """The ``graphs`` whose ``k`` lowest eigenpairs the core solves by a partial solve (its
+    planner's ``Plan.window`` for that size): these go to the ragged path, which solves
+    them unpadded, each at its own size (padding only adds to a partial solve's cost)."""
+    if k is None:
+        return []
+    taken: dict[int, bool] = {}
+    out = []
+    for g in graphs:
+        n = counts[g]
+        if n not in taken:
+            taken[n] = k < n and plan(n, 1, dtype, device, k=k).window is not None
+        if taken[n]:
+            out.append(g)
+    return out
 
 
 def sparse_candidates(

@@ -26,6 +26,7 @@ from ._sparse_path import (
     ONE_THREAD_MAX_N,
     Lowest,
     dense_wanted,
+    partial_solves,
     sparse_candidates,
     sparse_parts,
     split_options,
@@ -227,10 +228,13 @@ def solve_entries(
         )
         parts.extend(got or [])
         big = big if got is not None else []
-    rest = set(range(lay.num_graphs)) - set(big)
-    cut = padded_members([counts[g] for g in sorted(rest)])
-    small = [g for g in sorted(rest) if 0 < counts[g] <= cut]
-    large = [g for g in sorted(rest) if counts[g] > cut]
+    rest = sorted(set(range(lay.num_graphs)) - set(big))
+    values = entries.values
+    k_dense = dense_wanted(lowest, [comps[g] for g in rest])
+    unpadded = set(partial_solves(counts, rest, k_dense, values.dtype, values.device))
+    cut = padded_members([counts[g] for g in rest if g not in unpadded])
+    small = [g for g in rest if 0 < counts[g] <= cut and g not in unpadded]
+    large = [g for g in rest if counts[g] > cut or g in unpadded]
     if small:  # one padded call, or several where its dense buffers exceed max_memory
         chunks = fit_budget(small, [cut * cut] * len(small), budget)
         everyone = len(small) == lay.num_graphs and len(chunks) == 1

@@ -1,0 +1,91 @@
+"""Graphs solved densely ask the core for the ``k`` (+ components) lowest eigenpairs only,
+which its partial solve computes where its planner takes it (``lapack-subset``); the
+features equal those of the full decomposition."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from spectra.core._solvers import _lapack_subset
+from spectra.graph import heat_kernel_diagonal, laplacian_pe
+from spectra.graph._layout import graph_input
+from spectra.graph._sparse_path import Lowest, partial_solves
+from spectra.graph._spectrum import edge_spectra
+
+from .graphs import batch_of, dense_adj, random_graph, ref_eigh, ref_laplacian
+
+
+@pytest.fixture
+def windows(monkeypatch):
+    seen: list[tuple[int, int, int]] = []
+    inner = _lapack_subset.window_into
+
+    def spy(a, w, v, lo, hi):
+        seen.append((a.shape[-1], lo, hi))
+        return inner(a, w, v, lo, hi)
+
+    monkeypatch.setattr(_lapack_subset, "window_into", spy)
+    return seen
+
+
+def graphs(seed: int, sizes) -> list:
+    rng = np.random.default_rng(seed)
+    out = []
+    for n in sizes:
+        ei, ew = random_graph(rng, n, p=4.0 / n, weighted=True)
+        out.append((ei, ew, n))
+    return out
+
+
+def test_partial_solves_are_the_sizes_the_core_windows():
+    counts = [20, 40, 150, 300]
+    cpu = torch.device("cpu")
+    assert partial_solves(counts, [0, 1, 2, 3], 9, torch.float64, cpu) == [2, 3]
+    assert partial_solves(counts, [0, 1, 2, 3], None, torch.float64, cpu) == []
+    assert partial_solves(counts, [3], 299, torch.float64, cpu) == []
+
+
+@pytest.mark.parametrize("convention", ["spectra", "pyg"])
+def test_pe_of_a_batch_through_the_partial_solve_matches_scipy(convention, windows):
+    gs = graphs(3, [150, 210, 260, 35, 180])
+    ei, ew, batch, sizes = batch_of(gs)
+    k = 6
+    out = laplacian_pe(ei, k=k, edge_weight=ew, batch=batch, dtype=torch.float64,
+                       convention=convention)  # fmt: skip
+    assert windows and {n for n, _, _ in windows} >= {150, 180, 210, 260}
+    assert all(lo == 0 and hi < 20 for _, lo, hi in windows)  # k + components, not n
+    ptr = np.cumsum([0, *sizes])
+    for g, (gei, gew, n) in enumerate(gs):
+        lap = ref_laplacian(dense_adj(gei, n, gew), "sym")
+        w, v = ref_eigh(lap)
+        first = 1 if convention == "pyg" else int(out.num_components[g])
+        np.testing.assert_allclose(out.eigenvalues[g].numpy(), w[first : first + k], atol=1e-10)
+        pe = out.pe[ptr[g] : ptr[g + 1]].numpy()
+        ref = v[:, first : first + k]
+        if convention == "pyg":  # random signs: compare the spaces column by column
+            pe = pe * np.sign(np.sum(pe * ref, axis=0))
+        else:  # the core's gauge: largest-|entry| positive
+            ref = ref * np.sign(ref[np.abs(ref).argmax(0), np.arange(k)])
+        np.testing.assert_allclose(pe, ref, atol=1e-7)
+
+
+def test_heat_features_keep_every_eigenpair(windows):
+    gs = graphs(4, [150, 200])
+    ei, ew, batch, _ = batch_of(gs)
+    heat = heat_kernel_diagonal(ei, edge_weight=ew, batch=batch, times=[0.5], k=4,
+                                dtype=torch.float64)  # fmt: skip
+    assert windows == []  # the heat kernel's diagonal sums over the whole spectrum
+    full = heat_kernel_diagonal(ei, edge_weight=ew, batch=batch, times=[0.5], dtype=torch.float64)
+    torch.testing.assert_close(heat, full, atol=1e-10, rtol=0)
+
+
+def test_partial_parts_say_they_are_incomplete():
+    gs = graphs(5, [150, 220])
+    ei, ew, batch, _ = batch_of(gs)
+    edges, *_ = graph_input(ei, ew, batch, None, None, "cpu", torch.float64)
+    part = edge_spectra(edges, "sym", lowest=Lowest(5, deflate=True)).parts
+    assert all(not p.complete and p.eigenvectors.shape[-1] < 20 for p in part)
+    whole = edge_spectra(edges, "sym", lowest=Lowest(5, deflate=True, partial=False)).parts
+    assert all(p.complete for p in whole)
