@@ -163,7 +163,7 @@ def test_not_converging_within_maxiter_names_the_residuals():
 
 def test_refusals():
     lap = _rgg(1000, seed=59)
-    with pytest.raises(spectra.InputError, match="lanczos.*precondition='amg'"):
+    with pytest.raises(spectra.InputError, match=r"lanczos.*precondition='amg'"):
         spectra.eigh(lap, k=3, method="lanczos", precondition="amg")
     with pytest.raises(spectra.InputError, match="explicit sparse matrix"):
         spectra.eigh(sla.aslinearoperator(lap), k=3, method="lanczos")
