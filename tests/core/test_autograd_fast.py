@@ -136,22 +136,37 @@ def test_well_separated_agrees_with_the_backwards_mask(dtype, rows):
     assert well_separated(torch.tensor([0.0], dtype=dtype), tol)
 
 
+def _vector_blocks(shape, n):
+    """Eigenvector blocks, then blocks with an exact opposite-sign tie and a NaN column
+    (where the gauge's sign screen cannot decide)."""
+    a = random_hermitian(shape, n, torch.float64, seed=n)
+    yield torch.linalg.eigh(a).eigenvectors
+    yield torch.linalg.eigh(-a).eigenvectors
+    tied = torch.linalg.eigh(a).eigenvectors.clone()
+    tied[..., :, 0] = 0.0
+    tied[..., 0, 0], tied[..., 1, 0] = 0.5, -0.5
+    yield tied
+    nan = tied.clone()
+    nan[..., 2, 1] = float("nan")
+    yield nan
+
+
 @pytest.mark.parametrize("shape", [(), (3,)])
-def test_gauge_by_signs_has_the_gauges_bits_and_differentiates_through_the_signs(shape):
-    a = random_hermitian(shape, 5, torch.float64, seed=5)
-    for start in (a, -a):  # some columns flipped, or none
-        x = start.clone().requires_grad_(True)
-        _w, v = torch.linalg.eigh(x)
-        fixed = fix_gauge_small_(v.detach().clone())
-        got = gauge_by_signs(v, fix_gauge_small_)
-        assert torch.equal(got.detach(), fixed)
-        flips = bool((fixed != v.detach()).any())
+@pytest.mark.parametrize("n", [5, 16])  # the gauge's sign screen, then a copy gauged
+def test_gauge_by_signs_has_the_gauges_bits_and_differentiates_through_the_signs(shape, n):
+    for block in _vector_blocks(shape, n):
+        v = block.clone().requires_grad_(True)
+        fixed = fix_gauge_small_(block.clone())
+        got = gauge_by_signs(v)
+        assert torch.equal(got.detach(), fixed) or bool(fixed.isnan().any())
+        torch.testing.assert_close(got.detach(), fixed, equal_nan=True, atol=0, rtol=0)
+        flips = bool(((fixed != block) & ~block.isnan()).any())
         assert (got is v) == (not flips)
-        weights = torch.randn(5, 5, dtype=torch.float64)
-        (g,) = torch.autograd.grad((got * weights).sum(), x, retain_graph=True)
-        signs = torch.where((fixed == v.detach()).all(-2, keepdim=True), 1.0, -1.0).double()
-        (want,) = torch.autograd.grad((v * weights * signs).sum(), x)
-        assert torch.equal(g, want)
+        weights = torch.randn(block.shape, dtype=torch.float64)
+        (g,) = torch.autograd.grad((got * weights).sum(), v)
+        same = (fixed == block) | block.isnan()
+        signs = torch.where(same.all(-2, keepdim=True), 1.0, -1.0).double()
+        assert torch.equal(g, weights * signs)
 
 
 def _gauged(x):
@@ -161,7 +176,7 @@ def _gauged(x):
 
 def _native(x):
     w, v = torch.linalg.eigh(x)
-    return w, gauge_by_signs(v, fix_gauge_small_)
+    return w, gauge_by_signs(v)
 
 
 @pytest.mark.parametrize("dtype", REAL)

@@ -15,10 +15,11 @@ it, and apply the gauge as a multiply by the columns' signs (:func:`gauge_by_sig
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import torch
+
+from .._support._arrays import default_tolerance
+from ._gauge import _PYTHON_GAUGE_MAX_ENTRIES, _python_flips, fix_gauge_small_
 
 Grad = torch.Tensor | None  # a gradient that may be absent
 
@@ -95,27 +96,46 @@ def torch_backward(w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad) -> torc
     return torch.matmul(v, torch.matmul(inner, vh))
 
 
-def gauge_by_signs(v: torch.Tensor, gauge_: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
-    """``v`` (real, with autograd history) in the gauge ``gauge_`` fixes (in place, on a
-    copy without history): the same values, bitwise (a multiply by +-1 is exact), as
-    ``v`` times its columns' signs, so the gradient flows through one multiply (none
-    when no column flips).
+def gauge_by_signs(v: torch.Tensor) -> torch.Tensor:
+    """``v`` (real, with autograd history) in the core's gauge
+    (:func:`~._gauge.fix_gauge_small_`) as ``v`` times its columns' signs: the same
+    values, bitwise (a multiply by +-1 is exact), with the gradient through one multiply
+    (none when no column flips).
+
+    Small blocks take the gauge's own sign screen (``_python_flips``: the columns to
+    flip, from one ``tolist``); where it cannot decide (a near-tie, a non-finite entry)
+    or for larger blocks, the gauge runs on a copy and the flipped columns are read off.
 
     >>> v = torch.tensor([[0.6, 0.8], [-0.8, 0.6]], dtype=torch.float64, requires_grad=True)
-    >>> def largest_positive_(x):  # each column's largest |entry| made positive
-    ...     return x.mul_(torch.sign(x.gather(0, x.abs().argmax(0, keepdim=True))))
-    >>> gauge_by_signs(v, largest_positive_).detach()
+    >>> gauge_by_signs(v).detach()
     tensor([[-0.6000,  0.8000],
             [ 0.8000,  0.6000]], dtype=torch.float64)
     """
-    fixed = v.detach().clone()
-    gauge_(fixed)
+    x = v.detach()
+    n = x.shape[-1]
+    if x.device.type == "cpu" and not x.is_complex() and 0 < x.numel() <= _SCREEN_MAX_ENTRIES:
+        rows = np.swapaxes(x.numpy(), -1, -2)  # (..., vector, entry)
+        if rows.flags.c_contiguous:
+            flips = _python_flips(rows, default_tolerance(x.dtype))
+            if flips is not None:
+                if not flips:
+                    return v
+                signs = [1.0] * (x.numel() // n)
+                for i in flips:
+                    signs[i] = -1.0
+                factor = torch.tensor(signs, dtype=x.dtype).reshape(*x.shape[:-2], 1, n)
+                return v * factor
+    fixed = fix_gauge_small_(x.clone())
     if fixed.device.type == "cpu":
-        got = fixed.numpy()
-        flipped = (got != v.detach().numpy()).any(-2)
+        got, was = fixed.numpy(), x.numpy()
+        flipped = ((got != was) & ~np.isnan(was)).any(-2)  # NaN: no sign to read
         if not flipped.any():
             return v
-        signs = torch.from_numpy(np.where(flipped, -1.0, 1.0).astype(got.dtype))
+        factor = torch.from_numpy(np.where(flipped, -1.0, 1.0).astype(got.dtype))
     else:
-        signs = 1 - 2 * (fixed != v.detach()).any(-2).to(v.dtype)
-    return v * signs.unsqueeze(-2)
+        factor = 1 - 2 * ((fixed != x) & ~x.isnan()).any(-2).to(x.dtype)
+    return v * factor.unsqueeze(-2)
+
+
+#: up to this many entries :func:`gauge_by_signs` asks the gauge's sign screen
+_SCREEN_MAX_ENTRIES = _PYTHON_GAUGE_MAX_ENTRIES
