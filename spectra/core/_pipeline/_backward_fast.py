@@ -112,18 +112,22 @@ def gauge_by_signs(v: torch.Tensor) -> torch.Tensor:
             [ 0.8000,  0.6000]], dtype=torch.float64)
     """
     x = v.detach()
-    n = x.shape[-1]
-    if x.device.type == "cpu" and not x.is_complex() and 0 < x.numel() <= _SCREEN_MAX_ENTRIES:
+    size = x.numel()
+    tol = _SCREEN_TOLERANCE.get(x.dtype) if x.device.type == "cpu" else None
+    if tol is not None and 0 < size <= _SCREEN_MAX_ENTRIES:
         rows = np.swapaxes(x.numpy(), -1, -2)  # (..., vector, entry)
         if rows.flags.c_contiguous:
-            flips = _python_flips(rows, default_tolerance(x.dtype))
+            flips = _python_flips(rows, tol)
             if flips is not None:
                 if not flips:
                     return v
-                signs = [1.0] * (x.numel() // n)
+                n = x.shape[-1]
+                signs = [1.0] * (size // n)
                 for i in flips:
                     signs[i] = -1.0
-                factor = torch.tensor(signs, dtype=x.dtype).reshape(*x.shape[:-2], 1, n)
+                factor = torch.tensor(signs, dtype=x.dtype)  # (n,) scales one matrix's columns
+                if x.dim() > 2:
+                    factor = factor.reshape(*x.shape[:-2], 1, n)
                 return v * factor
     fixed = fix_gauge_small_(x.clone())
     if fixed.device.type == "cpu":
@@ -139,3 +143,5 @@ def gauge_by_signs(v: torch.Tensor) -> torch.Tensor:
 
 #: up to this many entries :func:`gauge_by_signs` asks the gauge's sign screen
 _SCREEN_MAX_ENTRIES = _PYTHON_GAUGE_MAX_ENTRIES
+#: the screen's tolerance for the real dtypes it serves (the gauge's own)
+_SCREEN_TOLERANCE = {d: default_tolerance(d) for d in (torch.float32, torch.float64)}
