@@ -265,3 +265,33 @@ def test_one_matrix_shortcut_keeps_the_checks_and_options():
         spectra.eigvalsh(bad)
     assert spectra.eigvalsh(a, k=1).shape == (1,)  # k takes the normal route
     assert type(spectra.eigvalsh(a)) is torch.Tensor
+
+
+def test_a_tracked_small_matrix_takes_torchs_own_node_where_separated(monkeypatch):
+    a0 = random_hermitian((1,), 5, torch.float64, seed=21)[0]
+    calls = []
+    real = _direct._solve_native
+    monkeypatch.setattr(_direct, "_solve_native", lambda x: calls.append(1) or real(x))
+    a = a0.clone().requires_grad_()
+    w, v = spectra.eigh(a)
+    assert calls == [1]
+    assert "LinalgEighBackward" in type(w.grad_fn).__name__  # torch's node, no Python rule
+    (w.sum() + (v * v.detach().roll(1, 0)).sum()).backward()
+    b = a0.clone().requires_grad_()
+    wt, vt = torch.linalg.eigh(b)
+    sign = torch.sign(vt.detach().gather(0, vt.detach().abs().argmax(0, keepdim=True)))
+    vt = vt * sign  # the same gauge
+    assert torch.equal(w.detach(), wt.detach()) and torch.equal(v.detach(), vt.detach())
+    (wt.sum() + (vt * vt.detach().roll(1, 0)).sum()).backward()
+    torch.testing.assert_close(a.grad, b.grad, rtol=1e-12, atol=1e-12)
+    with torch.no_grad():  # the same values as the untracked direct path
+        w0, v0 = spectra.eigh(a0)
+    assert torch.equal(w.detach(), w0) and torch.equal(v.detach(), v0)
+
+
+def test_a_tracked_degenerate_matrix_keeps_the_degenerate_safe_rule():
+    a = torch.diag(torch.tensor([1.0, 1.0, 2.0], dtype=torch.float64)).requires_grad_()
+    w, v = spectra.eigh(a)
+    assert "LinalgEighBackward" not in type(w.grad_fn).__name__
+    (w.sum() + v.sum()).backward()
+    assert bool(torch.isfinite(a.grad).all())

@@ -38,6 +38,7 @@ from .._solvers._torch_lapack import lapack_aligned, torch_eigh
 from .._strategies import STRATEGIES, registry_version
 from .._support._threads import restore_thread_kernel_threads, set_thread_kernel_threads
 from ._autograd import eigh_with_grad
+from ._backward_fast import gauge_by_signs
 from ._checks import InputRejected, quick_check
 from ._gauge import fix_gauge_small_
 from ._plan import THREADED_LAPACK_MIN_N, direct_path
@@ -97,13 +98,26 @@ def _solve_gauged(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return w, fix_gauge_small_(v)
 
 
+def _solve_native(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`_solve_gauged` on the tracked ``x`` itself (``x`` LAPACK-aligned): the same
+    LAPACK call, so the same bits, differentiated by torch's own autograd node; the gauge
+    a multiply by the columns' signs (:func:`~._backward_fast.gauge_by_signs`)."""
+    old = set_thread_kernel_threads(1)
+    try:
+        w, v = torch.linalg.eigh(x)
+    finally:
+        restore_thread_kernel_threads(old)
+    return w, gauge_by_signs(v)
+
+
 def _solve_checked(
     flat: torch.Tensor, vectors: bool, tracked: bool, check: bool
 ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """The solve, gauge and autograd rule of the planned path; ``None`` if ``check`` finds
     a non-finite result (the full path then refuses the input with its indices)."""
     if tracked:  # the planned path's autograd rule around the same solve
-        w, v = eigh_with_grad(flat, _solve_gauged)
+        native = _solve_native if lapack_aligned(flat) else None
+        w, v = eigh_with_grad(flat, _solve_gauged, native=native)
         if check and not math.isfinite(w.detach().numpy().sum()):
             return None
         return w, (v if vectors else None)
