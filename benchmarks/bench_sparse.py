@@ -6,11 +6,13 @@ non-trivial eigenpairs, i.e. the 9 lowest with the null vector. Solvers, all in 
 timed in interleaved rounds whose order rotates (medians with quartiles; the ratio of each
 peer to ``spectra`` is taken per round):
 
-- ``spectra``: ``spectra.eigh(L, k=9)`` (the default plan: block LOBPCG with the
-  shift-invert sparse LU preconditioner where the fill estimate allows, else AMG);
+- ``spectra``: ``spectra.eigh(L, k=9)`` (the default plan: the block shift-invert Lanczos
+  on a sparse LU where the fill estimate allows, else block LOBPCG with AMG);
 - ``spectra-pe``: what ``LaplacianPE(k=8)`` calls, ``spectra.eigh([L], k=8,
   spectrum_bound=(0, 2), deflate=[null vector])``;
-- ``spectra-amg``: the previous default, ``precondition="amg"`` (pyamg's hierarchy);
+- ``spectra-lobpcg``: the previous default, block LOBPCG with the same sparse LU as its
+  preconditioner (``method="lobpcg"``);
+- ``spectra-amg``: the one before, ``precondition="amg"`` (pyamg's hierarchy);
 - ``pyg``: ``torch_geometric.transforms.AddLaplacianEigenvectorPE(8)`` on a ``Data``
   (its default ``is_undirected=False``: ARPACK ``eigs(k=9, which="SR")``, tol 0, including
   building the Laplacian), and ``pyg-undirected`` (``is_undirected=True``: ``eigsh "SA"``);
@@ -30,6 +32,12 @@ average is recorded before and after: the 2-core machine is shared with other se
     python benchmarks/bench_sparse.py --sizes 3000 20000 --batch 64 5000 \\
         --out benchmarks/results/sparse-2026-12-01b.json
     python benchmarks/bench_sparse.py --sizes 200000 --rounds 1 --out /tmp/sparse-200k.json
+    python benchmarks/bench_sparse.py --million --sizes --out /tmp/sparse-million.json
+
+Each timed call also records its process CPU seconds (``cpu_*`` in the JSON): on the
+shared machine the wall clock mostly measures the other sessions. ``--million`` adds the
+1,000,000-node row: ``spectra`` alone, one call, its peak RSS (the process's, the graph
+included, and the growth during the call) and its true residuals (no ARPACK reference).
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ import os
 import platform
 import resource
 import sys
+import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -121,6 +130,9 @@ def solvers(g: Graph) -> dict[str, Callable[[], tuple[np.ndarray, np.ndarray | N
         ws, vs = spectra.eigh([lap], k=K, spectrum_bound=(0.0, 2.0), deflate=[g.null])
         return np.concatenate([[0.0], ws[0]]), np.concatenate([g.null, vs[0]], axis=1)
 
+    def spectra_lobpcg():
+        return spectra.eigh(lap, k=K + 1, method="lobpcg", precondition="factor")
+
     def spectra_amg():
         return spectra.eigh(lap, k=K + 1, precondition="amg", spectrum_bound=(0, 2))
 
@@ -148,6 +160,7 @@ def solvers(g: Graph) -> dict[str, Callable[[], tuple[np.ndarray, np.ndarray | N
     out: dict[str, Callable[[], tuple[np.ndarray, np.ndarray | None]]] = {
         "spectra": spectra_default,
         "spectra-pe": spectra_pe,
+        "spectra-lobpcg": spectra_lobpcg,
         "spectra-amg": spectra_amg,
     }
     try:
@@ -213,6 +226,46 @@ def _traced_peak(fn: Callable[[], Any]) -> tuple[Any, float]:
     return out, peak / 2**20
 
 
+def _cpu_timed(fn: Callable[[], Any], out: list[float]) -> Callable[[], None]:
+    """``fn`` that also appends its process CPU seconds to ``out``."""
+
+    def run() -> None:
+        c0 = time.process_time()
+        fn()
+        out.append(time.process_time() - c0)
+
+    return run
+
+
+def million_row(n: int = 1_000_000) -> dict[str, Any]:
+    """One call of ``spectra.eigh(L, k=9)`` on the largest component of a 1,000,000-node
+    random geometric graph: seconds, CPU seconds, peak RSS, true residuals."""
+    g = Graph(n)
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    t0, c0 = time.perf_counter(), time.process_time()
+    w, v = spectra.eigh(g.lap, k=K + 1)
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    residual = float(np.linalg.norm(g.lap @ v - v * w, axis=0).max()) / 2
+    row = {
+        "n": g.n,
+        "nnz": int(g.lap.nnz),
+        "solver": "spectra",
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "rss_peak_gib": rss,
+        "rss_before_call_gib": rss0,
+        "largest_relative_residual": residual,
+        "eigenvalues": [float(x) for x in w],
+    }
+    print(
+        f"n={g.n:>9,} spectra {seconds:.1f} s (cpu {cpu:.1f} s), peak RSS {rss:.2f} GiB "
+        f"(before the call {rss0:.2f}), residual {residual:.1e}",
+        flush=True,
+    )
+    return row
+
+
 def size_rows(n: int, rounds: int, only: list[str] | None) -> list[dict[str, Any]]:
     g = Graph(n)
     ref_w, ref_v = g.reference()
@@ -243,10 +296,13 @@ def size_rows(n: int, rounds: int, only: list[str] | None) -> list[dict[str, Any
             "traced_peak_mib": peak,
         }
         print(f"n={g.n:>9,} {name:<15} err {err}  angle {angle}  traced {peak:.1f} MiB", flush=True)
-    times = rotating_rounds({k: (lambda f=f: f()) for k, f in fns.items()}, rounds, 1)
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
+    times = rotating_rounds({k: _cpu_timed(f, cpu[k]) for k, f in fns.items()}, rounds, 1)
     for name, row in rows.items():
         row.update(_stats(times[name]))
         row["rounds"] = times[name]
+        row["cpu"] = _stats(cpu[name])
+        row["cpu_rounds"] = cpu[name]
         if name != "spectra" and "spectra" in times:
             ratios = [p / s for p, s in zip(times[name], times["spectra"], strict=True)]
             row["ratio_vs_spectra"] = _stats(ratios)
@@ -284,11 +340,13 @@ def batch_rows(graphs: int, n: int, rounds: int) -> list[dict[str, Any]]:
     err = max(float(np.abs(w - r[0][: K + 1]).max()) / 2 for w, r in zip(ws, check, strict=False))
     angle = max(_largest_angle(v, r[1], r[0], K + 1) for v, r in zip(vs, check, strict=False))
     print(f"{graphs} x {n:,}: spectra-batch err {err:.2e} angle {angle:.2e} (4 graphs)", flush=True)
-    times = rotating_rounds({k: (lambda f=f: f()) for k, f in calls.items()}, rounds, 1)
+    cpu: dict[str, list[float]] = {name: [] for name in calls}
+    times = rotating_rounds({k: _cpu_timed(f, cpu[k]) for k, f in calls.items()}, rounds, 1)
     rows = []
     for name in calls:
         row: dict[str, Any] = {"n": n, "graphs": graphs, "solver": name, **_stats(times[name])}
         row["rounds"] = times[name]
+        row["cpu"], row["cpu_rounds"] = _stats(cpu[name]), cpu[name]
         if name != "spectra-batch":
             ratios = [p / s for p, s in zip(times[name], times["spectra-batch"], strict=True)]
             row["ratio_vs_spectra_batch"] = _stats(ratios)
@@ -312,6 +370,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", default=None, help="write the rows as JSON here")
     parser.add_argument("--batch", type=int, nargs=2, metavar=("GRAPHS", "N"))
     parser.add_argument("--batch-rounds", type=int, default=2)
+    parser.add_argument("--million", action="store_true", help="add the 1,000,000-node row")
     args = parser.parse_args(argv)
     result: dict[str, Any] = {
         "benchmark": "bench_sparse",
@@ -331,6 +390,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         rounds = args.rounds or (7 if n <= 5_000 else 3 if n <= 50_000 else 1)
         result["rows"] += size_rows(n, rounds, args.only)
         _write(args.out, result)
+    if args.million:
+        result["rows"].append(million_row())
     return _write(args.out, result)
 
 
