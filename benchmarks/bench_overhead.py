@@ -8,7 +8,11 @@ round), reporting per-call medians with their quartiles and the paired ratio
 
 - ``eigh n``: one ``n x n`` matrix, ``spectra.eigh`` vs ``torch.linalg.eigh``, for
   n = 2 .. 64, float64, float32 and complex128 (the direct path);
-- ``fwd+bwd 5``: one 5x5 float64, ``w.sum() + v.sum()`` forward and backward;
+- ``fwd+bwd n``: one ``n x n`` float64 (n = 3, 5, 8, 16, 32), ``w.sum() + v.sum()`` forward
+  and backward, against ``torch.linalg.eigh``'s;
+- ``fwd+bwd B x n``: the same on a batch, 4,096 x 16x16, 1,024 x 32x32, 64 x 128x128 and
+  8 x 512x512 float64, on the wall clock whatever ``--clock`` says (``--only backward``
+  runs just the forward + backward rows);
 - ``first call``: a new process's first ``eigh`` of 200 x 40x40 float64 against torch's
   first call on the same input (wall time, subprocesses, a few repeats).
 
@@ -48,11 +52,15 @@ print(t2 - t1, t1 - t0)
 
 
 def _paired(
-    fns: dict[str, Callable[[], Any]], rounds: int, calls: int, clock: Callable[[], float]
+    fns: dict[str, Callable[[], Any]],
+    rounds: int,
+    calls: int,
+    clock: Callable[[], float],
+    warmup: int = 3,
 ) -> dict[str, Any]:
     names = list(fns)
     for f in fns.values():  # warm-up
-        for _ in range(3):
+        for _ in range(warmup):
             f()
     times = rotating_rounds(fns, rounds, calls, clock)
     ratios = [s / t for s, t in zip(times["spectra"], times["torch"], strict=True)]
@@ -96,20 +104,7 @@ def run(quick: bool = False, clock: str = "wall") -> list[dict[str, Any]]:
                 {"row": f"eigh {n}", "dtype": str(dtype)[6:], **_paired(fns, rounds, per, tick)}
             )
             print(_line(rows[-1]), flush=True)
-    x0 = torch.randn(5, 5, dtype=torch.float64)
-    x0 = x0 + x0.mT
-
-    def fwd_bwd(solve: Callable[[torch.Tensor], Any]) -> Callable[[], None]:
-        def step() -> None:
-            x = x0.clone().requires_grad_(True)
-            w, v = solve(x)
-            (w.sum() + v.sum()).backward()
-
-        return step
-
-    fns = {"spectra": fwd_bwd(spectra.eigh), "torch": fwd_bwd(baselines.torch_batched)}
-    rows.append({"row": "fwd+bwd 5", "dtype": "float64", **_paired(fns, rounds, calls // 2, tick)})
-    print(_line(rows[-1]), flush=True)
+    rows += backward_rows(quick, tick)
     repeats = 3 if quick else 7
     spectra_first = _first_call("spectra.eigh(a)", repeats)
     torch_first = _first_call("baselines.torch_batched(a)", repeats)
@@ -124,6 +119,46 @@ def run(quick: bool = False, clock: str = "wall") -> list[dict[str, Any]]:
         }
     )
     print(_line(rows[-1]), flush=True)
+    return rows
+
+
+def _fwd_bwd(x0: torch.Tensor, solve: Callable[[torch.Tensor], Any]) -> Callable[[], None]:
+    def step() -> None:
+        x = x0.clone().requires_grad_(True)
+        w, v = solve(x)
+        (w.sum() + v.sum()).backward()
+
+    return step
+
+
+def _sides(x0: torch.Tensor) -> dict[str, Callable[[], None]]:
+    return {"spectra": _fwd_bwd(x0, spectra.eigh), "torch": _fwd_bwd(x0, baselines.torch_batched)}
+
+
+#: the batched forward + backward rows: (batch, n) float64
+BATCHED_BACKWARD = ((4096, 16), (1024, 32), (64, 128), (8, 512))
+
+
+def backward_rows(quick: bool, tick: Callable[[], float]) -> list[dict[str, Any]]:
+    """Forward + backward of ``w.sum() + v.sum()``, spectra against torch.linalg.eigh, on
+    one small matrix and on the batches of :data:`BATCHED_BACKWARD` (interleaved rounds)."""
+    rounds, calls = (9, 100) if quick else (21, 200)
+    rows: list[dict[str, Any]] = []
+    for n in (5, 16) if quick else (3, 5, 8, 16, 32):
+        x0 = torch.randn(n, n, dtype=torch.float64)
+        x0 = x0 + x0.mT
+        fns = _sides(x0)
+        per = max(10, calls // 2 // max(1, n // 8))
+        rows.append({"row": f"fwd+bwd {n}", "dtype": "float64", **_paired(fns, rounds, per, tick)})
+        print(_line(rows[-1]), flush=True)
+    for batch, n in BATCHED_BACKWARD[:2] if quick else BATCHED_BACKWARD:
+        x0 = torch.randn(batch, n, n, dtype=torch.float64)
+        x0 = x0 + x0.mT
+        fns = _sides(x0)
+        # wall time always: spectra's forward fans the batch out over threads
+        row = {"row": f"fwd+bwd {batch} x {n}", "dtype": "float64", "clock": "wall"}
+        rows.append({**row, **_paired(fns, 5 if quick else 9, 1, time.perf_counter, warmup=1)})
+        print(_line(rows[-1]), flush=True)
     return rows
 
 
@@ -147,9 +182,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     parser.add_argument("--json")
+    parser.add_argument("--only", choices=("backward",), help="run only these rows")
     args = parser.parse_args(argv)
     load = os.getloadavg()
-    rows = run(quick=args.quick, clock=args.clock)
+    if args.only == "backward":
+        tick = time.thread_time if args.clock == "cpu" else time.perf_counter
+        rows = backward_rows(args.quick, tick)
+    else:
+        rows = run(quick=args.quick, clock=args.clock)
     if args.json:
         meta = {
             "command": "python -m benchmarks.bench_overhead " + " ".join(argv or sys.argv[1:]),
