@@ -330,9 +330,9 @@ def fix_gauge_small_(vectors: torch.Tensor) -> torch.Tensor:
     rows = np.swapaxes(vectors.numpy(), -1, -2)
     if vectors.is_complex():
         if vectors.dtype in _NUMBA_GAUGE_WARM and rows.flags.c_contiguous:
-            kernel = _numba_phase_kernel(vectors.dtype)  # has run in this process: one pass
+            phase = _numba_phase_kernel(vectors.dtype)  # has run in this process: one pass
             m, n = rows.shape[-2], rows.shape[-1]
-            if kernel is not None and kernel(rows.view(rows.real.dtype).reshape(-1, m, 2 * n)):
+            if phase is not None and phase(rows.view(rows.real.dtype).reshape(-1, m, 2 * n)):
                 return vectors
         if not _numpy_complex_phase_(rows, tol, vectors.dtype):
             _complex_phase_(vectors)
