@@ -26,7 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -52,7 +52,7 @@ print(t2 - t1, t1 - t0)
 
 
 def _paired(
-    fns: dict[str, Callable[[], Any]],
+    fns: Mapping[str, Callable[..., Any]],
     rounds: int,
     calls: int,
     clock: Callable[[], float],
