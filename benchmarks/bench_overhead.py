@@ -62,7 +62,7 @@ def _paired(
     for f in fns.values():  # warm-up
         for _ in range(warmup):
             f()
-    times = rotating_rounds(fns, rounds, calls, clock)
+    times = rotating_rounds({k: fns[k] for k in names}, rounds, calls, clock)
     ratios = [s / t for s, t in zip(times["spectra"], times["torch"], strict=True)]
     out: dict[str, Any] = {}
     for k in names:
