@@ -98,6 +98,15 @@ def _solve_gauged(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return w, fix_gauge_small_(v)
 
 
+def _all_finite(w: torch.Tensor) -> bool:
+    """Whether the eigenvalues ``w`` (no history) are all finite, judged by their sum (a
+    NaN or an infinity survives it; a finite sum that overflows only sends the call the
+    full way), from a ``tolist`` for a few, NumPy otherwise."""
+    if w.numel() <= 64:
+        return math.isfinite(sum(w.reshape(-1).tolist()))
+    return math.isfinite(w.numpy().sum())
+
+
 def _solve_native(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`_solve_gauged` on the tracked ``x`` itself (``x`` LAPACK-aligned): the same
     LAPACK call, so the same bits, differentiated by torch's own autograd node; the gauge
@@ -118,11 +127,11 @@ def _solve_checked(
     if tracked:  # the planned path's autograd rule around the same solve
         native = _solve_native if lapack_aligned(flat) else None
         w, v = eigh_with_grad(flat, _solve_gauged, native=native)
-        if check and not math.isfinite(w.detach().numpy().sum()):
+        if check and not _all_finite(w.detach()):
             return None
         return w, (v if vectors else None)
     w, vv = _solve(flat, vectors)
-    if check and not math.isfinite(w.numpy().sum()):
+    if check and not _all_finite(w):
         return None  # e.g. a symmetric Inf
     if vv is not None:
         fix_gauge_small_(vv)
