@@ -26,12 +26,26 @@ DENSE_BYTES_PER_ENTRY = 4 * 8
 ONE_THREAD_MAX_N = 1024
 
 
-def dense_seconds(n: int) -> float:
+def dense_seconds(n: int, k: int | None = None) -> float:
     """A dense eigh with vectors of one ``n x n`` graph Laplacian, as the graph domain runs
     it (one kernel thread up to ``ONE_THREAD_MAX_N``, the caller's threads above). Measured
     on the 2-core machine, load 6, one thread: 8.6 ms at ~300 nodes, 34 ms at ~550, 182 ms
-    at ~850 (cubic; two threads about 1.8x faster on a quiet machine)."""
-    return (2.5e-10 if n <= ONE_THREAD_MAX_N else 1.4e-10) * n**3
+    at ~850 (cubic; two threads about 1.8x faster on a quiet machine).
+
+    With ``k``: only the ``k`` lowest eigenpairs, by the core's partial solve (LAPACK
+    ``?syevr`` with an index range, one thread; measured 2026-12-02, load ~1: 4.3 ms at
+    ``n = 300, k = 9``, 19 ms at ``550, 17``, 52 ms at ``800, 9``): the tridiagonal
+    reduction plus a per-eigenpair term. On the D&D-like batch the sparse path's cut at
+    550, 650 and 800 nodes ran alike (2.15-2.19 s, load 6), at 1,010 slower (2.42 s): the
+    models cross near 890 nodes for ``k = 9``.
+
+    >>> dense_seconds(700, 9) < sparse_seconds(700) < dense_seconds(700)
+    True
+    """
+    if k is None:
+        return (2.5e-10 if n <= ONE_THREAD_MAX_N else 1.4e-10) * n**3
+    per_pair = 1.2e-5 + 1.5e-7 * n + 6e-10 * n * n
+    return 2e-5 + k * per_pair + 1.5e-8 * n * n + 6e-11 * n**3
 
 
 def sparse_seconds(n: int) -> float:
@@ -44,16 +58,19 @@ def sparse_seconds(n: int) -> float:
     return 0.015 + 5e-5 * n
 
 
-def takes_sparse(n: int, sparse_from: int | None, budget: int | None) -> bool:
+def takes_sparse(
+    n: int, sparse_from: int | None, budget: int | None, dense_k: int | None = None
+) -> bool:
     """Whether a graph of ``n`` nodes whose feature needs only its lowest eigenpairs goes
     to the sparse path: from ``sparse_from`` nodes when given, else where the cost model
-    says the sparse solve is cheaper (from about 550 nodes); and always when its dense
-    working set would not fit ``max_memory`` (``budget``)."""
+    says the sparse solve is cheaper (from about 550 nodes against the full dense solve,
+    about 890 against the partial one of ``dense_k = 9`` eigenpairs); and always when its
+    dense working set would not fit ``max_memory`` (``budget``)."""
     if budget is not None and DENSE_BYTES_PER_ENTRY * n * n > budget:
         return True
     if sparse_from is not None:
         return n >= sparse_from
-    return sparse_seconds(n) < dense_seconds(n)
+    return sparse_seconds(n) < dense_seconds(n, dense_k)
 
 
 @dataclass(frozen=True)
@@ -145,13 +162,19 @@ def sparse_candidates(
     :func:`takes_sparse` (``budget``: ``max_memory``, when given)."""
     if lowest is None or not counts:
         return []
-    largest = max(counts)
-    if not takes_sparse(largest, sparse_from, budget):  # the rule grows with n: none is
+    top = max(range(len(counts)), key=counts.__getitem__)
+    dense_k = dense_wanted(lowest, [components[top]])
+    if not takes_sparse(counts[top], sparse_from, budget, dense_k):  # grows with n: none is
         return []
     out = []
     for g, (n, c) in enumerate(zip(counts, components, strict=True)):
         room = n - (c if lowest.deflate else 0)
-        if 1 <= wanted(lowest, c) < room - 1 and n > 1 and takes_sparse(n, sparse_from, budget):
+        dense_k = dense_wanted(lowest, [c])
+        if (
+            1 <= wanted(lowest, c) < room - 1
+            and n > 1
+            and takes_sparse(n, sparse_from, budget, dense_k)
+        ):
             out.append(g)
     return out
 

@@ -230,3 +230,15 @@ def test_the_lower_triangle_is_read():
 def test_window_strategy_needs_a_partial_solve():
     s = dataclasses.replace(STRATEGIES["lapack-subset"])
     assert s.abilities.window is not None and s.runs.prefers_window is window_claim
+
+
+def test_a_matrix_gives_the_same_bits_anywhere_in_the_batch():
+    n = 101  # odd: the matrices of a batch start on every alignment
+    a = random_hermitian((20,), n, torch.float64, seed=13)
+    w, v = spectra.eigh(a, k=5)
+    for lo in (1, 3, 10):  # other batches (of more than 8: fewer take the direct path)
+        wi, vi = spectra.eigh(a[lo:], k=5)
+        assert plan(n, 20 - lo, torch.float64, k=5).window == (0, 5)
+        assert torch.equal(w[lo:], wi) and torch.equal(v[lo:], vi)
+    ws, vs = spectra.eigh([a[3], a[5, :99, :99]], k=5)  # the ragged path: unpadded
+    assert torch.equal(ws[0], w[3]) and torch.equal(vs[0], v[3])

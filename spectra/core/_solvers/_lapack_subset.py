@@ -119,18 +119,19 @@ def uses_ctypes(dtype: torch.dtype) -> bool:
 class _Scratch:
     """Per-thread buffers reused across the matrices of a block."""
 
-    __slots__ = ("a", "isuppz", "w")
+    __slots__ = ("a", "isuppz", "w", "z")
 
-    def __init__(self, n: int, dtype: torch.dtype, real: torch.dtype) -> None:
+    def __init__(self, n: int, m: int, dtype: torch.dtype, real: torch.dtype) -> None:
         self.a = torch.empty((n, n), dtype=dtype)
         self.w = torch.empty(n, dtype=real)
+        self.z = torch.empty_strided((n, m), (1, n), dtype=dtype)
         self.isuppz = np.empty(2 * max(1, n), dtype=np.int32)
 
 
-def _scratch(n: int, dtype: torch.dtype, real: torch.dtype) -> _Scratch:
+def _scratch(n: int, m: int, dtype: torch.dtype, real: torch.dtype) -> _Scratch:
     got = getattr(_local, "scratch", None)
-    if got is None or got.a.shape[0] != n or got.a.dtype != dtype:
-        got = _Scratch(n, dtype, real)
+    if got is None or got.a.shape[0] != n or got.z.shape[1] != m or got.a.dtype != dtype:
+        got = _Scratch(n, m, dtype, real)
         _local.scratch = got
     return got
 
@@ -148,14 +149,11 @@ def window_into(
     fn = lap.routines.get(a.dtype)
     if fn is None:
         return _window_f2py(a, w, v, lo, hi)
-    real = w.dtype
-    s = _scratch(n, a.dtype, real)
+    s = _scratch(n, m, a.dtype, w.dtype)
     jobz = b"V" if v is not None else b"N"
-    # LAPACK writes each matrix's vectors straight into a column-major ``v``
-    direct = v is not None and v.stride(-2) == 1 and (m == 1 or v.stride(-1) == n)
-    z = None
-    if v is not None and not direct:
-        z = torch.empty_strided((n, m), (1, n), dtype=a.dtype)
+    # every matrix in the same (aligned) buffers, whatever its position in the batch, so
+    # that its result is bitwise the same in any batch, chunk or worker
+    zp = s.z.data_ptr() if v is not None else None
     count = ctypes.c_int(0)
     mref = ctypes.byref(count)
     failed: list[int] = []
@@ -166,8 +164,6 @@ def window_into(
                 torch.conj_physical(a[i], out=s.a)
             else:
                 s.a.copy_(a[i])
-            target = (v[i] if direct else z) if v is not None else None
-            zp = target.data_ptr() if target is not None else None
             info = fn(
                 _COL_MAJOR, jobz, b"I", b"U", n, s.a.data_ptr(), n, 0.0, 0.0, lo + 1, hi,
                 0.0, mref, s.w.data_ptr(), zp, n, s.isuppz.ctypes.data,
@@ -178,8 +174,8 @@ def window_into(
                 failed.append(i)
                 continue
             w[i] = s.w[:m]
-            if v is not None and z is not None:
-                v[i] = z
+            if v is not None:
+                v[i] = s.z
     finally:
         if old is not None:
             lap.set_local(old)
