@@ -27,7 +27,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="instead of N BATCH: a sparse matrix (.npz of scipy.sparse.save_npz, or Matrix "
         "Market .mtx); shows how spectra.eigh(a, k=K) would solve it",
     )
-    p.add_argument("--k", type=int, default=None, help="eigenpairs wanted (with --sparse)")
+    p.add_argument(
+        "--k", type=int, default=None,
+        help="eigenpairs wanted (with --sparse; dense: the partial solve where it pays)",
+    )  # fmt: skip
+    p.add_argument("--largest", action="store_true", help="the k largest (dense)")
     p.add_argument("--dtype", default="float64", choices=DTYPES)
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     p.add_argument("--eigenvalues-only", action="store_true")
@@ -67,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         max_memory=args.max_memory,
         chunk_size=args.chunk_size,
         strategy=args.strategy,
+        k=args.k,
+        largest=args.largest,
     )
     print(p)
     if p.bytes_per_matrix > p.memory_budget:

@@ -242,3 +242,11 @@ def test_a_matrix_gives_the_same_bits_anywhere_in_the_batch():
         assert torch.equal(w[lo:], wi) and torch.equal(v[lo:], vi)
     ws, vs = spectra.eigh([a[3], a[5, :99, :99]], k=5)  # the ragged path: unpadded
     assert torch.equal(ws[0], w[3]) and torch.equal(vs[0], v[3])
+
+
+def test_explain_shows_the_window(capsys):
+    from spectra.cli import main
+
+    assert main(["explain", "300", "40", "--k", "9", "--largest"]) == 0
+    text = capsys.readouterr().out
+    assert "lapack-subset" in text and "window       eigenpairs 291..299 only" in text
