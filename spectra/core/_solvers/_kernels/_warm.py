@@ -152,7 +152,15 @@ def warm_kernels(dtypes: Sequence[str | torch.dtype] | None = None) -> dict[str,
         kernels = {id(k): k for k, _ in runs}
         before = {key: _misses(k) for key, k in kernels.items()}
         for _, run in runs:
-            run()
+            try:
+                run()
+            except RuntimeError as exc:  # numba found no writable folder for its cache
+                if "cannot cache" not in str(exc):
+                    raise
+                raise OSError(
+                    f"numba cannot cache the kernels ({exc}): set NUMBA_CACHE_DIR to a "
+                    "writable folder"
+                ) from exc
         compiled = sum(_misses(k) > before[key] for key, k in kernels.items())
         report[name] = {
             "seconds": time.perf_counter() - t0,
