@@ -203,7 +203,7 @@ def _run(
     x = torch.zeros(G, n_max, m, dtype=dtype, device=device)
     norms = torch.full((G, m), float("inf"), dtype=torch.float64)
     done, widen = none.clone(), none.clone()
-    gap = CLUSTER * tolerance
+    loose = tolerance if settle is None else torch.maximum(settle[0], tolerance)
     steps = settled = 0
     while steps < maxiter and not bool(done.all()):
         steps += 1
@@ -248,8 +248,11 @@ def _run(
                 x = torch.where(rows.view(G, 1, 1), x_new, x)
                 norms = torch.where(check.view(G, 1), n_new, norms)
                 ok = check & (norms[:, :k] <= tolerance.unsqueeze(-1)).all(-1)
+                accepted = check & (norms[:, :k] <= loose.unsqueeze(-1)).all(-1)
+                # copies of one eigenvalue agree within their residuals
+                gap = CLUSTER * torch.maximum(norms[:, :k].amax(-1), tolerance)
                 crowded = _widest_cluster(theta, k, gap) >= b
-                widen = widen | (ok & crowded) if b < m else widen
+                widen = widen | (accepted & crowded) if b < m else widen
                 done = done | ok
             if give_up or bool(done.all()):
                 break
