@@ -135,3 +135,21 @@ def test_small_blocks_take_the_pass_once_it_has_run(
     got = _gauge.fix_gauge_small_(small.clone())
     assert calls == [1, 1]
     assert torch.equal(torch.view_as_real(got), torch.view_as_real(want))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_no_pass_runs_where_the_kernels_are_not_ready(
+    dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numba  # noqa: F401
+
+    g = torch.Generator().manual_seed(6)
+    a = torch.randn(512, 16, 16, dtype=dtype, generator=g)
+    v = torch.linalg.eigh(a + a.mH).eigenvectors
+    monkeypatch.setattr(_gauge, "numba_passes_ready", lambda d: False)  # a cold cache
+    monkeypatch.setattr(_gauge, "_numba_phase_kernel", lambda d: pytest.fail("compiles"))
+    monkeypatch.setattr(_gauge, "_numba_gauge_kernel", lambda d: pytest.fail("compiles"))
+    assert not _gauge._numba_phase_(v.clone()) and not _gauge._numba_gauge_(v.clone())
+    got = _gauge.fix_gauge_(v.clone())  # the torch pass
+    pivots = got.gather(-2, _gauge._pivot_first_near_max(got))
+    assert bool((pivots.real > 0).all())

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._solvers._kernels._ready import numba_passes_ready
 from .._support._arrays import default_tolerance, numba_pass_ok
 
 #: squared magnitudes are used where every column's peak |v|^2 lies in this range (a zero
@@ -147,6 +148,7 @@ def _numba_gauge_(vectors: torch.Tensor) -> bool:
         or not numba_pass_ok(vectors.numel())
         or not vectors.mT.is_contiguous()
         or vectors.requires_grad
+        or not numba_passes_ready(vectors.dtype)  # never compile inside a call
     ):
         return False
     kernel = _numba_gauge_kernel(vectors.dtype)
@@ -197,6 +199,7 @@ def _numba_phase_(vectors: torch.Tensor) -> bool:
         or not numba_pass_ok(vectors.numel())
         or not vectors.mT.is_contiguous()
         or vectors.requires_grad
+        or not numba_passes_ready(vectors.dtype)  # never compile inside a call
     ):
         return False
     kernel = _numba_phase_kernel(vectors.dtype)
