@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import spectra
-from spectra.core._pipeline import _autograd
+from spectra.core._pipeline import _autograd, _backward_fast
 from spectra.core._pipeline._autograd import (
     DEFAULT_BACKWARD,
     BackwardOptions,
@@ -65,12 +65,12 @@ def test_torch_backward_is_bitwise_torchs_gradient(dtype, shape, n, on):
 def test_a_separated_spectrum_takes_the_short_route(monkeypatch, dtype):
     a = random_hermitian((3,), 6, dtype, seed=2)
     weights = torch.randn(6, 6, dtype=dtype)
-    short = _spy(monkeypatch, _autograd, "torch_backward")
+    short = _spy(monkeypatch, _autograd, "short_backward")
     general = _spy(monkeypatch, _autograd, "_backward_block")
     for kw in ({}, {"workers": 1}):  # the direct path, then the planned one
         short.clear()
         got = _grad(lambda x, kw=kw: spectra.eigh(x, **kw), a, weights, "wv")
-        assert short == ["torch_backward"] and general == [], kw
+        assert short == ["short_backward"] and general == [], kw
         # torch's gradient in torch's gauge: the same loss, once the signs agree
         _w, v = torch.linalg.eigh(a)
         signs = torch.sign((spectra.eigh(a).eigenvectors * v).sum(-2, keepdim=True))
@@ -248,3 +248,42 @@ def test_double_backward_on_the_general_route(dtype):
         return w, v.abs().square()
 
     assert torch.autograd.gradgradcheck(f, (a,))
+
+
+def test_a_large_batch_backward_fans_out_with_the_same_bits(monkeypatch):
+    batch, n = 64, 16  # 64 x 16^3 = FAN_OUT_WORK: split over the pool
+    assert batch * n**3 >= _backward_fast.FAN_OUT_WORK
+    monkeypatch.setattr(_backward_fast, "cpu_count", lambda: 2)  # whatever this machine has
+    parts: list[tuple[int, int]] = []
+    inner = _backward_fast.fan_out
+
+    def spy(fn, total, workers, **kw):
+        parts.append((total, workers))
+        return inner(fn, total, workers, **kw)
+
+    monkeypatch.setattr(_backward_fast, "fan_out", spy)
+    a = random_hermitian((batch,), n, torch.float64, seed=12)
+    w, v = torch.linalg.eigh(a)
+    g = torch.Generator().manual_seed(3)
+    gw, gv = torch.randn(w.shape, generator=g).double(), torch.randn(v.shape, generator=g).double()
+    whole = torch_backward(w, v, gw, gv)
+    for grads in ((gw, gv), (gw, None), (None, gv)):
+        parts.clear()
+        with torch.no_grad():  # as in a backward without create_graph
+            split = _backward_fast.short_backward(w, v, *grads)
+        assert torch.equal(split, torch_backward(w, v, *grads))
+        assert parts == [(batch, 2)]
+    # through autograd: the same split, torch's gradient
+    weights = torch.randn(n, n, dtype=torch.float64)
+    parts.clear()
+    got = _grad(lambda x: eigh_with_grad(x, torch.linalg.eigh), a, weights, "wv")
+    assert parts == [(batch, 2)]
+    assert torch.equal(got, _grad(torch.linalg.eigh, a, weights, "wv"))
+    # small work, or a graph to build (double backward): one call in this thread
+    parts.clear()
+    with torch.no_grad():
+        small = _backward_fast.short_backward(w[:2], v[:2], gw[:2], gv[:2])
+    assert torch.equal(small, whole[:2])
+    with torch.enable_grad():
+        _backward_fast.short_backward(w, v, gw, gv)
+    assert parts == []

@@ -35,7 +35,7 @@ import torch
 
 from .._errors import InputError
 from .._support._memory import BACKWARD_MATRICES, matrix_bytes, rows_within
-from ._backward_fast import torch_backward, well_separated
+from ._backward_fast import short_backward, torch_backward, well_separated
 
 Solver = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 Grad = torch.Tensor | None  # a gradient that may be absent
@@ -312,7 +312,7 @@ class _EighFunction(torch.autograd.Function):
         if gw is None and gv is None:
             return None, None, None
         if _fast_route(w, v, gw, gv, ctx.opts):
-            return torch_backward(w, v, gw, gv), None, None
+            return short_backward(w, v, gw, gv), None, None
         return _backward(w, v, gw, gv, ctx.opts), None, None
 
     @staticmethod

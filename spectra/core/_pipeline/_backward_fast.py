@@ -18,7 +18,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._support import _threads
 from .._support._arrays import default_tolerance
+from .._support._threads import cpu_count, fan_out
 from ._gauge import _PYTHON_GAUGE_MAX_ENTRIES, _python_flips, fix_gauge_small_
 
 Grad = torch.Tensor | None  # a gradient that may be absent
@@ -94,6 +96,48 @@ def torch_backward(w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad) -> torc
     else:
         inner.diagonal(0, -2, -1).zero_()
     return torch.matmul(v, torch.matmul(inner, vh))
+
+
+def _in_fan_out() -> bool:
+    """Whether this thread runs a part of a fan-out (a nested one could wait on itself)."""
+    return getattr(_threads._local, "cancel", None) is not None
+
+
+#: from this much work (matrices x n^3) the short route's backward is split over the cores
+FAN_OUT_WORK = 1 << 18
+
+
+def short_backward(w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad) -> torch.Tensor:
+    """:func:`torch_backward`, on a large CPU batch split over the core's thread pool
+    (one kernel thread per part, as the forward's fan-out: torch's own multi-threaded
+    small matmuls oversubscribe a loaded machine); each matrix's bits are the same either
+    way. Not while building a graph (double backward) or inside a fan-out's part."""
+    n = v.shape[-1]
+    batch = v.numel() // max(1, n * n)
+    workers = min(cpu_count(), batch)
+    if (
+        workers < 2
+        or v.device.type != "cpu"
+        or batch * n**3 < FAN_OUT_WORK
+        or torch.is_grad_enabled()
+        or _in_fan_out()
+    ):
+        return torch_backward(w, v, gw, gv)
+    fw, fv = w.reshape(batch, n), v.reshape(batch, n, n)
+    fgw = None if gw is None else gw.reshape(batch, n)
+    fgv = None if gv is None else gv.reshape(batch, n, n)
+    out = torch.empty((batch, n, n), dtype=v.dtype, device=v.device)
+
+    def part(lo: int, hi: int) -> None:
+        out[lo:hi] = torch_backward(
+            fw[lo:hi],
+            fv[lo:hi],
+            None if fgw is None else fgw[lo:hi],
+            None if fgv is None else fgv[lo:hi],
+        )
+
+    fan_out(part, batch, workers)
+    return out.reshape(v.shape)
 
 
 def gauge_by_signs(v: torch.Tensor) -> torch.Tensor:
