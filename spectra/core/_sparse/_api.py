@@ -314,26 +314,18 @@ def _iterate(
     # shift-invert converges in a few iterations: fewer guard vectors (fewer solves) pay
     factored = all(isinstance(spec, str) and spec == "factor" for spec in pre_specs)
     m = block_size(k, room, guard=max(2, k // 4) if factored else None)
-    gen = torch.Generator().manual_seed(0)
-    x0 = torch.zeros(len(ops), n_max, m, dtype=work, device=dev)
-    d_max = max((y.shape[-1] for y in flats if y is not None), default=0)
-    defl = torch.zeros(len(ops), n_max, d_max, dtype=work, device=dev) if d_max else None
-    for g, (op, y) in enumerate(zip(ops, flats, strict=True)):
-        block = torch.randn(op.n, m, generator=gen, dtype=torch.float64)
-        if work.is_complex:
-            block = torch.complex(block, torch.randn(op.n, m, generator=gen, dtype=torch.float64))
-        x0[g, : op.n] = block.to(dev)
-        if y is not None and defl is not None:
-            defl[g, : op.n, : y.shape[-1]] = y
-    rel = sopts.tol if sopts.tol is not None else default_tol(ops[0].dtype)
-    tolerance = torch.tensor([rel * s for s in scales], dtype=torch.float64)
     small = dev.type == "cpu" and n_max * m < SMALL_BLOCK_ENTRIES  # per problem
-    # shift-invert iterations are cheap and fast: aim FACTOR_MARGIN below tol (eigenvector
-    # errors scale with residual / gap), at most FACTOR_EXTRA iterations past tol
-    aim = tolerance * FACTOR_MARGIN if factored else tolerance
-    extra = LANCZOS_EXTRA if method == "lanczos" else FACTOR_EXTRA
-    settle = (tolerance, extra) if factored else None
+    # the start block too: torch fills blocks past 32,768 entries on a thread team (at
+    # n = 3,000 and m = 11 that cost 10 ms a call on the loaded machine)
     with torch.no_grad(), single_threaded_kernels() if small else nullcontext():
+        x0, defl = _start(ops, flats, n_max, m, work, dev)
+        rel = sopts.tol if sopts.tol is not None else default_tol(ops[0].dtype)
+        tolerance = torch.tensor([rel * s for s in scales], dtype=torch.float64)
+        # shift-invert iterations are cheap and fast: aim FACTOR_MARGIN below tol
+        # (eigenvector errors scale with residual / gap), at most a few iterations past tol
+        aim = tolerance * FACTOR_MARGIN if factored else tolerance
+        extra = LANCZOS_EXTRA if method == "lanczos" else FACTOR_EXTRA
+        settle = (tolerance, extra) if factored else None
         solver = lanczos if method == "lanczos" else lobpcg
         res = solver(batch, x0, k, aim, sopts.maxiter, defl, settle)
     res = replace(res, tolerance=tolerance)  # converged means: within the caller's tol
@@ -348,6 +340,30 @@ def _iterate(
         _check_bound(w, sopts, op.what)
         out.append((w, fix_gauge_(v.contiguous())))
     return out
+
+
+def _start(
+    ops: list[SparseOperator],
+    flats: list[torch.Tensor | None],
+    n_max: int,
+    m: int,
+    work: torch.dtype,
+    dev: torch.device,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The random start block ``(G, n_max, m)`` (seeded: results are reproducible) and the
+    padded deflation bases (``None`` without any)."""
+    gen = torch.Generator().manual_seed(0)
+    x0 = torch.zeros(len(ops), n_max, m, dtype=work, device=dev)
+    d_max = max((y.shape[-1] for y in flats if y is not None), default=0)
+    defl = torch.zeros(len(ops), n_max, d_max, dtype=work, device=dev) if d_max else None
+    for g, (op, y) in enumerate(zip(ops, flats, strict=True)):
+        block = torch.randn(op.n, m, generator=gen, dtype=torch.float64)
+        if work.is_complex:
+            block = torch.complex(block, torch.randn(op.n, m, generator=gen, dtype=torch.float64))
+        x0[g, : op.n] = block.to(dev)
+        if y is not None and defl is not None:
+            defl[g, : op.n, : y.shape[-1]] = y
+    return x0, defl
 
 
 def _fail(
