@@ -287,3 +287,15 @@ def test_a_large_batch_backward_fans_out_with_the_same_bits(monkeypatch):
     with torch.enable_grad():
         _backward_fast.short_backward(w, v, gw, gv)
     assert parts == []
+
+
+def test_the_cached_sign_factor_can_be_saved_by_autograd_whatever_the_mode():
+    _backward_fast._sign_factor.cache_clear()
+    with torch.inference_mode():
+        factor = _backward_fast._sign_factor(torch.float64, (4, 4), (1, 3))
+    assert not factor.is_inference()
+    assert factor.tolist() == [1.0, -1.0, 1.0, -1.0]
+    v = torch.eye(4, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad((v * factor).sum(), v)
+    assert torch.equal(g, factor.expand(4, 4))
+    assert _backward_fast._sign_factor(torch.float64, (2, 3, 3), (4,)).shape == (2, 1, 3)

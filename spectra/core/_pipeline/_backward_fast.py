@@ -15,6 +15,9 @@ it, and apply the gauge as a multiply by the columns' signs (:func:`gauge_by_sig
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 import torch
 
@@ -159,20 +162,13 @@ def gauge_by_signs(v: torch.Tensor) -> torch.Tensor:
     size = x.numel()
     tol = _SCREEN_TOLERANCE.get(x.dtype) if x.device.type == "cpu" else None
     if tol is not None and 0 < size <= _SCREEN_MAX_ENTRIES:
-        rows = np.swapaxes(x.numpy(), -1, -2)  # (..., vector, entry)
+        rows = x.mT.numpy()  # (..., vector, entry): C-contiguous for LAPACK's output
         if rows.flags.c_contiguous:
             flips = _python_flips(rows, tol)
             if flips is not None:
                 if not flips:
                     return v
-                n = x.shape[-1]
-                signs = [1.0] * (size // n)
-                for i in flips:
-                    signs[i] = -1.0
-                factor = torch.tensor(signs, dtype=x.dtype)  # (n,) scales one matrix's columns
-                if x.dim() > 2:
-                    factor = factor.reshape(*x.shape[:-2], 1, n)
-                return v * factor
+                return v * _sign_factor(x.dtype, tuple(x.shape), tuple(flips))
     fixed = fix_gauge_small_(x.clone())
     if fixed.device.type == "cpu":
         got, was = fixed.numpy(), x.numpy()
@@ -183,6 +179,23 @@ def gauge_by_signs(v: torch.Tensor) -> torch.Tensor:
     else:
         factor = 1 - 2 * ((fixed != x) & ~x.isnan()).any(-2).to(x.dtype)
     return v * factor.unsqueeze(-2)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sign_factor(
+    dtype: torch.dtype, shape: tuple[int, ...], flips: tuple[int, ...]
+) -> torch.Tensor:
+    """The +-1 factor flipping ``flips`` (indices of the ``(..., vector)`` rows) of a block
+    of ``shape``: ``(n,)`` for one matrix, ``(..., 1, n)`` for a batch. Cached (small
+    blocks have few patterns; the tensor is only ever read, by the multiply and its
+    backward), made outside inference mode so that autograd may save it."""
+    n = shape[-1]
+    signs = [1.0] * (math.prod(shape) // n)
+    for i in flips:
+        signs[i] = -1.0
+    with torch.inference_mode(False):
+        factor = torch.tensor(signs, dtype=dtype)
+        return factor if len(shape) == 2 else factor.reshape(*shape[:-2], 1, n)
 
 
 #: up to this many entries :func:`gauge_by_signs` asks the gauge's sign screen
