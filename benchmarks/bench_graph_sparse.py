@@ -15,7 +15,8 @@ Rows:
   reported).
 - ``D&D-like``: 128 graphs with sizes drawn like D&D (log-normal, mean ~260-290, largest
   5,748 nodes): ``LaplacianPE(8)`` on one ``Batch`` vs PyG's transform looped over the
-  graphs (goal: at least 5x).
+  graphs (goal: at least 5x); how many graphs the core solved by its partial dense solve
+  (`partial_dense_solves`, the `k` lowest eigenpairs only) and their size range.
 
 Every row interleaves spectra and its peer round by round (the order rotating,
 ``benchmarks._timing.rotating_rounds``) and reports medians with quartiles of each side and
@@ -148,6 +149,28 @@ def _dense_spy() -> tuple[list[int], Any]:
     return sizes, undo
 
 
+def _window_spy() -> tuple[list[int], Any]:
+    """Sizes of the matrices the core's partial dense solve took (``lapack-subset``: the
+    ``k`` lowest eigenpairs only), and the undo; nothing where the core has none."""
+    try:
+        from spectra.core._solvers import _lapack_subset as subset
+    except ImportError:  # an older core
+        return [], lambda: None
+    sizes: list[int] = []
+    real = subset.window_into
+
+    def counting(a: Any, *args: Any) -> Any:
+        sizes.extend([a.shape[-1]] * a.shape[0])
+        return real(a, *args)
+
+    subset.window_into = counting  # type: ignore[assignment]
+
+    def undo() -> None:
+        subset.window_into = real
+
+    return sizes, undo
+
+
 def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
     from torch_geometric.data import Batch
     from torch_geometric.transforms import AddLaplacianEigenvectorPE
@@ -212,7 +235,9 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
     count = 32 if quick else 128
     graphs = dd_like(count, seed=5)
     batch = Batch.from_data_list(graphs)
+    windows, undo = _window_spy()
     pe(copy.copy(batch))
+    undo()
     load = os.getloadavg()
     fns = {"spectra": lambda: pe(copy.copy(batch)),
            "pyg": lambda: [pyg(copy.copy(g)) for g in graphs]}  # fmt: skip
@@ -220,6 +245,8 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
     sizes = [g.num_nodes for g in graphs]
     rows.append(paired(f"D&D-like {count} graphs (mean {np.mean(sizes):.0f}, max {max(sizes)})",
                        times, "spectra", "pyg", peer="PyG loop", goal=">= 5",
+                       partial_dense_solves=len(windows),
+                       partial_dense_sizes=[min(windows, default=0), max(windows, default=0)],
                        load_before=load, load_after=os.getloadavg()))  # fmt: skip
     return rows
 
