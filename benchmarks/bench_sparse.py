@@ -226,13 +226,25 @@ def _traced_peak(fn: Callable[[], Any]) -> tuple[Any, float]:
     return out, peak / 2**20
 
 
-def _cpu_timed(fn: Callable[[], Any], out: list[float]) -> Callable[[], None]:
-    """``fn`` that also appends its process CPU seconds to ``out``."""
+#: seconds of rest before each timed call: OpenBLAS's threads (ARPACK's, PyG's) keep
+#: spinning after a call and were billed to whatever ran next (the default spectra call,
+#: which followed PyG's transform in 3 of 4 rounds, cost 0.079 s CPU there, 0.055 s not)
+PAUSE = 0.25
+
+
+def _cpu_timed(
+    fn: Callable[[], Any], out: list[float], wall: list[float] | None = None
+) -> Callable[[], None]:
+    """``fn`` after a ``PAUSE``, appending its process CPU seconds to ``out`` (and its wall
+    seconds, the pause excluded, to ``wall``)."""
 
     def run() -> None:
-        c0 = time.process_time()
+        time.sleep(PAUSE)
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
         out.append(time.process_time() - c0)
+        if wall is not None:
+            wall.append(time.perf_counter() - t0)
 
     return run
 
@@ -297,7 +309,8 @@ def size_rows(n: int, rounds: int, only: list[str] | None) -> list[dict[str, Any
         }
         print(f"n={g.n:>9,} {name:<15} err {err}  angle {angle}  traced {peak:.1f} MiB", flush=True)
     cpu: dict[str, list[float]] = {name: [] for name in fns}
-    times = rotating_rounds({k: _cpu_timed(f, cpu[k]) for k, f in fns.items()}, rounds, 1)
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    rotating_rounds({k: _cpu_timed(f, cpu[k], times[k]) for k, f in fns.items()}, rounds, 1)
     for name, row in rows.items():
         row.update(_stats(times[name]))
         row["rounds"] = times[name]
@@ -341,7 +354,8 @@ def batch_rows(graphs: int, n: int, rounds: int) -> list[dict[str, Any]]:
     angle = max(_largest_angle(v, r[1], r[0], K + 1) for v, r in zip(vs, check, strict=False))
     print(f"{graphs} x {n:,}: spectra-batch err {err:.2e} angle {angle:.2e} (4 graphs)", flush=True)
     cpu: dict[str, list[float]] = {name: [] for name in calls}
-    times = rotating_rounds({k: _cpu_timed(f, cpu[k]) for k, f in calls.items()}, rounds, 1)
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    rotating_rounds({k: _cpu_timed(f, cpu[k], times[k]) for k, f in calls.items()}, rounds, 1)
     rows = []
     for name in calls:
         row: dict[str, Any] = {"n": n, "graphs": graphs, "solver": name, **_stats(times[name])}
