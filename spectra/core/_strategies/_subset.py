@@ -4,7 +4,7 @@ solves only the ``k`` wanted of ``n`` eigenpairs (``_lapack_subset``), on the CP
 The planner takes its partial solve (``Abilities.window``) where ``spectra.eigh(a, k=k)``
 asks for few eigenpairs of dense matrices and its cost model (:func:`subset_seconds`
 against :func:`full_seconds`) says it beats the full ``syevd``: ``n = 300, k = 9``
-4.3 ms against 9.3 ms, ``n = 550, k = 17`` 19 ms against 50 ms (float64, one thread).
+4.3 ms against 9.3 ms, ``n = 550, k = 17`` 19 ms against 46-61 ms (float64, one thread).
 Asked for every eigenpair (``solve``, forced with ``strategy="lapack-subset"``) it runs
 the same routine over the whole index range (MRRR, ``?stemr``).
 
@@ -58,7 +58,7 @@ def subset_seconds(n: int, k: int, dtype: torch.dtype) -> float:
 def full_seconds(n: int, dtype: torch.dtype) -> float:
     """One thread's time for every eigenpair by ``syevd`` (``torch.linalg.eigh``), fitted
     in the same run as :func:`subset_seconds`: 0.95 ms at ``n = 100``, 3.5 ms at 200,
-    9.3 ms at 300, 16 ms at 400, 50 ms at 550, 120 ms at 800.
+    9.3 ms at 300, 16 ms at 400, 46-61 ms at 550 (quartiles), 107-130 ms at 800.
 
     >>> round(1e3 * full_seconds(300, torch.float64), 1)
     9.6
