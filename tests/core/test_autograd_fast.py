@@ -136,10 +136,10 @@ def test_well_separated_agrees_with_the_backwards_mask(dtype, rows):
     assert well_separated(torch.tensor([0.0], dtype=dtype), tol)
 
 
-def _vector_blocks(shape, n):
+def _vector_blocks(shape, n, dtype=torch.float64):
     """Eigenvector blocks, then blocks with an exact opposite-sign tie and a NaN column
     (where the gauge's sign screen cannot decide)."""
-    a = random_hermitian(shape, n, torch.float64, seed=n)
+    a = random_hermitian(shape, n, dtype, seed=n)
     yield torch.linalg.eigh(a).eigenvectors
     yield torch.linalg.eigh(-a).eigenvectors
     tied = torch.linalg.eigh(a).eigenvectors.clone()
@@ -152,9 +152,10 @@ def _vector_blocks(shape, n):
 
 
 @pytest.mark.parametrize("shape", [(), (3,)])
-@pytest.mark.parametrize("n", [5, 16])  # the gauge's sign screen, then a copy gauged
-def test_gauge_by_signs_has_the_gauges_bits_and_differentiates_through_the_signs(shape, n):
-    for block in _vector_blocks(shape, n):
+@pytest.mark.parametrize("n", [5, 16, 33])  # the gauge's sign screen, its NumPy twin
+@pytest.mark.parametrize("dtype", REAL)
+def test_gauge_by_signs_has_the_gauges_bits_and_differentiates_through_the_signs(shape, n, dtype):
+    for block in _vector_blocks(shape, n, dtype):
         v = block.clone().requires_grad_(True)
         fixed = fix_gauge_small_(block.clone())
         got = gauge_by_signs(v)
@@ -162,10 +163,10 @@ def test_gauge_by_signs_has_the_gauges_bits_and_differentiates_through_the_signs
         torch.testing.assert_close(got.detach(), fixed, equal_nan=True, atol=0, rtol=0)
         flips = bool(((fixed != block) & ~block.isnan()).any())
         assert (got is v) == (not flips)
-        weights = torch.randn(block.shape, dtype=torch.float64)
+        weights = torch.randn(block.shape, dtype=dtype)
         (g,) = torch.autograd.grad((got * weights).sum(), v)
         same = (fixed == block) | block.isnan()
-        signs = torch.where(same.all(-2, keepdim=True), 1.0, -1.0).double()
+        signs = torch.where(same.all(-2, keepdim=True), 1.0, -1.0).to(dtype)
         assert torch.equal(g, weights * signs)
 
 

@@ -24,7 +24,12 @@ import torch
 from .._support import _threads
 from .._support._arrays import default_tolerance
 from .._support._threads import cpu_count, fan_out
-from ._gauge import _PYTHON_GAUGE_MAX_ENTRIES, _python_flips, fix_gauge_small_
+from ._gauge import (
+    _PYTHON_GAUGE_MAX_ENTRIES,
+    SMALL_GAUGE_MAX_ENTRIES,
+    _python_flips,
+    fix_gauge_small_,
+)
 
 Grad = torch.Tensor | None  # a gradient that may be absent
 
@@ -150,8 +155,9 @@ def gauge_by_signs(v: torch.Tensor) -> torch.Tensor:
     (none when no column flips).
 
     Small blocks take the gauge's own sign screen (``_python_flips``: the columns to
-    flip, from one ``tolist``); where it cannot decide (a near-tie, a non-finite entry)
-    or for larger blocks, the gauge runs on a copy and the flipped columns are read off.
+    flip, from one ``tolist``), larger ones its NumPy twin (:func:`_numpy_flips`); where
+    the screen cannot decide (a near-tie, a non-finite entry) the gauge runs on a copy
+    and the flipped columns are read off.
 
     >>> v = torch.tensor([[0.6, 0.8], [-0.8, 0.6]], dtype=torch.float64, requires_grad=True)
     >>> gauge_by_signs(v).detach()
@@ -161,14 +167,21 @@ def gauge_by_signs(v: torch.Tensor) -> torch.Tensor:
     x = v.detach()
     size = x.numel()
     tol = _SCREEN_TOLERANCE.get(x.dtype) if x.device.type == "cpu" else None
-    if tol is not None and 0 < size <= _SCREEN_MAX_ENTRIES:
+    if tol is not None and 0 < size <= SMALL_GAUGE_MAX_ENTRIES:
         rows = x.mT.numpy()  # (..., vector, entry): C-contiguous for LAPACK's output
-        if rows.flags.c_contiguous:
+        if size <= _SCREEN_MAX_ENTRIES and rows.flags.c_contiguous:
             flips = _python_flips(rows, tol)
             if flips is not None:
                 if not flips:
                     return v
                 return v * _sign_factor(x.dtype, tuple(x.shape), tuple(flips))
+        elif size > _SCREEN_MAX_ENTRIES:
+            mask = _numpy_flips(rows, tol)
+            if mask is not None:
+                if not mask.any():
+                    return v
+                signs = np.where(mask, -1.0, 1.0).astype(rows.dtype)[..., None, :]
+                return v * torch.from_numpy(signs)
     fixed = fix_gauge_small_(x.clone())
     if fixed.device.type == "cpu":
         got, was = fixed.numpy(), x.numpy()
@@ -179,6 +192,20 @@ def gauge_by_signs(v: torch.Tensor) -> torch.Tensor:
     else:
         factor = 1 - 2 * ((fixed != x) & ~x.isnan()).any(-2).to(x.dtype)
     return v * factor.unsqueeze(-2)
+
+
+def _numpy_flips(rows: np.ndarray, tol: float) -> np.ndarray | None:
+    """``_python_flips`` in NumPy passes: the mask of rows (``(..., vector, entry)``) whose
+    gauge sign is ``-1`` (min outweighs max), or ``None`` where a row might hold an
+    opposite-sign near-tie or is not finite. The same float64 arithmetic as the Python
+    screen (float32 rows are widened exactly); a NaN anywhere makes it undecided.
+    """
+    r = rows if rows.dtype == np.float64 else rows.astype(np.float64)
+    hi, lo = r.max(-1), r.min(-1)
+    s = hi + lo
+    if not (np.abs(s) > 2 * tol * (hi - lo)).all():  # a possible tie, NaN or Inf
+        return None
+    return s < 0
 
 
 @functools.lru_cache(maxsize=4096)
