@@ -70,8 +70,8 @@ def solve_window(
     >>> w[0].tolist(), tuple(v.shape)
     ([0.0, 1.0], (4, 300, 2))
     """
-    if k is None or a.numel() == 0 or is_tracked(a) or (largest and inactive is not None):
-        return None
+    if not k or a.numel() == 0 or is_tracked(a) or (largest and inactive is not None):
+        return None  # k = 0 too: the empty slice of the full path
     n = a.shape[-1]
     flat = a.reshape(-1, n, n)
     p = plan(
