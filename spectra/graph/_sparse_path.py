@@ -35,9 +35,7 @@ def dense_seconds(n: int, k: int | None = None) -> float:
     With ``k``: only the ``k`` lowest eigenpairs, by the core's partial solve (LAPACK
     ``?syevr`` with an index range, one thread; measured 2026-12-02, load ~1: 4.3 ms at
     ``n = 300, k = 9``, 19 ms at ``550, 17``, 52 ms at ``800, 9``): the tridiagonal
-    reduction plus a per-eigenpair term. On the D&D-like batch the sparse path's cut at
-    550, 650 and 800 nodes ran alike (2.15-2.19 s, load 6), at 1,010 slower (2.42 s): the
-    models cross near 890 nodes for ``k = 9``.
+    reduction plus a per-eigenpair term.
 
     >>> dense_seconds(700, 9) < sparse_seconds(700) < dense_seconds(700)
     True
@@ -50,12 +48,14 @@ def dense_seconds(n: int, k: int | None = None) -> float:
 
 def sparse_seconds(n: int) -> float:
     """The core's sparse path for the ``k ~ 8`` lowest eigenpairs of a normalized graph
-    Laplacian, per graph of a list solved together (block LOBPCG with the core's
-    preconditioner choice, shift-invert LU where the fill is small). Measured in the same
-    run as :func:`dense_seconds`: 21 ms at ~300 nodes, 30 ms at ~550, 65 ms at ~850; and on
-    random geometric graphs of mean degree 10 alone: 0.17-0.2 s at 3,000 nodes, 0.84-1.2 s
-    at 20,000 (linear). The two cross near 550 nodes."""
-    return 0.015 + 5e-5 * n
+    Laplacian, per graph of a list solved together. Refitted 2026-12-02 to the core's
+    Lanczos path (b01673e): the core's solve inside ``LaplacianPE(8)`` on random geometric
+    graphs of mean degree 10 took 0.108 s at 3,000 nodes and 0.652 s at 20,000 (load 4.4;
+    the LOBPCG path before it: 0.015 + 5e-5 n, 0.17-0.2 s and 0.84-1.2 s). It crosses the
+    full dense solve near 485 nodes, the partial one of 9 eigenpairs near 730; the D&D-like
+    batch with the cut at 550, 700 and 890 nodes: 0.63 s, 0.71 s and 1.21 s (medians of 9
+    interleaved rounds, load 3.5)."""
+    return 0.012 + 3.2e-5 * n
 
 
 def takes_sparse(
@@ -63,8 +63,8 @@ def takes_sparse(
 ) -> bool:
     """Whether a graph of ``n`` nodes whose feature needs only its lowest eigenpairs goes
     to the sparse path: from ``sparse_from`` nodes when given, else where the cost model
-    says the sparse solve is cheaper (from about 550 nodes against the full dense solve,
-    about 890 against the partial one of ``dense_k = 9`` eigenpairs); and always when its
+    says the sparse solve is cheaper (from about 485 nodes against the full dense solve,
+    about 730 against the partial one of ``dense_k = 9`` eigenpairs); and always when its
     dense working set would not fit ``max_memory`` (``budget``)."""
     if budget is not None and DENSE_BYTES_PER_ENTRY * n * n > budget:
         return True
