@@ -5,7 +5,13 @@ The backward of ``A = V diag(w) V^H`` is ``gA = V (diag(gw) + F o skew(V^H gV)) 
 the matrix's largest |w|) the pair lies in one degenerate subspace and ``F_ij = 0``
 (xitorch's masking). With ``broadening > 0`` the remaining terms use the Lorentzian
 ``(w_j - w_i) / ((w_j - w_i)^2 + broadening)`` of Liao et al., PRX 9, 031041 (2019).
-Separated spectra with ``broadening=0`` give torch's own gradient.
+Separated spectra with ``broadening=0`` give torch's own gradient, bitwise: there the
+backward takes the short route of :mod:`._backward_fast` (torch's formula in torch's order,
+no detector; a large CPU batch split over the core's pool), and the general route has the
+same bits on every pair it does not mask, so a matrix's gradient does not depend on the
+route or the chunk. A caller whose solver is ``torch.linalg.eigh`` itself passes
+``native=`` to :func:`eigh_with_grad` (the direct path does): torch's own C++ node then
+differentiates a separated real spectrum, with the gauge as a multiply by column signs.
 
 **Policy at degeneracies.** Masking is exact for losses of the eigenvalues, of the
 eigenvectors of simple eigenvalues, and of a degenerate eigenspace through its projector.
