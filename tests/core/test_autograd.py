@@ -24,6 +24,7 @@ def test_gradcheck_and_gradgradcheck_separated(dtype):
         return w, (v.abs() ** 2)
 
     assert torch.autograd.gradcheck(loss_terms, (x,))
+    assert torch.autograd.gradgradcheck(loss_terms, (x,))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
