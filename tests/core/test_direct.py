@@ -295,3 +295,22 @@ def test_a_tracked_degenerate_matrix_keeps_the_degenerate_safe_rule():
     assert "LinalgEighBackward" not in type(w.grad_fn).__name__
     (w.sum() + v.sum()).backward()
     assert bool(torch.isfinite(a.grad).all())
+
+
+def test_k_of_n_that_the_planner_windows_leaves_the_direct_path():
+    import scipy.linalg
+
+    a = random_hermitian((1,), 200, torch.float64, seed=22)[0]
+    assert spectra.plan(200, 1, torch.float64, k=9).window is not None
+    assert _direct.solve_direct(a, Request(k=9)) is None  # the partial solve runs it
+    assert _direct.solve_direct(a, Request()) is not None  # in full: still direct
+    small = random_hermitian((1,), 8, torch.float64, seed=23)[0]
+    assert spectra.plan(8, 1, torch.float64, k=3).window is None
+    assert _direct.solve_direct(small, Request(k=3)) is not None  # sliced, as before
+    w, v = spectra.eigh(a, k=9)
+    want = scipy.linalg.eigh(a.numpy(), eigvals_only=True)[:9]
+    np.testing.assert_allclose(w.numpy(), want, rtol=0, atol=1e-11 * abs(want).max())
+    np.testing.assert_allclose((a @ v - v * w).abs().max().item(), 0, atol=1e-10)
+    with torch.enable_grad():  # tracked input: solved in full, on the direct path
+        t = a.clone().requires_grad_()
+        assert _direct.solve_direct(t, Request(k=9)) is not None

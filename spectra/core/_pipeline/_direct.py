@@ -41,7 +41,7 @@ from ._autograd import eigh_with_grad
 from ._backward_fast import gauge_by_signs
 from ._checks import InputRejected, quick_check
 from ._gauge import fix_gauge_small_
-from ._plan import THREADED_LAPACK_MIN_N, direct_path
+from ._plan import THREADED_LAPACK_MIN_N, direct_path, plan
 from ._prepare import check_k
 from ._select import select_k
 
@@ -196,12 +196,31 @@ def _solve_one(
 
 
 @functools.lru_cache(maxsize=4096)
-def _direct_cached(n: int, batch: int, dtype: torch.dtype, vectors: bool, version: int) -> bool:
-    return _builtin_lapack(version) and direct_path(n, batch, dtype, vectors)
+def _direct_cached(
+    n: int,
+    batch: int,
+    dtype: torch.dtype,
+    vectors: bool,
+    k: int | None,
+    largest: bool,
+    version: int,
+) -> bool:
+    if not (_builtin_lapack(version) and direct_path(n, batch, dtype, vectors)):
+        return False
+    # k of n eigenpairs that the planner solves by a partial solve (Plan.window) are not
+    # a full LAPACK call sliced: the full path runs them
+    return not (k and vectors and plan(n, batch, dtype, k=k, largest=largest).window)
 
 
-def _direct(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
-    return _direct_cached(n, batch, dtype, vectors, registry_version())
+def _direct(
+    n: int,
+    batch: int,
+    dtype: torch.dtype,
+    vectors: bool,
+    k: int | None = None,
+    largest: bool = False,
+) -> bool:
+    return _direct_cached(n, batch, dtype, vectors, k, largest, registry_version())
 
 
 def solve_direct(a: Any, request: Request) -> tuple[Any, Any] | None:
@@ -227,9 +246,12 @@ def solve_direct(a: Any, request: Request) -> tuple[Any, Any] | None:
     n = shape[-1]
     batch = math.prod(shape[:-2]) if len(shape) > 2 else 1
     tracked = t.requires_grad and torch.is_grad_enabled()  # eigenpairs for the backward
-    if n == 0 or batch == 0 or not _direct(n, batch, t.dtype, vectors or tracked):
+    kk = None if k is None or n == 0 else check_k(k, n)  # the full path's own errors
+    window = None if tracked else kk  # a tracked input is solved in full
+    if n == 0 or batch == 0:
         return None
-    kk = None if k is None else check_k(k, n)  # the full path's own check: the same errors
+    if not _direct(n, batch, t.dtype, vectors or tracked, window, request.largest):
+        return None
     # one matrix stays 2-D (LAPACK is called on it exactly as on a batch of one: fewer ops)
     flat = t if len(shape) == 2 else t.reshape(batch, n, n)
     if not flat.is_contiguous():
