@@ -85,8 +85,6 @@ def test_degenerate_or_complex_or_broadened_takes_the_general_route(monkeypatch,
     weights = torch.randn(4, 4, dtype=torch.float64).to(dtype)
     general = _spy(monkeypatch, _autograd, "_backward_block")
     cases = [(degenerate, {}), (separated, {"broadening": 1e-12})]
-    if dtype.is_complex:
-        cases.append((separated, {}))  # the phase check needs the detector
     for a, kw in cases:
         general.clear()
         x = a.clone().requires_grad_(True)
@@ -300,3 +298,30 @@ def test_the_cached_sign_factor_can_be_saved_by_autograd_whatever_the_mode():
     (g,) = torch.autograd.grad((v * factor).sum(), v)
     assert torch.equal(g, factor.expand(4, 4))
     assert _backward_fast._sign_factor(torch.float64, (2, 3, 3), (4,)).shape == (2, 1, 3)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("shape", [(), (3,)])
+def test_complex_phase_free_losses_take_the_short_route_with_torchs_bits(monkeypatch, dtype, shape):
+    a = random_hermitian(shape, 6, dtype, seed=13)
+    weights = torch.randn(6, 6, dtype=torch.float64).to(a.real.dtype)
+    short = _spy(monkeypatch, _autograd, "short_backward")
+    general = _spy(monkeypatch, _autograd, "_backward_block")
+
+    def grad(solve, loss):
+        x = a.clone().requires_grad_(True)
+        w, v = solve(x)
+        (g,) = torch.autograd.grad(loss(w, v), x)
+        return g
+
+    def invariant(w, v):  # |v|^2: no phase dependence
+        return (w.square()).sum() + (v.abs().square() * weights).sum()
+
+    got = grad(lambda x: eigh_with_grad(x, torch.linalg.eigh), invariant)
+    assert short == ["short_backward"] and general == []
+    assert torch.equal(got, grad(torch.linalg.eigh, invariant))
+    # a loss of the phase: the detector's route, and its warning (torch raises here)
+    short.clear()
+    with pytest.warns(_autograd.DegenerateGradientWarning):
+        grad(lambda x: eigh_with_grad(x, torch.linalg.eigh), lambda w, v: v.real.sum())
+    assert short == [] and general == ["_backward_block"]

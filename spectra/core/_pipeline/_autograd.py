@@ -219,18 +219,29 @@ def _fast_route(
     w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad, opts: BackwardOptions
 ) -> bool:
     """Whether :func:`torch_backward` is the degenerate-safe backward's exact value here:
-    no eigenvector gradient (no gap enters), or a real one with no broadening on a
-    well-separated spectrum (nothing masked, nothing to detect) -- in one chunk, outside
-    ``torch.func`` transforms."""
+    no eigenvector gradient (no gap enters), or one with no broadening on a
+    well-separated spectrum (nothing masked) whose phase test cannot fire (complex) --
+    in one chunk, outside ``torch.func`` transforms."""
     wrapped = torch._C._functorch.is_functorch_wrapped_tensor
     if any(g is not None and wrapped(g) for g in (w, v, gw, gv)) or not _one_chunk(v, opts):
         return False
     if gv is None:
         return True
-    if v.is_complex() or opts.broadening > 0:
+    if opts.broadening > 0:
         return False
     tol = opts.degenerate_tol
-    return well_separated(w, degenerate_default(w.dtype) if tol is None else tol)
+    if not well_separated(w, degenerate_default(w.dtype) if tol is None else tol):
+        return False
+    return not v.is_complex() or opts.degenerate == "ignore" or _phase_free(v, gv)
+
+
+def _phase_free(v: torch.Tensor, gv: torch.Tensor) -> bool:
+    """Whether :func:`_unresolved`'s phase test flags no matrix, from ``diag(V^H gV)``
+    alone (``n^2`` work): its peak is at most the whole matrix's, so a diagonal below
+    this bound is below the detector's (the general route decides anything else)."""
+    d = (v.conj() * gv).sum(-2)  # diag(V^H gV)
+    peak = d.abs().amax(-1, keepdim=True)
+    return not bool((d.imag.abs() > 1e3 * torch.finfo(peak.dtype).eps * peak).any())
 
 
 def _rows(n: int, batch: int, itemsize: int, budget: int | None) -> int:
