@@ -41,7 +41,7 @@ import torch
 
 from .._errors import InputError
 from .._support._memory import BACKWARD_MATRICES, matrix_bytes, rows_within
-from ._backward_fast import short_backward, torch_backward, well_separated
+from ._backward_fast import phase_free, short_backward, torch_backward, well_separated
 
 Solver = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 Grad = torch.Tensor | None  # a gradient that may be absent
@@ -232,16 +232,7 @@ def _fast_route(
     tol = opts.degenerate_tol
     if not well_separated(w, degenerate_default(w.dtype) if tol is None else tol):
         return False
-    return not v.is_complex() or opts.degenerate == "ignore" or _phase_free(v, gv)
-
-
-def _phase_free(v: torch.Tensor, gv: torch.Tensor) -> bool:
-    """Whether :func:`_unresolved`'s phase test flags no matrix, from ``diag(V^H gV)``
-    alone (``n^2`` work): its peak is at most the whole matrix's, so a diagonal below
-    this bound is below the detector's (the general route decides anything else)."""
-    d = (v.conj() * gv).sum(-2)  # diag(V^H gV)
-    peak = d.abs().amax(-1, keepdim=True)
-    return not bool((d.imag.abs() > 1e3 * torch.finfo(peak.dtype).eps * peak).any())
+    return not v.is_complex() or opts.degenerate == "ignore" or phase_free(v, gv)
 
 
 def _rows(n: int, batch: int, itemsize: int, budget: int | None) -> int:

@@ -106,6 +106,15 @@ def torch_backward(w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad) -> torc
     return torch.matmul(v, torch.matmul(inner, vh))
 
 
+def phase_free(v: torch.Tensor, gv: torch.Tensor) -> bool:
+    """Whether :func:`~._autograd._unresolved`'s phase test flags no matrix, from ``diag(V^H gV)``
+    alone (``n^2`` work): its peak is at most the whole matrix's, so a diagonal below
+    this bound is below the detector's (the general route decides anything else)."""
+    d = (v.conj() * gv).sum(-2)  # diag(V^H gV)
+    peak = d.abs().amax(-1, keepdim=True)
+    return not bool((d.imag.abs() > 1e3 * torch.finfo(peak.dtype).eps * peak).any())
+
+
 def _in_fan_out() -> bool:
     """Whether this thread runs a part of a fan-out (a nested one could wait on itself)."""
     return getattr(_threads._local, "cancel", None) is not None
