@@ -314,3 +314,22 @@ def test_k_of_n_that_the_planner_windows_leaves_the_direct_path():
     with torch.enable_grad():  # tracked input: solved in full, on the direct path
         t = a.clone().requires_grad_()
         assert _direct.solve_direct(t, Request(k=9)) is not None
+
+
+def test_a_tracked_plain_matrix_takes_the_shortcut(monkeypatch):
+    a0 = random_hermitian((1,), 6, torch.float64, seed=24)[0]
+    want_w, want_v = spectra.eigh(a0.clone().requires_grad_())  # whichever route
+    from spectra.core import _eigh
+
+    calls = []
+    real = _eigh.solve_direct
+    monkeypatch.setattr(_eigh, "solve_direct", lambda *args: calls.append(1) or real(*args))
+    a = a0.clone().requires_grad_()
+    w, v = spectra.eigh(a)
+    assert calls == []  # solve_one answered: no request, no solve_direct
+    assert "LinalgEighBackward" in type(w.grad_fn).__name__
+    assert torch.equal(w.detach(), want_w.detach()) and torch.equal(v.detach(), want_v.detach())
+    v.sum().backward()
+    assert a.grad is not None and bool(torch.isfinite(a.grad).all())
+    with pytest.raises(ValueError, match=r"symmetric|Hermitian"):  # the checks still refuse
+        spectra.eigh(torch.triu(a0).requires_grad_())

@@ -111,7 +111,8 @@ def _solve_native(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`_solve_gauged` on the tracked ``x`` itself (``x`` LAPACK-aligned): the same
     LAPACK call, so the same bits, differentiated by torch's own autograd node; the gauge
     a multiply by the columns' signs (:func:`~._backward_fast.gauge_by_signs`)."""
-    old = set_thread_kernel_threads(1)
+    # below SEQUENTIAL_LAPACK_N LAPACK runs sequentially: the same bits without the setting
+    old = set_thread_kernel_threads(1) if x.shape[-1] >= SEQUENTIAL_LAPACK_N else None
     try:
         w, v = torch.linalg.eigh(x)
     finally:
@@ -171,12 +172,16 @@ def _solve_one(
     if (
         n != a.shape[1]
         or not 0 < n < THREADED_LAPACK_MIN_N
-        or (a.requires_grad and torch.is_grad_enabled())
         or not _plain_cpu(a)
         or not _builtin_lapack(registry_version())
         or (check and not torch.equal(a, a.mH))  # exactly Hermitian (and no NaN)
     ):
         return None
+    if a.requires_grad and torch.is_grad_enabled():  # solve_direct's tracked route
+        try:
+            return _solve_checked(a, vectors, True, check)
+        except RuntimeError:  # LAPACK failed: the full path decides
+            return None
     # LAPACK's syevd/heevd run sequentially below SEQUENTIAL_LAPACK_N: the same bits on
     # one thread and on torch's default ones (tests/core/test_direct.py), so the thread
     # setting, 3 us of a 15 us call, is made only above it
