@@ -325,3 +325,41 @@ def test_complex_phase_free_losses_take_the_short_route_with_torchs_bits(monkeyp
     with pytest.warns(_autograd.DegenerateGradientWarning):
         grad(lambda x: eigh_with_grad(x, torch.linalg.eigh), lambda w, v: v.real.sum())
     assert short == [] and general == ["_backward_block"]
+
+
+def test_the_general_route_of_a_large_batch_fans_out_with_the_same_bits(monkeypatch):
+    batch, n = 64, 16
+    monkeypatch.setattr(_backward_fast, "cpu_count", lambda: 2)
+    parts: list[int] = []
+    inner = _autograd.fan_out
+
+    def spy(fn, total, workers, **kw):
+        parts.append(workers)
+        return inner(fn, total, workers, **kw)
+
+    monkeypatch.setattr(_autograd, "fan_out", spy)
+    spectrum = torch.linspace(0.0, 3.0, n, dtype=torch.float64).repeat(batch, 1)
+    spectrum[::3, 1] = spectrum[::3, 0]  # every third matrix degenerate
+    a = with_spectrum(spectrum, torch.float64, 14)
+    w, v = torch.linalg.eigh(a)
+    g = torch.Generator().manual_seed(4)
+    gw, gv = torch.randn(w.shape, generator=g).double(), torch.randn(v.shape, generator=g).double()
+    for policy in ("ignore", "nan"):
+        opts = BackwardOptions(degenerate=policy).resolved(torch.float64)
+        with torch.no_grad():
+            split = _autograd._backward(w, v, gw, gv, opts)
+        assert parts == [2]
+        parts.clear()
+        serial = torch.cat(
+            [
+                _autograd._backward(w[i : i + 1], v[i : i + 1], gw[i : i + 1], gv[i : i + 1], opts)
+                for i in range(batch)
+            ]
+        )
+        torch.testing.assert_close(split, serial, atol=0, rtol=0, equal_nan=True)
+        nan_rows = split.isnan().flatten(1).any(1)
+        if policy == "nan":  # the basis-dependent loss on the degenerate pair: NaN there only
+            assert nan_rows.tolist() == [i % 3 == 0 for i in range(batch)]
+        else:
+            assert not nan_rows.any()
+        parts.clear()

@@ -41,7 +41,14 @@ import torch
 
 from .._errors import InputError
 from .._support._memory import BACKWARD_MATRICES, matrix_bytes, rows_within
-from ._backward_fast import phase_free, short_backward, torch_backward, well_separated
+from .._support._threads import fan_out
+from ._backward_fast import (
+    phase_free,
+    short_backward,
+    split_workers,
+    torch_backward,
+    well_separated,
+)
 
 Solver = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 Grad = torch.Tensor | None  # a gradient that may be absent
@@ -260,28 +267,28 @@ def eigh_backward(
 def _backward(
     w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad, opts: BackwardOptions
 ) -> torch.Tensor:
-    """:func:`eigh_backward` with its options object (tolerance resolved)."""
+    """:func:`eigh_backward` with its options object (tolerance resolved): in chunks that
+    fit the budget, or one chunk split over the core's pool (the same bits per matrix)."""
     n = v.shape[-1]
-    shape = v.shape
     fw, fv = w.reshape(-1, n), v.reshape(-1, n, n)
     fgw = gw.reshape(-1, n) if gw is not None else None
     fgv = gv.reshape(-1, n, n) if gv is not None else None
-    rows = _rows(n, fv.shape[0], v.element_size(), opts.budget)
-    parts, bads = [], []
-    for s in range(0, max(1, fv.shape[0]), rows):
-        e = s + rows
-        ga, bad = _backward_block(
-            fw[s:e],
-            fv[s:e],
-            fgw[s:e] if fgw is not None else None,
-            fgv[s:e] if fgv is not None else None,
-            opts,
-        )
-        parts.append(ga)
-        bads.append(bad)
+
+    def block(lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor]:
+        pgw = None if fgw is None else fgw[lo:hi]
+        return _backward_block(fw[lo:hi], fv[lo:hi], pgw, None if fgv is None else fgv[lo:hi], opts)
+
+    batch = fv.shape[0]
+    rows = _rows(n, batch, v.element_size(), opts.budget)
+    workers = split_workers(v) if rows >= batch else 1
+    if workers > 1:
+        results = fan_out(block, batch, workers)
+    else:
+        results = [block(s, s + rows) for s in range(0, max(1, batch), rows)]
+    parts = [ga for ga, _ in results]
     ga = parts[0] if len(parts) == 1 else torch.cat(parts)
-    ga = _apply_policy(torch.cat(bads), ga, opts.degenerate, "backward")
-    return ga.reshape(shape)
+    ga = _apply_policy(torch.cat([bad for _, bad in results]), ga, opts.degenerate, "backward")
+    return ga.reshape(v.shape)
 
 
 def eigh_jvp(

@@ -124,11 +124,10 @@ def _in_fan_out() -> bool:
 FAN_OUT_WORK = 1 << 18
 
 
-def short_backward(w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad) -> torch.Tensor:
-    """:func:`torch_backward`, on a large CPU batch split over the core's thread pool
-    (one kernel thread per part, as the forward's fan-out: torch's own multi-threaded
-    small matmuls oversubscribe a loaded machine); each matrix's bits are the same either
-    way. Not while building a graph (double backward) or inside a fan-out's part."""
+def split_workers(v: torch.Tensor) -> int:
+    """How many parts a backward on the eigenvectors ``v`` (``(..., n, n)``) is split into:
+    the cores, on a CPU batch of at least :data:`FAN_OUT_WORK` (matrices x n^3), outside a
+    graph being built (double backward) and outside a fan-out's part; else 1."""
     n = v.shape[-1]
     batch = v.numel() // max(1, n * n)
     workers = min(cpu_count(), batch)
@@ -139,6 +138,19 @@ def short_backward(w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad) -> torc
         or torch.is_grad_enabled()
         or _in_fan_out()
     ):
+        return 1
+    return workers
+
+
+def short_backward(w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad) -> torch.Tensor:
+    """:func:`torch_backward`, on a large CPU batch split over the core's thread pool
+    (one kernel thread per part, as the forward's fan-out: torch's own multi-threaded
+    small matmuls oversubscribe a loaded machine); each matrix's bits are the same either
+    way. Not while building a graph (double backward) or inside a fan-out's part."""
+    n = v.shape[-1]
+    batch = v.numel() // max(1, n * n)
+    workers = split_workers(v)
+    if workers < 2:
         return torch_backward(w, v, gw, gv)
     fw, fv = w.reshape(batch, n), v.reshape(batch, n, n)
     fgw = None if gw is None else gw.reshape(batch, n)
