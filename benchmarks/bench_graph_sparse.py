@@ -33,6 +33,7 @@ import resource
 import statistics
 import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -149,6 +150,11 @@ def _dense_spy() -> tuple[list[int], Any]:
     return sizes, undo
 
 
+def _fresh(fn: Callable[[Any], Any], data: Any) -> Callable[[], Any]:
+    """``fn`` on a fresh shallow copy of ``data`` at every call (transforms write into it)."""
+    return lambda: fn(copy.copy(data))
+
+
 def _window_spy() -> tuple[list[int], Any]:
     """Sizes of the matrices the core's partial dense solve took (``lapack-subset``: the
     ``k`` lowest eigenpairs only), and the undo; nothing where the core has none."""
@@ -188,7 +194,7 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
         pyg(copy.copy(g))
         load = os.getloadavg()
         spent, undo = _solve_spy()
-        fns = {"spectra": lambda g=g: pe(copy.copy(g)), "pyg": lambda g=g: pyg(copy.copy(g))}
+        fns: dict[str, Callable[[], Any]] = {"spectra": _fresh(pe, g), "pyg": _fresh(pyg, g)}
         times = rotating_rounds(fns, rounds=3 if quick or n > 5000 else 7, calls=1)
         undo()
         solve = spent[1:] if len(spent) > len(times["spectra"]) else spent  # the warm-up
