@@ -348,9 +348,12 @@ def fix_gauge_small_(vectors: torch.Tensor) -> torch.Tensor:
     if rows.size <= _PYTHON_GAUGE_MAX_ENTRIES and rows.flags.c_contiguous:
         flips = _python_flips(rows, tol)
         if flips is not None:  # no row near an opposite-sign tie: the peaks' signs
-            if flips:
-                flat = rows.reshape(-1, rows.shape[-1])  # a view (C-contiguous)
+            flat = rows.reshape(-1, rows.shape[-1])  # a view (C-contiguous)
+            if len(flips) > 4:
                 flat[flips] *= -1
+            else:  # a view per row: 1.2 us each, against 6 us for a fancy index
+                for i in flips:
+                    flat[i] *= -1
             return vectors
     lo, hi = rows.min(-1), rows.max(-1)
     # hi >= -lo exactly when fl(hi + lo) >= 0 (a rounded sum keeps the sign of the exact
