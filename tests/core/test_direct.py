@@ -333,3 +333,22 @@ def test_a_tracked_plain_matrix_takes_the_shortcut(monkeypatch):
     assert a.grad is not None and bool(torch.isfinite(a.grad).all())
     with pytest.raises(ValueError, match=r"symmetric|Hermitian"):  # the checks still refuse
         spectra.eigh(torch.triu(a0).requires_grad_())
+
+
+@pytest.mark.parametrize("degenerate", [False, True])
+def test_tracked_eigenvalues_skip_the_gauge_and_keep_the_gradients_bits(monkeypatch, degenerate):
+    a0 = random_hermitian((1,), 6, torch.float64, seed=25)[0]
+    if degenerate:
+        a0 = torch.diag(torch.tensor([1.0, 1.0, 2.0, 3.0, 3.0, 3.0], dtype=torch.float64))
+    # eigh's eigenvalues on the same direct path: gauged eigenvectors under the same rule
+    b = a0.clone().requires_grad_()
+    (spectra.eigh(b).eigenvalues ** 2).sum().backward()
+    monkeypatch.setattr(_direct, "gauge_by_signs", lambda v: pytest.fail("gauge computed"))
+    monkeypatch.setattr(_direct, "fix_gauge_small_", lambda v: pytest.fail("gauge computed"))
+    a = a0.clone().requires_grad_()
+    w = spectra.eigvalsh(a)
+    (w**2).sum().backward()
+    assert torch.equal(a.grad, b.grad)
+    c = a0.clone().requires_grad_()
+    (torch.linalg.eigvalsh(c) ** 2).sum().backward()
+    torch.testing.assert_close(a.grad, c.grad, rtol=1e-12, atol=1e-12)

@@ -107,16 +107,30 @@ def _all_finite(w: torch.Tensor) -> bool:
     return math.isfinite(w.numpy().sum())
 
 
-def _solve_native(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`_solve_gauged` on the tracked ``x`` itself (``x`` LAPACK-aligned): the same
-    LAPACK call, so the same bits, differentiated by torch's own autograd node; the gauge
-    a multiply by the columns' signs (:func:`~._backward_fast.gauge_by_signs`)."""
+def _solve_ungauged(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`_solve_gauged` without the gauge, for eigenvalues only: their gradient
+    ``V diag(gw) V^H`` has the same bits whatever the columns' signs (each term carries
+    a sign squared)."""
+    w, v = _solve(x.detach(), True)
+    assert v is not None
+    return w, v
+
+
+def _eigh_tracked(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     # below SEQUENTIAL_LAPACK_N LAPACK runs sequentially: the same bits without the setting
     old = set_thread_kernel_threads(1) if x.shape[-1] >= SEQUENTIAL_LAPACK_N else None
     try:
         w, v = torch.linalg.eigh(x)
     finally:
         restore_thread_kernel_threads(old)
+    return w, v
+
+
+def _solve_native(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`_solve_gauged` on the tracked ``x`` itself (``x`` LAPACK-aligned): the same
+    LAPACK call, so the same bits, differentiated by torch's own autograd node; the gauge
+    a multiply by the columns' signs (:func:`~._backward_fast.gauge_by_signs`)."""
+    w, v = _eigh_tracked(x)
     return w, gauge_by_signs(v)
 
 
@@ -126,8 +140,12 @@ def _solve_checked(
     """The solve, gauge and autograd rule of the planned path; ``None`` if ``check`` finds
     a non-finite result (the full path then refuses the input with its indices)."""
     if tracked:  # the planned path's autograd rule around the same solve
-        native = _solve_native if lapack_aligned(flat) else None
-        w, v = eigh_with_grad(flat, _solve_gauged, native=native)
+        aligned = lapack_aligned(flat)
+        if vectors:
+            native = _solve_native if aligned else None
+            w, v = eigh_with_grad(flat, _solve_gauged, native=native)
+        else:  # eigenvalues only: no gauge to compute
+            w, v = eigh_with_grad(flat, _solve_ungauged, native=_eigh_tracked if aligned else None)
         if check and not _all_finite(w.detach()):
             return None
         return w, (v if vectors else None)
