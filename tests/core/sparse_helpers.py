@@ -77,3 +77,12 @@ def largest_angle(v: np.ndarray, ref: np.ndarray, ref_values: np.ndarray, k: int
 
 def dense_reference(a: sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
     return la.eigh(a.toarray())
+
+
+def largest_component(adj: sp.csr_matrix) -> sp.csr_matrix:
+    """The largest connected component of the graph ``adj`` (its rows and columns)."""
+    from scipy.sparse.csgraph import connected_components
+
+    _, labels = connected_components(adj, directed=False)
+    keep = np.flatnonzero(labels == np.bincount(labels).argmax())
+    return adj[keep][:, keep].tocsr()

@@ -21,17 +21,10 @@ from tests.core.sparse_helpers import (
     dense_reference,
     grid,
     largest_angle,
+    largest_component,
     magnetic_laplacian,
     normalized_laplacian,
 )
-
-
-def _largest_component(adj: sp.csr_matrix) -> sp.csr_matrix:
-    from scipy.sparse.csgraph import connected_components
-
-    _, labels = connected_components(adj, directed=False)
-    keep = np.flatnonzero(labels == np.bincount(labels).argmax())
-    return adj[keep][:, keep].tocsr()
 
 
 def _shift_invert_reference(a: sp.spmatrix, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -58,7 +51,7 @@ def factored(monkeypatch):
 def test_auto_factors_a_geometric_graph_and_keeps_the_accuracy(factored):
     """The issue's case: default tol 1e-8; eigenvalues within 1e-8 relative (1e-12 * ||A||
     absolute for the zero eigenvalue), eigenspaces within 1e-6."""
-    lap = normalized_laplacian(_largest_component(adjacency_rgg(4000, seed=31)))
+    lap = normalized_laplacian(largest_component(adjacency_rgg(4000, seed=31)))
     plan = spectra.plan(lap, k=8)
     assert plan.methods == ("lanczos",) and plan.preconditioners == ("factor",)
     assert "shift-invert" in str(plan)
@@ -81,7 +74,7 @@ def test_factor_takes_fewer_iterations_than_amg(monkeypatch):
         return res
 
     monkeypatch.setattr(_api, "lobpcg", count)
-    lap = normalized_laplacian(_largest_component(adjacency_rgg(3000, seed=32)))
+    lap = normalized_laplacian(largest_component(adjacency_rgg(3000, seed=32)))
     w1 = spectra.eigvalsh(lap, k=8, precondition="factor", method="lobpcg")
     w2 = spectra.eigvalsh(lap, k=8, precondition="amg", spectrum_bound=(0, 2))
     np.testing.assert_allclose(w1, w2, atol=1e-12)
@@ -207,7 +200,7 @@ def test_small_max_memory_never_densifies_and_bounds_the_factor(monkeypatch):
         raise AssertionError("densified")
 
     monkeypatch.setattr(_api, "_densify", refuse)
-    lap = normalized_laplacian(_largest_component(adjacency_rgg(3000, seed=44)))
+    lap = normalized_laplacian(largest_component(adjacency_rgg(3000, seed=44)))
     n = lap.shape[0]
     budget = 12 << 20  # the dense n x n float64 matrix alone is 72 MiB
     plan = spectra.plan(lap, k=4, max_memory=budget)

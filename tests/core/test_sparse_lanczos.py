@@ -21,21 +21,14 @@ from tests.core.sparse_helpers import (
     dense_reference,
     grid,
     largest_angle,
+    largest_component,
     magnetic_laplacian,
     normalized_laplacian,
 )
 
 
-def _largest_component(adj: sp.csr_matrix) -> sp.csr_matrix:
-    from scipy.sparse.csgraph import connected_components
-
-    _, labels = connected_components(adj, directed=False)
-    keep = np.flatnonzero(labels == np.bincount(labels).argmax())
-    return adj[keep][:, keep].tocsr()
-
-
 def _rgg(n: int, seed: int) -> sp.csr_matrix:
-    return normalized_laplacian(_largest_component(adjacency_rgg(n, seed=seed)))
+    return normalized_laplacian(largest_component(adjacency_rgg(n, seed=seed)))
 
 
 def _shift_invert_reference(a: sp.spmatrix, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -128,7 +121,7 @@ def test_float32_and_complex_hermitian(runs):
     ref_w, ref_v = _shift_invert_reference(lap, 6)
     np.testing.assert_allclose(w32.numpy(), ref_w[:4], atol=1e-5)
     assert largest_angle(v32.double().numpy(), ref_v, ref_w, 4) < 1e-3
-    mag = magnetic_laplacian(_largest_component(adjacency_rgg(1500, seed=55)))
+    mag = magnetic_laplacian(largest_component(adjacency_rgg(1500, seed=55)))
     w, v = spectra.eigh(mag, k=5, tol=1e-10, method="lanczos")
     assert v.dtype == np.complex128
     ref_w, ref_v = dense_reference(mag)

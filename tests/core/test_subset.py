@@ -21,20 +21,6 @@ from .helpers import DTYPES, projector_distance, random_hermitian, tol, with_spe
 N = 120  # large enough for the planner to take the partial solve at small k
 
 
-@pytest.fixture
-def windows(monkeypatch):
-    """Every partial solve's ``(n, lo, hi)``, recorded at the solver."""
-    seen: list[tuple[int, int, int]] = []
-    inner = _lapack_subset.window_into
-
-    def spy(a, w, v, lo, hi):
-        seen.append((a.shape[-1], lo, hi))
-        return inner(a, w, v, lo, hi)
-
-    monkeypatch.setattr(_lapack_subset, "window_into", spy)
-    return seen
-
-
 def reference(a: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """SciPy's full decomposition of every matrix, vectors in the core's gauge."""
     x = a.detach().numpy().astype(np.complex128 if a.is_complex() else np.float64)

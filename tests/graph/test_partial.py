@@ -8,26 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from spectra.core._solvers import _lapack_subset
 from spectra.graph import heat_kernel_diagonal, laplacian_pe
 from spectra.graph._layout import graph_input
 from spectra.graph._sparse_path import Lowest, partial_solves
 from spectra.graph._spectrum import edge_spectra
 
 from .graphs import batch_of, dense_adj, random_graph, ref_eigh, ref_laplacian
-
-
-@pytest.fixture
-def windows(monkeypatch):
-    seen: list[tuple[int, int, int]] = []
-    inner = _lapack_subset.window_into
-
-    def spy(a, w, v, lo, hi):
-        seen.append((a.shape[-1], lo, hi))
-        return inner(a, w, v, lo, hi)
-
-    monkeypatch.setattr(_lapack_subset, "window_into", spy)
-    return seen
 
 
 def graphs(seed: int, sizes) -> list:

@@ -137,19 +137,25 @@ def fix_gauge(vectors: torch.Tensor) -> torch.Tensor:
     return vectors * gauge_phase(vectors)
 
 
+def _numba_pass_fits(vectors: torch.Tensor) -> bool:
+    """Whether a numba gauge pass may take this block: a CPU block without history whose
+    eigenvectors are contiguous (column-major, as LAPACK and the executor write them),
+    large enough to repay importing numba, whose kernels are ready (never compile inside a
+    call)."""
+    return (
+        vectors.device.type == "cpu"
+        and numba_pass_ok(vectors.numel())
+        and vectors.mT.is_contiguous()
+        and not vectors.requires_grad
+        and numba_passes_ready(vectors.dtype)
+    )
+
+
 def _numba_gauge_(vectors: torch.Tensor) -> bool:
-    """Gauge a real CPU block in place through :mod:`._kernels._numba_gauge` when its
-    eigenvectors are contiguous (column-major, as LAPACK and the executor write them) and
-    it is large enough to repay importing numba; ``False`` (nothing done) otherwise. Both
-    paths make the same decisions, so which one ran never shows in the result."""
-    if (
-        vectors.device.type != "cpu"
-        or vectors.dtype not in (torch.float32, torch.float64)
-        or not numba_pass_ok(vectors.numel())
-        or not vectors.mT.is_contiguous()
-        or vectors.requires_grad
-        or not numba_passes_ready(vectors.dtype)  # never compile inside a call
-    ):
+    """Gauge a real CPU block in place through :mod:`._kernels._numba_gauge` where
+    :func:`_numba_pass_fits`; ``False`` (nothing done) otherwise. Both paths make the same
+    decisions, so which one ran never shows in the result."""
+    if vectors.dtype not in (torch.float32, torch.float64) or not _numba_pass_fits(vectors):
         return False
     kernel = _numba_gauge_kernel(vectors.dtype)
     if kernel is None:
@@ -191,16 +197,10 @@ def _numba_gauge_kernel(dtype: torch.dtype) -> Callable[[Any], None] | None:
 
 def _numba_phase_(vectors: torch.Tensor) -> bool:
     """:func:`_complex_phase_` on a complex CPU block in place through
-    :mod:`._kernels._numba_phase`, under :func:`_numba_gauge_`'s conditions (contiguous
-    eigenvectors, a block that repays numba); ``False`` (nothing done) otherwise or where
-    the squares could under- or overflow. The same bits as the torch pass."""
-    if (
-        vectors.device.type != "cpu"
-        or not numba_pass_ok(vectors.numel())
-        or not vectors.mT.is_contiguous()
-        or vectors.requires_grad
-        or not numba_passes_ready(vectors.dtype)  # never compile inside a call
-    ):
+    :mod:`._kernels._numba_phase` where :func:`_numba_pass_fits`; ``False`` (nothing
+    done) otherwise or where the squares could under- or overflow. The same bits as the
+    torch pass."""
+    if not _numba_pass_fits(vectors):
         return False
     kernel = _numba_phase_kernel(vectors.dtype)
     if kernel is None:
