@@ -46,20 +46,25 @@ def paths(monkeypatch):
     """The eager paths the calls run: ``("direct", 1)`` or ``(strategy, workers)`` per
     ``execute`` of the pipeline (recorded inside the custom ops as well)."""
     seen: list[tuple[str, int]] = []
-    real_execute, real_direct = _solve.execute, _eigh.solve_direct
+    real_execute = _solve.execute
 
     def execute(p, *args, **kwargs):
         seen.append((p.strategy, p.workers))
         return real_execute(p, *args, **kwargs)
 
-    def direct(*args, **kwargs):
-        out = real_direct(*args, **kwargs)
-        if out is not None:
-            seen.append(("direct", 1))
-        return out
+    def recorded(real):
+        def direct(*args, **kwargs):
+            out = real(*args, **kwargs)
+            if out is not None:
+                seen.append(("direct", 1))
+            return out
+
+        return direct
 
     monkeypatch.setattr(_solve, "execute", execute)
-    monkeypatch.setattr(_eigh, "solve_direct", direct)
+    # the direct path: solve_direct, or eigh's shortcut for one plain 2-D tensor
+    monkeypatch.setattr(_eigh, "solve_direct", recorded(_eigh.solve_direct))
+    monkeypatch.setattr(_eigh, "solve_one", recorded(_eigh.solve_one))
     return seen
 
 
