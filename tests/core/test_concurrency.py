@@ -331,3 +331,33 @@ def test_ctrl_c_cancels_the_running_parts():
     sub-block; none is still running when the KeyboardInterrupt reaches the caller."""
     out = _run_script(CTRL_C_SCRIPT, timeout=110)
     assert "interrupt_main ok" in out and "SIGINT ok" in out
+
+
+def test_the_kernel_knobs_find_torchs_runtime_through_a_symlinked_environment(
+    tmp_path, monkeypatch
+):
+    """/proc/self/maps names libraries by resolved paths; a virtual environment reached
+    through a symbolic link (and scikit-learn's own libgomp loaded) must still give the
+    knobs torch's OpenMP runtime, or pool threads run torch at full thread count."""
+    import os
+
+    pytest.importorskip("sklearn")
+    import sklearn.utils  # noqa: F401  (loads scikit-learn's bundled OpenMP runtime)
+
+    link = tmp_path / "site-packages"
+    os.symlink(os.path.dirname(os.path.dirname(torch.__file__)), link)
+    monkeypatch.setattr(torch, "__file__", str(link / "torch" / "__init__.py"))
+    knobs = _threads._ThreadKnobs()
+    if not knobs.available:
+        pytest.skip("no per-thread OpenMP control in this torch build")
+    seen = []
+
+    def probe():
+        torch.get_num_threads()  # torch's lazy per-thread init first
+        knobs.omp_set(1)
+        seen.append(torch.get_num_threads())
+
+    worker = threading.Thread(target=probe)
+    worker.start()
+    worker.join()
+    assert seen == [1]

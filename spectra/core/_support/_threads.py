@@ -72,8 +72,10 @@ class _ThreadKnobs:
             return
         # torch's own OpenMP runtime first: other wheels (scikit-learn) bundle their own
         # libgomp, whose thread counts torch's kernels never read
-        torch_dir = os.path.dirname(torch.__file__)
-        paths.sort(key=lambda p: not p.startswith(torch_dir))
+        # (/proc/self/maps names files by their resolved paths: a virtual environment
+        # reached through a symbolic link must not hide torch's own runtime)
+        torch_dir = os.path.realpath(os.path.dirname(torch.__file__))
+        paths.sort(key=lambda p: not os.path.realpath(p).startswith(torch_dir))
         for path in paths:
             name = os.path.basename(path)
             if self.omp_set is None and ("gomp" in name or "iomp" in name or "libomp" in name):
