@@ -86,3 +86,20 @@ def largest_component(adj: sp.csr_matrix) -> sp.csr_matrix:
     _, labels = connected_components(adj, directed=False)
     keep = np.flatnonzero(labels == np.bincount(labels).argmax())
     return adj[keep][:, keep].tocsr()
+
+
+def lobpcg_iterations(monkeypatch) -> list[int]:
+    """The iteration count of every sparse LOBPCG run from now on (a spy on the core's
+    ``_sparse._api.lobpcg``), in the order they ran."""
+    from spectra.core._sparse import _api
+
+    counts: list[int] = []
+    real = _api.lobpcg
+
+    def count(*args, **kwargs):
+        res = real(*args, **kwargs)
+        counts.append(res.iterations)
+        return res
+
+    monkeypatch.setattr(_api, "lobpcg", count)
+    return counts

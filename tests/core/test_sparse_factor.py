@@ -22,6 +22,7 @@ from tests.core.sparse_helpers import (
     grid,
     largest_angle,
     largest_component,
+    lobpcg_iterations,
     magnetic_laplacian,
     normalized_laplacian,
 )
@@ -65,15 +66,7 @@ def test_auto_factors_a_geometric_graph_and_keeps_the_accuracy(factored):
 
 def test_factor_takes_fewer_iterations_than_amg(monkeypatch):
     pytest.importorskip("pyamg")
-    counts = []
-    real = _api.lobpcg
-
-    def count(*args, **kwargs):
-        res = real(*args, **kwargs)
-        counts.append(res.iterations)
-        return res
-
-    monkeypatch.setattr(_api, "lobpcg", count)
+    counts = lobpcg_iterations(monkeypatch)
     lap = normalized_laplacian(largest_component(adjacency_rgg(3000, seed=32)))
     w1 = spectra.eigvalsh(lap, k=8, precondition="factor", method="lobpcg")
     w2 = spectra.eigvalsh(lap, k=8, precondition="amg", spectrum_bound=(0, 2))

@@ -15,13 +15,14 @@ import scipy.sparse.linalg as sla
 import torch
 
 import spectra
-from spectra.core._sparse import _api, _krylov
+from spectra.core._sparse import _krylov
 from tests.core.sparse_helpers import (
     adjacency_rgg,
     dense_reference,
     grid,
     largest_angle,
     largest_component,
+    lobpcg_iterations,
     magnetic_laplacian,
     normalized_laplacian,
 )
@@ -176,15 +177,7 @@ def test_orthonormalize_drops_dependent_columns_and_keeps_the_span():
 
 
 def test_lanczos_solves_fewer_columns_than_lobpcg_with_the_same_factor(monkeypatch, runs):
-    counts = []
-    real = _api.lobpcg
-
-    def count(*args, **kwargs):
-        res = real(*args, **kwargs)
-        counts.append(res.iterations)
-        return res
-
-    monkeypatch.setattr(_api, "lobpcg", count)
+    counts = lobpcg_iterations(monkeypatch)
     lap = _rgg(3000, seed=61)
     w1 = spectra.eigvalsh(lap, k=8)
     w2 = spectra.eigvalsh(lap, k=8, method="lobpcg", precondition="factor")
