@@ -34,6 +34,7 @@ from torch.autograd import forward_ad
 
 from .._options import check_tolerance
 from .._request import Request
+from .._solvers._native import native_solve
 from .._solvers._torch_lapack import lapack_aligned, torch_eigh
 from .._strategies import STRATEGIES, registry_version
 from .._support._threads import restore_thread_kernel_threads, set_thread_kernel_threads
@@ -200,6 +201,9 @@ def _solve_one(
             return _solve_checked(a, vectors, True, check)
         except RuntimeError:  # LAPACK failed: the full path decides
             return None
+    done = native_solve(a, vectors, check)  # the compiled one-call route, where built
+    if done is not None:
+        return done
     # LAPACK's syevd/heevd run sequentially below SEQUENTIAL_LAPACK_N: the same bits on
     # one thread and on torch's default ones (tests/core/test_direct.py), so the thread
     # setting, 3 us of a 15 us call, is made only above it
