@@ -193,17 +193,20 @@ def _solve_one(
         or not 0 < n < THREADED_LAPACK_MIN_N
         or not _plain_cpu(a)
         or not _builtin_lapack(registry_version())
-        or (check and not torch.equal(a, a.mH))  # exactly Hermitian (and no NaN)
     ):
         return None
-    if a.requires_grad and torch.is_grad_enabled():  # solve_direct's tracked route
+    tracked = a.requires_grad and torch.is_grad_enabled()
+    if not tracked:  # the compiled one-call route (check, LAPACK, gauge), where built
+        done = native_solve(a, vectors, check)
+        if done is not None:
+            return done
+    if check and not torch.equal(a, a.mH):  # exactly Hermitian (and no NaN)
+        return None
+    if tracked:  # solve_direct's tracked route
         try:
             return _solve_checked(a, vectors, True, check)
         except RuntimeError:  # LAPACK failed: the full path decides
             return None
-    done = native_solve(a, vectors, check)  # the compiled one-call route, where built
-    if done is not None:
-        return done
     # LAPACK's syevd/heevd run sequentially below SEQUENTIAL_LAPACK_N: the same bits on
     # one thread and on torch's default ones (tests/core/test_direct.py), so the thread
     # setting, 3 us of a 15 us call, is made only above it
