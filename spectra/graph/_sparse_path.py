@@ -179,6 +179,32 @@ def sparse_candidates(
     return out
 
 
+def sparse_groups(
+    graphs: list[int], counts: list[int], components: list[int], lowest: Lowest | None
+) -> list[list[int]]:
+    """``graphs`` in the groups the core's sparse path solves together (its batched block
+    iteration): the same number of eigenpairs asked (:func:`wanted`), sizes within a factor
+    of two of the group's smallest; each group can be a job of its own.
+
+    >>> sizes, comps = [800, 1500, 5000, 900], [1, 1, 1, 2]
+    >>> sparse_groups([0, 1, 2, 3], sizes, comps, Lowest(8, plus_components=True))
+    [[0, 1], [2], [3]]
+    >>> sparse_groups([0, 1, 2, 3], sizes, comps, Lowest(8, deflate=True))
+    [[0, 3, 1], [2]]
+    """
+    if lowest is None:
+        return [graphs] if graphs else []
+    out: list[list[int]] = []
+    key = lambda g: (wanted(lowest, components[g]), counts[g])  # noqa: E731
+    for g in sorted(graphs, key=key):
+        last = out[-1] if out else None
+        if last is not None and key(last[0])[0] == key(g)[0] and counts[g] <= 2 * counts[last[0]]:
+            last.append(g)
+        else:
+            out.append([g])
+    return out
+
+
 def null_basis(nodes: torch.Tensor, labels: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """``(n, c)`` orthonormal null vectors of one graph's Laplacian: ``weight`` on each
     component (``sqrt(deg)`` for ``sym``, 1 for ``D - A``), normalized."""

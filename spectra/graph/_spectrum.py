@@ -3,7 +3,7 @@ the rest through the core's ragged path (memory ``sum n_g^2``, never ``G n_max^2
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from typing import Any, NamedTuple
 
@@ -12,6 +12,21 @@ import torch
 
 from ..core import eigh, fix_gauge
 from ._assemble import Entries, laplacian_entries, require_undirected
+from ._buckets import (
+    DENSE_ONE_THREAD_MAX_N,
+    _dense_cost,
+    fit_budget,
+    overlapped,
+    padded_members,
+    ragged_chunks,
+)
+from ._components import (  # noqa: F401  (re-exported: the tests' names)
+    PROPAGATE_MAX_N,
+    REACH_MAX_N,
+    _propagated_components,
+    count_edge_components,
+    edge_components,
+)
 from ._layout import (
     Edges,
     Layout,
@@ -20,15 +35,18 @@ from ._layout import (
     graph_input,
     to_numpy_fields,
 )
+from ._overlap import Job, run_jobs
 from ._parts import GraphSpectra, Part
 from ._sparse_path import (
-    DENSE_BYTES_PER_ENTRY,
-    ONE_THREAD_MAX_N,
     Lowest,
+    core_has_sparse,
+    dense_seconds,
     dense_wanted,
     partial_solves,
     sparse_candidates,
+    sparse_groups,
     sparse_parts,
+    sparse_seconds,
     split_options,
 )
 
@@ -57,110 +75,6 @@ class LaplacianSpectrum(NamedTuple):
         ar = torch.arange(w.shape[-1], device=w.device)
         mask = ar < torch.as_tensor(self.num_nodes).to(w.device).unsqueeze(-1)
         return mask.numpy() if isinstance(self.eigenvalues, np.ndarray) else mask
-
-
-def edge_components(edges: Edges) -> tuple[torch.Tensor, torch.Tensor]:
-    """Connected components per graph ``(G,)`` and the component of every node ``(N,)``
-    from an edge list (edges of nonzero weight).
-
-    Combinatorial (SciPy's ``csgraph.connected_components`` on the whole batch at once),
-    not a threshold on small eigenvalues; isolated nodes are components of their own.
-    """
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    layout = edges.layout
-    device = edges.weight.device
-    n_total = layout.num_nodes
-    if n_total == 0:
-        empty = torch.zeros(0, dtype=torch.long, device=device)
-        return torch.zeros(layout.num_graphs, dtype=torch.long, device=device), empty
-    nz = edges.weight != 0
-    if layout.num_graphs == 1 and n_total <= REACH_MAX_N:
-        return _reach_components(edges.src[nz], edges.dst[nz], n_total)
-    if layout.n_max <= PROPAGATE_MAX_N:
-        return _propagated_components(edges.src[nz], edges.dst[nz], layout)
-    rows, cols = edges.src[nz].cpu().numpy(), edges.dst[nz].cpu().numpy()
-    graph = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n_total, n_total))
-    _, labels = connected_components(graph, directed=False)
-    labels_t = torch.from_numpy(labels.astype(np.int64))
-    first = torch.full((int(labels.max()) + 1,), -1, dtype=torch.long)
-    first.scatter_(0, labels_t, layout.batch.cpu())
-    comps = torch.bincount(first, minlength=layout.num_graphs)
-    return comps.to(device), labels_t.to(device)
-
-
-REACH_MAX_N = 64  # one small graph: components by boolean squaring, no SciPy round trip
-
-
-def _reach_components(
-    src: torch.Tensor, dst: torch.Tensor, n: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Components of one small graph: reachability ``R = (I + A)^(2^j)`` by repeated
-    squaring until it stops growing; a node's label is the first node it reaches."""
-    reach = torch.eye(n, dtype=torch.float32, device=src.device)
-    reach[src, dst] = 1.0
-    reach[dst, src] = 1.0
-    for _ in range(max(n - 1, 1).bit_length()):
-        grown = ((reach @ reach) > 0).to(reach.dtype)
-        if torch.equal(grown, reach):
-            break
-        reach = grown
-    labels = reach.argmax(-1)  # the lowest-numbered node of each component
-    comps = (labels == torch.arange(n, device=src.device)).sum().reshape(1)
-    return comps, labels
-
-
-PROPAGATE_MAX_N = 256  # small graphs: components by label propagation, no SciPy round trip
-
-
-def _propagated_components(
-    src: torch.Tensor, dst: torch.Tensor, layout: Layout
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Components of many small graphs at once: every node takes the smallest label among
-    itself and its neighbours, then follows its label's label (pointer jumping), until
-    nothing changes (a few rounds for graphs of at most ``PROPAGATE_MAX_N`` nodes); a
-    component is a node that keeps its own label."""
-    n = layout.num_nodes
-    ar = torch.arange(n, device=src.device)
-    label = ar
-    both_src, both_dst = torch.cat([src, dst]), torch.cat([dst, src])
-    for _ in range(2 * max(layout.n_max, 2).bit_length() + 2 * layout.n_max):
-        new = label.scatter_reduce(0, both_src, label[both_dst], "amin")
-        new = new[new]
-        if torch.equal(new, label):
-            break
-        label = new
-    roots = label == ar
-    comps = torch.bincount(layout.batch[roots], minlength=layout.num_graphs)
-    return comps, label
-
-
-def count_edge_components(edges: Edges) -> torch.Tensor:
-    """Connected components per graph (see :func:`edge_components`)."""
-    return edge_components(edges)[0]
-
-
-# Cost of a dense eigh with vectors, in microseconds, n small to medium (fitted to the
-# measured 2-core LAPACK times in DESIGN.md: 6 us at n = 8, 78 us at 32, 274 us at 64).
-def _dense_cost(n: Any) -> Any:  # n: an int or a NumPy array of sizes
-    return 1.0 + 0.07 * n * n + 0.0008 * n**3
-
-
-PADDING_SLACK = 3.0  # padding may cost at most this much more than solving each size
-CALL_OVERHEAD_US = 300.0  # what one padded call saves over the ragged path's bookkeeping
-
-
-def padded_members(counts: Sequence[int]) -> int:
-    """The largest size ``s`` such that padding every graph of at most ``s`` nodes to ``s``
-    costs at most ``PADDING_SLACK`` times solving each at its own size (plus one call's
-    overhead); those graphs go in one padded call, the larger ones on the ragged path."""
-    sizes = np.sort(np.asarray([c for c in counts if c > 0], dtype=np.float64))
-    if not sizes.size:
-        return 0
-    cost = _dense_cost(sizes)
-    fits = np.arange(1, sizes.size + 1) * cost <= PADDING_SLACK * np.cumsum(cost) + CALL_OVERHEAD_US
-    return int(sizes[fits].max()) if fits.any() else 0
 
 
 def _pad_above(lap: torch.Tensor, counts: torch.Tensor, bound: torch.Tensor | None) -> torch.Tensor:
@@ -204,7 +118,9 @@ def solve_entries(
     """The eigenpairs of every graph's matrix: the similar small graphs in one padded call,
     the others in one ragged call (the core buckets them by size), and, when a feature
     needs only the ``lowest`` eigenpairs, the large graphs on the sparse path (``labels``
-    and ``null_weight``: the null space to deflate, see :mod:`._sparse_path`)."""
+    and ``null_weight``: the null space to deflate, see :mod:`._sparse_path`). Where there
+    are both sparse and dense graphs, the calls overlap over the core's workers
+    (:func:`overlapped`, :mod:`._overlap`)."""
     lay = entries.layout
     kw, sparse_kw, sparse_from = split_options(eigh_kw)
     kw.setdefault("check", False)  # finite and symmetric by construction (checked)
@@ -212,22 +128,9 @@ def solve_entries(
     comps = components.tolist()
     budget = kw.get("max_memory")
     budget = None if budget is None else int(budget)
-    parts: list[Part] = []
     big = sparse_candidates(counts, comps, lowest, sparse_from, budget)
-    if big:
-        assert lowest is not None
-        got = sparse_parts(
-            entries,
-            big,
-            lowest,
-            [comps[g] for g in big],
-            labels,
-            null_weight,
-            bound_two,
-            {**kw, **sparse_kw},
-        )
-        parts.extend(got or [])
-        big = big if got is not None else []
+    if big and not core_has_sparse():
+        big = []
     rest = sorted(set(range(lay.num_graphs)) - set(big))
     values = entries.values
     k_dense = dense_wanted(lowest, [comps[g] for g in rest])
@@ -235,47 +138,83 @@ def solve_entries(
     cut = padded_members([counts[g] for g in rest if g not in unpadded])
     small = [g for g in rest if 0 < counts[g] <= cut and g not in unpadded]
     large = [g for g in rest if counts[g] > cut or g in unpadded]
+    workers = overlapped(entries, big, rest, budget, kw)
+    if workers > 1:
+        kw = {**kw, "workers": 1}  # one kernel thread per job, no nested fan-out
+    jobs: list[Job[Part]] = []
+    groups = sparse_groups(big, counts, comps, lowest) if workers > 1 else [big] if big else []
+    for members in groups:  # overlapped: one job per call the core solves together
+        assert lowest is not None
+        jobs.append(
+            Job(
+                sum(sparse_seconds(counts[g]) for g in members),
+                _sparse_job(entries, members, lowest, comps, labels, null_weight, bound_two,
+                            {**kw, **sparse_kw}),
+            )
+        )  # fmt: skip
     if small:  # one padded call, or several where its dense buffers exceed max_memory
         chunks = fit_budget(small, [cut * cut] * len(small), budget)
         everyone = len(small) == lay.num_graphs and len(chunks) == 1
         for chunk in chunks:
             k = dense_wanted(lowest, [comps[g] for g in chunk])
-            with glue_threads(1):
-                parts.append(_padded_part(entries, chunk, everyone, bound_two, kw, k))
+            cost = 1e-6 * len(chunk) * float(_dense_cost(cut))
+            jobs.append(Job(cost, _padded_job(entries, chunk, everyone, bound_two, kw, k)))
     if large:  # the ragged path, its dense blocks cut to fit max_memory as well
-        for chunk in fit_budget(large, [counts[g] ** 2 for g in large], budget):
-            biggest = max(counts[g] for g in chunk)
+        for chunk in ragged_chunks(large, counts, comps, lowest, budget, workers, jobs):
             k = dense_wanted(lowest, [comps[g] for g in chunk])
-            with glue_threads(1) if biggest <= DENSE_ONE_THREAD_MAX_N else nullcontext():
-                parts.extend(_ragged_parts(entries, chunk, kw, k))
+            cost = sum(dense_seconds(counts[g], k) for g in chunk)
+            jobs.append(Job(cost, _ragged_job(entries, chunk, kw, k)))
+    parts = run_jobs(jobs, workers)
     if normalization == "rw":
         parts = [_rw(p, degree, lay) for p in parts]
     return GraphSpectra(lay, tuple(parts), components, degree, normalization, entries.values.dtype)
 
 
-#: dense solves of graphs up to this size run on one kernel thread in the calling thread
-#: (the core's ragged path still fans a list out over its workers). Measured on the
-#: 2-core machine under load (load average 8): 20 Laplacians of 180-915 nodes took
-#: 0.84 s on one thread and 4.6-18 s with two (threaded LAPACK oversubscribed).
-DENSE_ONE_THREAD_MAX_N = ONE_THREAD_MAX_N
+def _sparse_job(
+    entries: Entries,
+    graphs: list[int],
+    lowest: Lowest,
+    comps: list[int],
+    labels: torch.Tensor | None,
+    null_weight: torch.Tensor | None,
+    bound_two: bool,
+    kw: dict[str, Any],
+) -> Callable[[], list[Part]]:
+    def run() -> list[Part]:
+        got = sparse_parts(
+            entries, graphs, lowest, [comps[g] for g in graphs], labels, null_weight,
+            bound_two, kw,
+        )  # fmt: skip
+        assert got is not None  # core_has_sparse() was asked first
+        return got
+
+    return run
 
 
-def fit_budget(graphs: list[int], entries: list[int], budget: int | None) -> list[list[int]]:
-    """``graphs`` cut into consecutive calls whose dense buffers (``entries`` matrix entries
-    per graph, ``DENSE_BYTES_PER_ENTRY`` bytes each) fit ``budget`` (``None``: one call; a
-    graph that alone exceeds it gets a call of its own)."""
-    if budget is None:
-        return [graphs]
-    out: list[list[int]] = [[]]
-    used = 0
-    for g, size in zip(graphs, entries, strict=True):
-        need = size * DENSE_BYTES_PER_ENTRY
-        if out[-1] and used + need > budget:
-            out.append([])
-            used = 0
-        out[-1].append(g)
-        used += need
-    return out
+def _padded_job(
+    entries: Entries,
+    graphs: list[int],
+    everyone: bool,
+    bound_two: bool,
+    kw: dict[str, Any],
+    k: int | None,
+) -> Callable[[], list[Part]]:
+    def run() -> list[Part]:
+        with glue_threads(1):
+            return [_padded_part(entries, graphs, everyone, bound_two, kw, k)]
+
+    return run
+
+
+def _ragged_job(
+    entries: Entries, graphs: list[int], kw: dict[str, Any], k: int | None
+) -> Callable[[], list[Part]]:
+    def run() -> list[Part]:
+        biggest = max(int(entries.layout.counts[g]) for g in graphs)
+        with glue_threads(1) if biggest <= DENSE_ONE_THREAD_MAX_N else nullcontext():
+            return _ragged_parts(entries, graphs, kw, k)
+
+    return run
 
 
 def _padded_part(
