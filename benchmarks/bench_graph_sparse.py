@@ -16,7 +16,9 @@ Rows:
 - ``D&D-like``: 128 graphs with sizes drawn like D&D (log-normal, mean ~260-290, largest
   5,748 nodes): ``LaplacianPE(8)`` on one ``Batch`` vs PyG's transform looped over the
   graphs (goal: at least 5x); how many graphs the core solved by its partial dense solve
-  (`partial_dense_solves`, the `k` lowest eigenpairs only) and their size range.
+  (`partial_dense_solves`, the `k` lowest eigenpairs only) and their size range; the same
+  transform with its sparse and dense calls in turn instead of overlapped over the
+  workers (``in_turn_s``, and ``overlap_gain`` = in turn / overlapped, same rounds).
 
 Every row interleaves spectra and its peer round by round (the order rotating,
 ``benchmarks._timing.rotating_rounds``) and reports medians with quartiles of each side and
@@ -177,6 +179,27 @@ def _window_spy() -> tuple[list[int], Any]:
     return sizes, undo
 
 
+def _in_turn(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` with the graph domain's sparse and dense calls in turn, not overlapped over
+    the workers (``spectra.graph._buckets.overlapped`` answering 1): the same-run "before"
+    of the overlap; ``fn`` itself where the domain has no overlap."""
+    try:
+        import spectra.graph._spectrum as spectrum
+
+        real = spectrum.overlapped
+    except (ImportError, AttributeError):  # an older domain
+        return fn
+
+    def run() -> Any:
+        spectrum.overlapped = lambda *args: 1
+        try:
+            return fn()
+        finally:
+            spectrum.overlapped = real
+
+    return run
+
+
 def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
     from torch_geometric.data import Batch
     from torch_geometric.transforms import AddLaplacianEigenvectorPE
@@ -244,15 +267,20 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
     windows, undo = _window_spy()
     pe(copy.copy(batch))
     undo()
+    in_turn = _in_turn(lambda: pe(copy.copy(batch)))
+    in_turn()
     load = os.getloadavg()
-    fns = {"spectra": lambda: pe(copy.copy(batch)),
+    fns = {"spectra": lambda: pe(copy.copy(batch)), "in_turn": in_turn,
            "pyg": lambda: [pyg(copy.copy(g)) for g in graphs]}  # fmt: skip
-    times = rotating_rounds(fns, rounds=3, calls=1)
+    times = rotating_rounds(fns, rounds=3 if quick else 5, calls=1)
     sizes = [g.num_nodes for g in graphs]
+    gain = [t / o for o, t in zip(times["spectra"], times["in_turn"], strict=True)]
     rows.append(paired(f"D&D-like {count} graphs (mean {np.mean(sizes):.0f}, max {max(sizes)})",
                        times, "spectra", "pyg", peer="PyG loop", goal=">= 5",
                        partial_dense_solves=len(windows),
                        partial_dense_sizes=[min(windows, default=0), max(windows, default=0)],
+                       in_turn_s=quartiles(times["in_turn"]),
+                       overlap_gain=quartiles(gain),
                        load_before=load, load_after=os.getloadavg()))  # fmt: skip
     return rows
 

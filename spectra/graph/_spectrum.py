@@ -251,22 +251,28 @@ def _ragged_parts(
     entries: Entries, graphs: list[int], kw: dict[str, Any], k: int | None = None
 ) -> list[Part]:
     """One ragged core call (``k``: only the ``k`` lowest eigenpairs of each graph, where
-    every graph has more); results of equal size stacked back into one part."""
+    every graph has more): those ``(n_g, k)`` results in one part, zero-padded to the
+    largest graph of the call (``k`` columns each: small); every eigenpair: the results of
+    equal size stacked into one part each (never padded to ``n_max^2``)."""
     lay = entries.layout
-    smallest = min(int(lay.counts[g]) for g in graphs)
-    m = k if k is not None and k < smallest else None
+    counts_all = [int(lay.counts[g]) for g in graphs]
+    m = k if k is not None and k < min(counts_all) else None
     ws, vs = eigh(entries.dense_blocks(graphs), k=m, **kw)
+    if m is not None:  # a column per wanted eigenpair: one part for the whole call
+        counts = torch.tensor(counts_all, dtype=torch.long)
+        v = torch.nn.utils.rnn.pad_sequence(list(vs), batch_first=True)
+        index = torch.as_tensor(graphs, dtype=torch.long)
+        return [Part(index, torch.stack(ws), v, counts, counts.clamp_max(m), False, "ragged")]
     by_size: dict[int, list[int]] = {}
-    for i, g in enumerate(graphs):
-        by_size.setdefault(int(lay.counts[g]), []).append(i)
+    for i, n in enumerate(counts_all):
+        by_size.setdefault(n, []).append(i)
     parts = []
     for n, members in by_size.items():
         index = torch.as_tensor([graphs[i] for i in members], dtype=torch.long)
         counts = torch.full((len(members),), n, dtype=torch.long)
         w = torch.stack([ws[i] for i in members])
         v = torch.stack([vs[i] for i in members])
-        valid = counts if m is None else counts.clamp_max(m)
-        parts.append(Part(index, w, v, counts, valid, m is None, "ragged"))
+        parts.append(Part(index, w, v, counts, counts, True, "ragged"))
     return parts
 
 
