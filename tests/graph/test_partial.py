@@ -75,3 +75,25 @@ def test_partial_parts_say_they_are_incomplete():
     assert all(not p.complete and p.eigenvectors.shape[-1] < 20 for p in part)
     whole = edge_spectra(edges, "sym", lowest=Lowest(5, deflate=True, partial=False)).parts
     assert all(p.complete for p in whole)
+
+
+def test_a_ragged_partial_call_is_one_zero_padded_part(windows):
+    gs = graphs(6, [150, 210, 260, 180])  # four sizes, each windowed
+    ei, ew, batch, sizes = batch_of(gs)
+    edges, *_ = graph_input(ei, ew, batch, None, None, "cpu", torch.float64)
+    spec = edge_spectra(edges, "sym", lowest=Lowest(5, deflate=True), workers=1)
+    assert {n for n, _, _ in windows} == set(sizes)  # the partial solve ran for each
+    assert spec.paths == ("ragged",)  # one part for the call, not one per size
+    (part,) = spec.parts
+    assert part.eigenvectors.shape[-2] == max(sizes) and not part.complete
+    for i, n in enumerate(part.counts.tolist()):
+        assert not part.eigenvectors[i, n:].any()  # padded rows are zero
+    pe, mask, vals = spec.columns(spec.num_components, 5)
+    ptr = np.cumsum([0, *sizes])
+    for g, (gei, gew, n) in enumerate(gs):
+        w, v = ref_eigh(ref_laplacian(dense_adj(gei, n, gew), "sym"))
+        c = int(spec.num_components[g])
+        np.testing.assert_allclose(vals[g].numpy(), w[c : c + 5], rtol=1e-9, atol=1e-12)
+        got, ref = pe[ptr[g] : ptr[g + 1]].numpy(), v[:, c : c + 5]
+        np.testing.assert_allclose(np.abs(got.T @ ref), np.eye(5), atol=1e-7)  # same vectors
+    assert bool(mask.all())
