@@ -33,7 +33,6 @@ Forward mode (``jvp``) uses the same factor: ``dw = diag(V^H dA V)``,
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -49,15 +48,12 @@ from ._backward_fast import (
     torch_backward,
     well_separated,
 )
+from ._degenerate import DegenerateGradientWarning as DegenerateGradientWarning  # re-exported
+from ._degenerate import _apply_policy, _beyond_roundoff, _unresolved
 
 Solver = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 Grad = torch.Tensor | None  # a gradient that may be absent
 DEGENERATE_POLICIES = ("warn", "nan", "ignore")
-
-
-class DegenerateGradientWarning(UserWarning):
-    """The upstream gradient has a component inside a degenerate eigenspace that the
-    eigh backward cannot resolve (see :func:`spectra.matrix_function`)."""
 
 
 def check_policy(degenerate: Any) -> str:
@@ -116,71 +112,6 @@ def _factor(
     factor = torch.where(degenerate, torch.zeros_like(factor), factor)
     eye = torch.eye(w.shape[-1], dtype=torch.bool, device=w.device)
     return factor, degenerate & ~eye
-
-
-def _beyond_roundoff(x: torch.Tensor) -> torch.Tensor:
-    """Entries of ``x`` above round-off relative to each matrix's largest entry."""
-    size = x.abs()
-    peak = size.flatten(-2).amax(-1).unsqueeze(-1).unsqueeze(-1)
-    return (size > 1e3 * torch.finfo(size.dtype).eps * peak) & (peak > 0)
-
-
-def _unresolved(
-    m: torch.Tensor, degenerate_pairs: torch.Tensor, gw: torch.Tensor | None = None
-) -> torch.Tensor:
-    """Per matrix: does ``m = V^H gV`` carry a component on a degenerate pair that masking
-    drops?
-
-    Its anti-Hermitian part there is what a loss depending on the basis inside the
-    eigenspace produces: always flagged. Its Hermitian part there, together with a
-    gradient on those eigenvalues, is what a spectral function ``sum f(w_i) v_i v_i^H``
-    produces (its exact gradient has the ``f'(w)`` term masking drops); a loss of the
-    eigenspace alone (its projector), which masking gets right, has no eigenvalue
-    gradient and is not flagged.
-    """
-    skew = _beyond_roundoff(0.5 * (m - m.mH)) & degenerate_pairs
-    hit = skew
-    if m.is_complex():
-        # a loss that depends on the phase of a complex eigenvector (Im diag(V^H gV) != 0):
-        # the gauge is treated as constant, so this part is dropped (torch raises here)
-        size = m.abs()
-        peak = size.flatten(-2).amax(-1, keepdim=True)
-        imag = torch.diagonal(m, dim1=-2, dim2=-1).imag.abs()
-        phase = (imag > 1e3 * torch.finfo(size.dtype).eps * peak) & (peak > 0)
-        hit = hit | torch.diag_embed(phase)
-    if gw is not None:
-        herm = _beyond_roundoff(0.5 * (m + m.mH)) & degenerate_pairs
-        g = gw.abs()
-        on_w = g > 1e3 * torch.finfo(g.dtype).eps * g.amax(-1, keepdim=True)
-        hit = hit | (herm & (on_w.unsqueeze(-1) | on_w.unsqueeze(-2)))
-    return hit.flatten(-2).any(-1)
-
-
-def _apply_policy(bad: torch.Tensor, out: torch.Tensor, policy: str, where: str) -> torch.Tensor:
-    if policy == "ignore":
-        return out
-    if torch._C._functorch.is_functorch_wrapped_tensor(bad):
-        # under torch.func.vmap no data-dependent branch is possible: NaN is applied
-        # elementwise, a warning cannot be decided per batch member and is skipped
-        if policy != "nan":
-            return out
-    elif not bool(bad.any()):
-        return out
-    if policy == "nan":
-        nan = torch.full((), float("nan"), dtype=out.dtype, device=out.device)
-        return torch.where(bad.reshape(*bad.shape, *([1] * (out.ndim - bad.ndim))), nan, out)
-    warnings.warn(
-        f"spectra.eigh {where}: the gradient depends on what eigh cannot differentiate "
-        f"({int(bad.sum())} matrices): the basis chosen inside an exactly degenerate "
-        "eigenspace, the split of a degeneracy, or the phase of complex eigenvectors. "
-        "Degenerate pairs are masked and the phase held fixed, which is exact for losses "
-        "invariant under both but wrong for spectral functions V f(W) V^H: use "
-        "spectra.matrix_function(a, f) for those (exact at degeneracies), or "
-        "degenerate='nan' / 'ignore' to choose another policy",
-        DegenerateGradientWarning,
-        stacklevel=3,
-    )
-    return out
 
 
 def _backward_block(w, v, gw, gv, opts: BackwardOptions) -> tuple[torch.Tensor, torch.Tensor]:
@@ -373,7 +304,7 @@ def eigh_with_grad(
 
     ``native``, if given, computes bitwise what ``solver`` computes but on the tracked
     ``a`` through ``torch.linalg.eigh``'s own autograd (the gauge as
-    :func:`~._backward_fast.gauge_by_signs`). Under plain autograd, for a real ``a`` and
+    :func:`~._backward_fast.gauge_fresh`). Under plain autograd, for a real ``a`` and
     no broadening, its result is returned as is when the spectrum is well separated
     (torch's C++ backward is then the degenerate-safe one's value, without a Python
     node); otherwise its values get this module's rule, with no second solve.
@@ -387,15 +318,20 @@ def eigh_with_grad(
         w, v = native(a)
         tol = opts.degenerate_tol
         assert tol is not None
-        if w.grad_fn is not None and _one_chunk(v, opts) and well_separated(w, tol):
+        if w.requires_grad and _one_chunk(v, opts) and well_separated(w, tol):
             return w, v
-        wd, vd = w.detach(), v.detach()
-        solver = lambda _a: (wd, vd)  # noqa: E731  the values computed: no second solve
+        solver = _values(w, v)  # the values computed: no second solve
     # plain autograd: torch's Function.apply binds the arguments through inspect.signature
     # on every call (tens of microseconds, a visible share of one small matrix's
     # forward + backward); with positional arguments and no defaults there is nothing to
     # bind, so the C entry point is called directly (what apply does after binding)
     return _APPLY(_EighFunction, a, solver, opts)
+
+
+def _values(w: torch.Tensor, v: torch.Tensor) -> Solver:
+    """A solver that returns ``(w, v)``'s values (detached), whatever it is handed."""
+    wd, vd = w.detach(), v.detach()
+    return lambda _a: (wd, vd)
 
 
 @functools.lru_cache(maxsize=256)

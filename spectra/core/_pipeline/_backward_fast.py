@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 import torch
+from torch.autograd import forward_ad
 
 from .._support import _threads
 from .._support._arrays import default_tolerance
@@ -48,27 +49,34 @@ def well_separated(w: torch.Tensor, tol: float) -> bool:
     >>> well_separated(torch.tensor([1.0, 1.0, 3.0], dtype=torch.float64), 1e-13)
     False
     """
+    if w.dim() == 1 and w.dtype == torch.float64 and w.is_cpu and len(w) <= _PYTHON_ROWS_MAX:
+        return _row_separated(w.tolist(), tol)  # one matrix: one tolist, no detach
     n = w.shape[-1]
     if n < 2 or w.numel() == 0:
         return True
     x = w.detach()
-    if x.device.type == "cpu":
+    if x.is_cpu:
         if x.dtype == torch.float64 and x.numel() <= _PYTHON_ROWS_MAX:
             # Python floats are float64: the same gaps and bounds in a few bytecodes
-            rows = x.tolist() if x.dim() == 1 else x.reshape(-1, n).tolist()
-            for row in rows if x.dim() > 1 else (rows,):
-                bound = tol * max(max(row), -min(row), _TINY64)
-                prev = row[0]
-                for cur in row[1:]:
-                    if not cur - prev > bound:
-                        return False
-                    prev = cur
-            return True
+            return all(_row_separated(row, tol) for row in x.reshape(-1, n).tolist())
         y = x.numpy()
         scale = np.maximum(np.abs(y).max(-1, keepdims=True), np.finfo(y.dtype).tiny)
         return bool((np.diff(y, axis=-1) > tol * scale).all())
     scale = x.abs().amax(-1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
     return bool((x.diff(dim=-1) > tol * scale).all())
+
+
+def _row_separated(row: list[float], tol: float) -> bool:
+    """:func:`well_separated` for one ascending row of float64 eigenvalues."""
+    if len(row) < 2:
+        return True
+    bound = tol * max(max(row), -min(row), _TINY64)
+    prev = row[0]
+    for cur in row[1:]:
+        if not cur - prev > bound:  # NaN fails too
+            return False
+        prev = cur
+    return True
 
 
 #: up to this many eigenvalues :func:`well_separated` reads them as Python floats
@@ -186,33 +194,112 @@ def gauge_by_signs(v: torch.Tensor) -> torch.Tensor:
             [ 0.8000,  0.6000]], dtype=torch.float64)
     """
     x = v.detach()
-    size = x.numel()
-    tol = _SCREEN_TOLERANCE.get(x.dtype) if x.device.type == "cpu" else None
-    if tol is not None and 0 < size <= SMALL_GAUGE_MAX_ENTRIES:
-        rows = x.mT.numpy()  # (..., vector, entry): C-contiguous for LAPACK's output
-        if size <= _SCREEN_MAX_ENTRIES and rows.flags.c_contiguous:
+    tol = _SCREEN_TOLERANCE.get(x.dtype) if x.is_cpu else None
+    if tol is None:  # not a real CPU block: the gauge on a copy, the flips read off
+        fixed = fix_gauge_small_(x.clone())
+        factor = 1 - 2 * ((fixed != x) & ~x.isnan()).any(-2).to(x.dtype)
+        return v * factor.unsqueeze(-2)
+    flips = _flips(x, x.numpy(), tol)
+    if isinstance(flips, list):
+        if not flips:
+            return v
+        return v * _sign_factor(x.dtype, tuple(x.shape), tuple(flips))
+    if not flips.any():
+        return v
+    return v * torch.from_numpy(_signs(flips, x.dtype))
+
+
+def gauge_fresh(v: torch.Tensor) -> torch.Tensor:
+    """:func:`gauge_by_signs` for ``v`` straight from ``torch.linalg.eigh``'s own autograd
+    node (plain autograd, no forward-mode tangent): where the block is a real CPU one and
+    no saved-tensor hooks are active, the flipped columns are negated in place through a
+    NumPy view, which the node's saved ``v`` shares, so that there is no multiply node
+    (10-20 us of one small matrix's forward + backward, measured); elsewhere
+    :func:`gauge_by_signs`.
+
+    Sound because the node's backward is covariant under column signs: with ``S`` the
+    flips, ``eigh_backward(w, V S, gw, G)`` equals ``eigh_backward(w, V, gw, G S)``, the
+    gradient through ``V`` and the multiply (both conjugate ``V^H G`` by ``S``, exactly),
+    so the node differentiates the gauged outputs as the custom rule does, bit for bit
+    (``tests/core/test_backward_one.py``), double backward included (its saved ``V`` is
+    the gauged output, whose history is the node). The write bypasses the version
+    counter on purpose: it happens before anyone else holds ``v``. Saved-tensor hooks
+    (``torch.autograd.graph.saved_tensors_hooks``, ``save_on_cpu``, checkpointing) may
+    have packed a copy of the ungauged ``v``: then the multiply runs.
+
+    >>> a = torch.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=torch.float64, requires_grad=True)
+    >>> w, v = torch.linalg.eigh(a)
+    >>> gauge_fresh(v) is v, type(v.grad_fn).__name__
+    (True, 'LinalgEighBackward0')
+    >>> torch.equal(v.detach(), fix_gauge_small_(torch.linalg.eigh(a.detach()).eigenvectors))
+    True
+    """
+    tol = _SCREEN_TOLERANCE.get(v.dtype) if v.is_cpu else None
+    if tol is None or _saved_tensor_hooks(False) is not None or forward_ad._current_level >= 0:
+        return gauge_by_signs(v)
+    x = v.detach()
+    flips: list[int] | np.ndarray | None = None
+    if v.dim() == 2 and v.numel() <= _SCREEN_MAX_ENTRIES:  # one matrix: a tolist of v
+        flips = _column_flips(v.tolist(), tol)
+        if flips == []:
+            return v
+    a = x.numpy()  # (..., entry, vector): a view of v's memory and of the node's saved v
+    if flips is None:
+        flips = _flips(x, a, tol)
+    if isinstance(flips, list):
+        if flips:
+            np.multiply(a, _sign_array(x.dtype, a.shape, tuple(flips)), out=a)
+    elif flips.any():
+        np.multiply(a, _signs(flips, x.dtype), out=a)
+    return v
+
+
+def _column_flips(rows: list[list[float]], tol: float) -> list[int] | None:
+    """``_python_flips`` on one matrix's ``tolist`` (rows of entries): the columns whose
+    gauge sign is -1, or ``None`` where a column might hold an opposite-sign near-tie or
+    is not finite (the same decisions: the same floats, the same arithmetic)."""
+    flips = []
+    for j, col in enumerate(zip(*rows, strict=True)):
+        hi, lo = max(col), min(col)
+        s = hi + lo
+        if not abs(s) > 2 * tol * (hi - lo):  # a possible tie, NaN or Inf
+            return None
+        if s < 0:
+            flips.append(j)
+    return flips
+
+
+def _flips(x: torch.Tensor, a: np.ndarray, tol: float) -> list[int] | np.ndarray:
+    """The columns of the real CPU block ``x`` (no history; ``a`` its NumPy view) that
+    the gauge negates: a list of flat column indices (the Python screen, small blocks) or
+    a mask ``(..., m)`` (the NumPy screen, or the gauge itself on a copy where a screen
+    cannot decide: a near-tie, a non-finite entry, a large block)."""
+    size = a.size
+    if 0 < size <= SMALL_GAUGE_MAX_ENTRIES:
+        rows = a.T if a.ndim == 2 else np.swapaxes(a, -1, -2)  # (..., vector, entry)
+        if size <= _SCREEN_MAX_ENTRIES:
             flips = _python_flips(rows, tol)
             if flips is not None:
-                if not flips:
-                    return v
-                return v * _sign_factor(x.dtype, tuple(x.shape), tuple(flips))
-        elif size > _SCREEN_MAX_ENTRIES:
+                return flips
+        else:
             mask = _numpy_flips(rows, tol)
             if mask is not None:
-                if not mask.any():
-                    return v
-                signs = np.where(mask, -1.0, 1.0).astype(rows.dtype)[..., None, :]
-                return v * torch.from_numpy(signs)
-    fixed = fix_gauge_small_(x.clone())
-    if fixed.device.type == "cpu":
-        got, was = fixed.numpy(), x.numpy()
-        flipped = ((got != was) & ~np.isnan(was)).any(-2)  # NaN: no sign to read
-        if not flipped.any():
-            return v
-        factor = torch.from_numpy(np.where(flipped, -1.0, 1.0).astype(got.dtype))
-    else:
-        factor = 1 - 2 * ((fixed != x) & ~x.isnan()).any(-2).to(x.dtype)
-    return v * factor.unsqueeze(-2)
+                return mask
+    fixed = fix_gauge_small_(x.clone()).numpy()
+    return ((fixed != a) & ~np.isnan(a)).any(-2)  # NaN: no sign to read
+
+
+def _signs(mask: np.ndarray, dtype: torch.dtype) -> np.ndarray:
+    """The ``(..., 1, m)`` factor of -1 where ``mask`` (``(..., m)``) is set, else 1."""
+    return np.where(mask, -1.0, 1.0).astype(_NUMPY_REAL[dtype])[..., None, :]
+
+
+@functools.lru_cache(maxsize=4096)
+def _sign_array(dtype: torch.dtype, shape: tuple[int, ...], flips: tuple[int, ...]) -> np.ndarray:
+    """:func:`_sign_factor` as a read-only NumPy array (for an in-place multiply)."""
+    signs = _sign_factor(dtype, shape, flips).numpy()
+    signs.flags.writeable = False
+    return signs
 
 
 def _numpy_flips(rows: np.ndarray, tol: float) -> np.ndarray | None:
@@ -250,3 +337,6 @@ def _sign_factor(
 _SCREEN_MAX_ENTRIES = _PYTHON_GAUGE_MAX_ENTRIES
 #: the screen's tolerance for the real dtypes it serves (the gauge's own)
 _SCREEN_TOLERANCE = {d: default_tolerance(d) for d in (torch.float32, torch.float64)}
+_NUMPY_REAL = {torch.float32: np.float32, torch.float64: np.float64}
+#: the innermost saved-tensor hooks (``None`` when none is active)
+_saved_tensor_hooks = torch._C._autograd._top_saved_tensors_default_hooks
