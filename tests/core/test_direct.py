@@ -268,6 +268,8 @@ def test_one_matrix_shortcut_keeps_the_checks_and_options():
 
 
 def test_a_tracked_small_matrix_takes_torchs_own_node_where_separated(monkeypatch):
+    # without the compiled one-call route (tests/core/test_backward_one.py has that one)
+    monkeypatch.setattr(_direct, "native_solve", lambda *args: None)
     a0 = random_hermitian((1,), 5, torch.float64, seed=21)[0]
     calls = []
     real = _direct._solve_native
@@ -317,6 +319,7 @@ def test_k_of_n_that_the_planner_windows_leaves_the_direct_path():
 
 
 def test_a_tracked_plain_matrix_takes_the_shortcut(monkeypatch):
+    monkeypatch.setattr(_direct, "native_solve", lambda *args: None)  # torch's node then
     a0 = random_hermitian((1,), 6, torch.float64, seed=24)[0]
     want_w, want_v = spectra.eigh(a0.clone().requires_grad_())  # whichever route
     from spectra.core import _eigh
@@ -343,7 +346,7 @@ def test_tracked_eigenvalues_skip_the_gauge_and_keep_the_gradients_bits(monkeypa
     # eigh's eigenvalues on the same direct path: gauged eigenvectors under the same rule
     b = a0.clone().requires_grad_()
     (spectra.eigh(b).eigenvalues ** 2).sum().backward()
-    monkeypatch.setattr(_direct, "gauge_by_signs", lambda v: pytest.fail("gauge computed"))
+    monkeypatch.setattr(_direct, "gauge_fresh", lambda v: pytest.fail("gauge computed"))
     monkeypatch.setattr(_direct, "fix_gauge_small_", lambda v: pytest.fail("gauge computed"))
     a = a0.clone().requires_grad_()
     w = spectra.eigvalsh(a)

@@ -39,7 +39,8 @@ from .._solvers._torch_lapack import lapack_aligned, torch_eigh
 from .._strategies import STRATEGIES, registry_version
 from .._support._threads import restore_thread_kernel_threads, set_thread_kernel_threads
 from ._autograd import eigh_with_grad
-from ._backward_fast import gauge_by_signs
+from ._autograd_one import eigh_native, with_backward
+from ._backward_fast import gauge_fresh
 from ._checks import InputRejected, quick_check
 from ._gauge import fix_gauge_small_
 from ._plan import THREADED_LAPACK_MIN_N, direct_path, plan
@@ -130,9 +131,9 @@ def _eigh_tracked(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def _solve_native(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`_solve_gauged` on the tracked ``x`` itself (``x`` LAPACK-aligned): the same
     LAPACK call, so the same bits, differentiated by torch's own autograd node; the gauge
-    a multiply by the columns' signs (:func:`~._backward_fast.gauge_by_signs`)."""
+    applied to the node's own output (:func:`~._backward_fast.gauge_fresh`)."""
     w, v = _eigh_tracked(x)
-    return w, gauge_by_signs(v)
+    return w, gauge_fresh(v)
 
 
 def _solve_checked(
@@ -142,12 +143,17 @@ def _solve_checked(
     a non-finite result (the full path then refuses the input with its indices)."""
     if tracked:  # the planned path's autograd rule around the same solve
         aligned = lapack_aligned(flat)
-        if vectors:
+        known = False  # whether the eigenvalues are known to be finite
+        if aligned and not flat.is_complex() and not torch._C._are_functorch_transforms_active():
+            # torch's own node, the default options: the short entry (same answer)
+            w, v, known = eigh_native(flat, _solve_native if vectors else _eigh_tracked)
+            known = known and flat.shape[-1] > 1  # separated: every gap finite
+        elif vectors:
             native = _solve_native if aligned else None
             w, v = eigh_with_grad(flat, _solve_gauged, native=native)
         else:  # eigenvalues only: no gauge to compute
             w, v = eigh_with_grad(flat, _solve_ungauged, native=_eigh_tracked if aligned else None)
-        if check and not _all_finite(w.detach()):
+        if check and not known and not _all_finite(w.detach()):
             return None
         return w, (v if vectors else None)
     w, vv = _solve(flat, vectors)
@@ -156,6 +162,34 @@ def _solve_checked(
     if vv is not None:
         fix_gauge_small_(vv)
     return w, vv
+
+
+def _tracked_one(
+    a: torch.Tensor, vectors: bool, check: bool
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """:func:`_solve_checked`'s tracked route for one plain 2-D CPU matrix (LAPACK-aligned,
+    as any single matrix) in its fewest steps, the checks included. Under plain autograd
+    the compiled one-call route (check, LAPACK, gauge) solves it and the lightest node
+    (:func:`~._autograd_one.with_backward`) differentiates it; without that route a real
+    matrix goes to torch's own node (:func:`~._autograd_one.eigh_native`)."""
+    if not torch._C._are_functorch_transforms_active():
+        done = native_solve(a, True, check)  # eigenvalues only: the backward needs V too
+        if done is not None:
+            w, v, gauged = done
+            assert v is not None
+            if vectors and not gauged:  # squared moduli outside the compiled gauge's range
+                fix_gauge_small_(v)
+            w, v = with_backward(a, w, v)
+            return w, (v if vectors else None)
+    if check and not torch.equal(a, a.mH):  # exactly Hermitian (and no NaN)
+        return None
+    if a.is_complex() or torch._C._are_functorch_transforms_active():
+        return _solve_checked(a, vectors, True, check)
+    w, v, separated = eigh_native(a, _solve_native if vectors else _eigh_tracked)
+    # well separated (n > 1): every gap finite, so every eigenvalue
+    if check and not (separated and a.shape[0] > 1) and not _all_finite(w.detach()):
+        return None
+    return w, (v if vectors else None)
 
 
 @functools.lru_cache(maxsize=64)
@@ -200,13 +234,13 @@ def _solve_one(
         done = native_solve(a, vectors, check)
         if done is not None:
             return done
-    if check and not torch.equal(a, a.mH):  # exactly Hermitian (and no NaN)
-        return None
-    if tracked:  # solve_direct's tracked route
+    if tracked:  # solve_direct's tracked route, with its own checks
         try:
-            return _solve_checked(a, vectors, True, check)
+            return _tracked_one(a, vectors, check)
         except RuntimeError:  # LAPACK failed: the full path decides
             return None
+    if check and not torch.equal(a, a.mH):  # exactly Hermitian (and no NaN)
+        return None
     # LAPACK's syevd/heevd run sequentially below SEQUENTIAL_LAPACK_N: the same bits on
     # one thread and on torch's default ones (tests/core/test_direct.py), so the thread
     # setting, 3 us of a 15 us call, is made only above it
