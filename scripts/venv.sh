@@ -20,7 +20,8 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "spectra: creating $venv (one-time install of torch and the extras)" >&2
   pipq --upgrade pip
 fi
-hash="$(cat "$root/pyproject.toml" "$root/scripts/venv.sh" | sha1sum | cut -c1-12)"
+# the compiled helper is rebuilt whenever its source or build script changes
+hash="$(cat "$root/pyproject.toml" "$root/scripts/venv.sh" "$root/setup.py" "$root"/spectra/core/_solvers/*.c | sha1sum | cut -c1-12)"
 stamp="$venv/.spectra-$extras-$hash"
 covered=0  # the test extra holds every package of these extras: no second install needed
 if [ -f "$venv/.spectra-test-$hash" ]; then

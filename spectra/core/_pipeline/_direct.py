@@ -55,7 +55,7 @@ def _plain_cpu(a: torch.Tensor) -> bool:
     """A strided CPU tensor of a solver dtype with no lazy conj/neg bit, no ``torch.func``
     wrapper and no forward-mode tangent (those take the full path)."""
     return not (
-        a.device.type != "cpu"
+        not a.is_cpu  # (a sparse CPU tensor is refused by its layout)
         or a.dtype not in _TORCH_DTYPES
         or a.layout != torch.strided
         or a.is_conj()
@@ -233,7 +233,10 @@ def _solve_one(
     if not tracked:  # the compiled one-call route (check, LAPACK, gauge), where built
         done = native_solve(a, vectors, check)
         if done is not None:
-            return done
+            w, v, gauged = done
+            if v is not None and not gauged:  # moduli outside the compiled gauge's range
+                fix_gauge_small_(v)
+            return w, v
     if tracked:  # solve_direct's tracked route, with its own checks
         try:
             return _tracked_one(a, vectors, check)

@@ -1,12 +1,184 @@
-"""The one-matrix solve in one compiled call (placeholder: filled in by the lead)."""
+"""One small CPU matrix in one compiled call: check, LAPACK, gauge (``_native_eigh.c``).
+
+The direct path's one-matrix route (:func:`~spectra.core._pipeline._direct.solve_one`)
+costs torch's ``eigh`` plus a handful of Python-level steps: the exact-Hermitian test, the
+finiteness test, the gauge, each a few microseconds of tensor or NumPy calls around a
+LAPACK call of about as many. The C helper does all of them in one call, on the very
+LAPACK routine torch calls (``?syevd``/``?heevd`` of the library torch loaded, called as
+torch calls it), so the results are the bits of the Python route
+(``tests/core/test_native.py``) at a fraction of its cost.
+
+The helper is optional: it is built at install time where a C compiler is found
+(``setup.py``); without it, or where the library torch loaded does not export those
+routines, or where a first check finds that its eigenvalues are not torch's bit for bit,
+:func:`native_solve` returns ``None`` and the Python route runs. ``SPECTRA_NATIVE=0``
+switches it off.
+
+>>> import torch
+>>> a = torch.tensor([[2.0, 1.0], [1.0, 2.0]], dtype=torch.float64)
+>>> done = native_solve(a, True, True)
+>>> done is None or done[0].tolist() == [1.0, 3.0]
+True
+"""
 
 from __future__ import annotations
 
+import functools
+import logging
+import os
+from typing import Any
+
 import torch
+
+from .._support._arrays import default_tolerance
+from .._support._threads import restore_thread_kernel_threads, set_thread_kernel_threads
+
+_log = logging.getLogger(__name__)
+
+#: the C helper's status codes (``_native_eigh.c``)
+OK, REJECTED, FAILED, UNGAUGED = 0, 1, 2, 3
+
+#: the largest n the helper takes (the direct path's one-matrix bound)
+MAX_N = 255
+
+#: from this size LAPACK may thread: the call runs with one kernel thread, as the
+#: Python route's
+SEQUENTIAL_N = 32
+
+#: squared peaks inside which the complex gauge compares squares (``_gauge._SQUARE_SAFE``)
+_SQUARE_SAFE = {torch.complex64: (1e-30, 1e30), torch.complex128: (1e-290, 1e290)}
+
+_KIND = {torch.float32: 0, torch.float64: 1, torch.complex64: 2, torch.complex128: 3}
+_REAL = {
+    torch.float32: torch.float32,
+    torch.float64: torch.float64,
+    torch.complex64: torch.float32,
+    torch.complex128: torch.float64,
+}
+
+
+def _constants(dtype: torch.dtype) -> tuple[int, torch.dtype, float, float, float, float, float]:
+    """``(kind, eigenvalue dtype, tol, 1 - tol, (1 - tol)^2, low, high)`` as the Python
+    gauge computes them (Python floats, rounded to the working precision in C)."""
+    tol = default_tolerance(dtype)
+    low, high = _SQUARE_SAFE.get(dtype, (0.0, 0.0))
+    return _KIND[dtype], _REAL[dtype], tol, 1 - tol, (1 - tol) * (1 - tol), low, high
+
+
+_CONSTANTS = {dtype: _constants(dtype) for dtype in _KIND}
+
+
+def _torch_library() -> str:
+    """The shared library of torch's CPU kernels (where its LAPACK routines resolve)."""
+    return os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+
+
+def _agrees(module: Any) -> bool:
+    """Whether the helper's eigenvalues are torch's bit for bit on a fixed matrix of
+    each dtype (the routine found is the one torch calls)."""
+    gen = torch.Generator().manual_seed(7)
+    for dtype in _KIND:
+        for n in (5, 40):
+            x = torch.randn(n, n, generator=gen, dtype=torch.float64).to(dtype)
+            x = x + x.mH
+            kind, real, *consts = _CONSTANTS[dtype]
+            w, u = torch.empty(n, dtype=real), torch.empty(n, dtype=real)
+            v = torch.empty_strided((n, n), (1, n), dtype=dtype)
+            vectors = module.eigh(
+                kind, n, x.data_ptr(), n, 1, w.data_ptr(), v.data_ptr(), True, *consts
+            )
+            values = module.eigh(kind, n, x.data_ptr(), n, 1, u.data_ptr(), 0, True, *consts)
+            if vectors not in (OK, UNGAUGED) or values != OK:
+                return False
+            if not (
+                torch.equal(w, torch.linalg.eigh(x).eigenvalues)
+                and torch.equal(u, torch.linalg.eigvalsh(x))
+            ):
+                return False
+    return True
+
+
+@functools.cache
+def native_module() -> Any:
+    """The loaded helper, or ``None`` (not built, switched off, routines not found, or
+    not torch's bits)."""
+    if os.environ.get("SPECTRA_NATIVE", "1").strip() == "0":
+        return None
+    try:
+        from . import _native_eigh  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    if _native_eigh.load(_torch_library()) != len(_KIND):
+        _log.debug("spectra: torch's LAPACK routines not found; the Python route runs")
+        return None
+    old = set_thread_kernel_threads(1)
+    try:
+        ok = _agrees(_native_eigh)
+    finally:
+        restore_thread_kernel_threads(old)
+    if not ok:
+        _log.debug("spectra: the compiled route differs from torch's eigh; not used")
+        return None
+    return _native_eigh
+
+
+#: up to this size the outputs are made by ``empty_like`` of cached prototypes (0.7
+#: against 1.0-1.6 us each, measured); above it allocation is a small part of the call
+PROTOTYPE_MAX_N = 32
+
+_PROTOTYPES: dict[tuple[torch.dtype, int], tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def _prototypes(dtype: torch.dtype, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fresh outputs for one ``n x n`` matrix: eigenvalues, and eigenvectors laid out
+    column-major as LAPACK writes them (and as ``torch.linalg.eigh`` returns them)."""
+    return torch.empty(n, dtype=_REAL[dtype]), torch.empty_strided((n, n), (1, n), dtype=dtype)
 
 
 def native_solve(
     a: torch.Tensor, vectors: bool, check: bool
-) -> tuple[torch.Tensor, torch.Tensor | None] | None:
-    """``(w, v or None)`` of one plain 2-D CPU matrix, or ``None``: take the Python route."""
+) -> tuple[torch.Tensor, torch.Tensor | None, bool] | None:
+    """``(w, v or None, gauged)`` of one plain square 2-D CPU tensor ``a`` of a solver
+    dtype (the caller has checked that), or ``None``: the Python route decides (helper
+    absent, ``n`` too large, input not exactly Hermitian or not finite, LAPACK failed, a
+    non-finite eigenvalue). ``gauged`` is ``False`` where the eigenvectors still need the
+    Python gauge (squared moduli outside the range the compiled one compares)."""
+    module = native_module()
+    n = a.shape[0]
+    if module is None or n > MAX_N:
+        return None
+    dtype = a.dtype
+    kind, real, tol, keep, keep2, low, high = _CONSTANTS[dtype]
+    if n <= PROTOTYPE_MAX_N:  # empty_like of a cached prototype: half torch.empty's cost
+        protos = _PROTOTYPES.get((dtype, n))
+        if protos is None:
+            protos = _PROTOTYPES[dtype, n] = _prototypes(dtype, n)
+        w = torch.empty_like(protos[0])
+        v = torch.empty_like(protos[1]) if vectors else None
+    else:
+        w, v = _prototypes(dtype, n) if vectors else (torch.empty(n, dtype=real), None)
+    s0, s1 = a.stride()
+    old = set_thread_kernel_threads(1) if n >= SEQUENTIAL_N else None
+    try:
+        status = module.eigh(
+            kind,
+            n,
+            a.data_ptr(),
+            s0,
+            s1,
+            w.data_ptr(),
+            0 if v is None else v.data_ptr(),
+            check,
+            tol,
+            keep,
+            keep2,
+            low,
+            high,
+        )
+    finally:
+        restore_thread_kernel_threads(old)
+    if status == OK:
+        return w, v, True
+    if status == UNGAUGED:
+        return w, v, False
     return None

@@ -1,0 +1,427 @@
+/* One small symmetric/Hermitian eigendecomposition in one call: the exact-Hermitian and
+ * finiteness checks, LAPACK's ?syevd/?heevd (the very routine torch.linalg.eigh calls,
+ * found in the library torch loaded), the finiteness test of the eigenvalues and the
+ * spectra gauge, without a Python step in between.
+ *
+ * It does what the Python route of spectra/core/_pipeline/_direct.py does, operation for
+ * operation, so the results are the same bits (tests/core/test_native.py):
+ *  - the input is copied into the column-major eigenvector buffer exactly as torch's
+ *    cloneBatchedColumnMajor does, and LAPACK is called as torch calls it (jobz, uplo 'L',
+ *    lda = n, the workspace sizes its own query returns);
+ *  - the gauge makes the decisions of spectra/core/_pipeline/_gauge.py: real columns take
+ *    the sign of their largest-magnitude entry (the first entry within the relative
+ *    tolerance of the peak on opposite-sign near-ties); complex columns are multiplied by
+ *    conj(p)/|p| of their first entry whose squared modulus is within (1 - tol)^2 of the
+ *    peak's, with real multiplies and adds each rounded to the working precision and the
+ *    correctly rounded square root (the file is compiled with -ffp-contract=off: no fused
+ *    multiply-add may change a rounding).
+ * Anything unusual (input not exactly Hermitian or not finite, LAPACK's info, a
+ * non-finite result, squared moduli outside the safe range) is reported by the return
+ * code, and the Python route then decides, as it does today.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    float re, im;
+} cfloat;
+typedef struct {
+    double re, im;
+} cdouble;
+
+typedef void (*syevd_s)(const char *, const char *, const int *, float *, const int *,
+                        float *, float *, const int *, int *, const int *, int *);
+typedef void (*syevd_d)(const char *, const char *, const int *, double *, const int *,
+                        double *, double *, const int *, int *, const int *, int *);
+typedef void (*heevd_c)(const char *, const char *, const int *, cfloat *, const int *,
+                        float *, cfloat *, const int *, float *, const int *, int *,
+                        const int *, int *);
+typedef void (*heevd_z)(const char *, const char *, const int *, cdouble *, const int *,
+                        double *, cdouble *, const int *, double *, const int *, int *,
+                        const int *, int *);
+
+static syevd_s p_ssyevd = NULL;
+static syevd_d p_dsyevd = NULL;
+static heevd_c p_cheevd = NULL;
+static heevd_z p_zheevd = NULL;
+
+/* status codes, mirrored in _native.py */
+#define ST_OK 0
+#define ST_REJECTED 1  /* not exactly Hermitian, or not finite: the Python route decides */
+#define ST_FAILED 2    /* LAPACK's info, or non-finite eigenvalues */
+#define ST_UNGAUGED 3  /* eigenpairs written, the gauge left to the Python route */
+#define ST_NOT_LOADED 4
+#define ST_NO_MEMORY 5
+
+#define MAX_N 256
+#define ALIGN 64
+
+/* workspace sizes from LAPACK's own query, per kind, jobz and n (benign races: every
+ * thread computes the same numbers) */
+static int ws_lwork[4][2][MAX_N];
+static int ws_lrwork[4][2][MAX_N];
+static int ws_liwork[4][2][MAX_N];
+static char ws_known[4][2][MAX_N];
+
+static void *aligned(size_t bytes) {
+    size_t size = (bytes + ALIGN - 1) / ALIGN * ALIGN;
+    return aligned_alloc(ALIGN, size ? size : ALIGN);
+}
+
+static int max1(int x) { return x > 1 ? x : 1; }
+
+/* ---- checks ------------------------------------------------------------------------ */
+
+#define DEFINE_REAL_CHECK(NAME, T)                                                        \
+    static int NAME(const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1) {             \
+        for (Py_ssize_t i = 0; i < n; i++) {                                              \
+            for (Py_ssize_t j = 0; j <= i; j++) {                                         \
+                T x = a[i * s0 + j * s1], y = a[j * s0 + i * s1];                         \
+                if (!(x == y) || !isfinite(x)) return 0;                                  \
+            }                                                                             \
+        }                                                                                 \
+        return 1;                                                                         \
+    }
+DEFINE_REAL_CHECK(check_s, float)
+DEFINE_REAL_CHECK(check_d, double)
+
+#define DEFINE_COMPLEX_CHECK(NAME, T)                                                     \
+    static int NAME(const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1) {             \
+        for (Py_ssize_t i = 0; i < n; i++) {                                              \
+            for (Py_ssize_t j = 0; j <= i; j++) {                                         \
+                T x = a[i * s0 + j * s1], y = a[j * s0 + i * s1];                         \
+                if (!(x.re == y.re) || !(x.im == -y.im)) return 0;                        \
+                if (!isfinite(x.re) || !isfinite(x.im)) return 0;                         \
+            }                                                                             \
+        }                                                                                 \
+        return 1;                                                                         \
+    }
+DEFINE_COMPLEX_CHECK(check_c, cfloat)
+DEFINE_COMPLEX_CHECK(check_z, cdouble)
+
+/* ---- column-major copy (torch's cloneBatchedColumnMajor) --------------------------- */
+
+#define DEFINE_COPY(NAME, T)                                                              \
+    static void NAME(T *out, const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1) {    \
+        for (Py_ssize_t j = 0; j < n; j++)                                                \
+            for (Py_ssize_t i = 0; i < n; i++) out[i + j * n] = a[i * s0 + j * s1];       \
+    }
+DEFINE_COPY(copy_s, float)
+DEFINE_COPY(copy_d, double)
+DEFINE_COPY(copy_c, cfloat)
+DEFINE_COPY(copy_z, cdouble)
+
+/* ---- gauge ------------------------------------------------------------------------- */
+
+/* real columns (contiguous, column-major): 1 if gauged, 0 if a column is not finite */
+#define DEFINE_REAL_GAUGE(NAME, T)                                                        \
+    static int NAME(T *v, Py_ssize_t n, Py_ssize_t m, double tol_d, double keep_d) {      \
+        const T tol = (T)tol_d, keep = (T)keep_d;                                         \
+        for (Py_ssize_t j = 0; j < m; j++) {                                              \
+            T *col = v + j * n;                                                           \
+            T hi = col[0], lo = col[0];                                                   \
+            for (Py_ssize_t i = 0; i < n; i++) {                                          \
+                T x = col[i];                                                             \
+                if (!isfinite(x)) return 0;                                               \
+                if (x > hi) hi = x;                                                       \
+                if (x < lo) lo = x;                                                       \
+            }                                                                             \
+            T peak = hi >= -lo ? hi : -lo;                                                \
+            int negative = !(hi >= -lo);                                                  \
+            T s = hi + lo;                                                                \
+            if (peak > 0 && fabs((double)s) <= (double)(tol * peak)) {                    \
+                T bar = peak * keep; /* opposite-sign near-tie: the first near-peak entry */ \
+                for (Py_ssize_t i = 0; i < n; i++) {                                      \
+                    T x = col[i];                                                         \
+                    if ((x < 0 ? -x : x) >= bar) {                                        \
+                        negative = x < 0;                                                 \
+                        break;                                                            \
+                    }                                                                     \
+                }                                                                         \
+            }                                                                             \
+            if (negative)                                                                 \
+                for (Py_ssize_t i = 0; i < n; i++) col[i] = -col[i];                      \
+        }                                                                                 \
+        return 1;                                                                         \
+    }
+DEFINE_REAL_GAUGE(gauge_s, float)
+DEFINE_REAL_GAUGE(gauge_d, double)
+
+/* complex columns: 1 if gauged, 0 if a peak's square lies outside (low, high) or is NaN
+ * (the abs rule of the Python route then applies) */
+#define DEFINE_COMPLEX_GAUGE(NAME, T, R, SQRT)                                            \
+    static int NAME(T *v, Py_ssize_t n, Py_ssize_t m, double keep2_d, double low_d,       \
+                    double high_d) {                                                      \
+        const R keep2 = (R)keep2_d, low = (R)low_d, high = (R)high_d;                     \
+        for (Py_ssize_t j = 0; j < m; j++) { /* every column screened before any write */  \
+            const T *col = v + j * n;                                                     \
+            R peak2 = col[0].re * col[0].re + col[0].im * col[0].im;                      \
+            for (Py_ssize_t i = 1; i < n; i++) {                                          \
+                R re = col[i].re, im = col[i].im;                                         \
+                R m2 = re * re + im * im;                                                 \
+                if (m2 > peak2 || m2 != m2) peak2 = m2;                                   \
+            }                                                                             \
+            if (!(peak2 > low && peak2 < high)) return 0;                                 \
+        }                                                                                 \
+        for (Py_ssize_t j = 0; j < m; j++) {                                              \
+            T *col = v + j * n;                                                           \
+            R peak2 = col[0].re * col[0].re + col[0].im * col[0].im;                      \
+            for (Py_ssize_t i = 1; i < n; i++) {                                          \
+                R re = col[i].re, im = col[i].im;                                         \
+                R m2 = re * re + im * im;                                                 \
+                if (m2 > peak2) peak2 = m2;                                               \
+            }                                                                             \
+            R bar = peak2 * keep2;                                                        \
+            Py_ssize_t first = 0;                                                         \
+            for (Py_ssize_t i = 0; i < n; i++) {                                          \
+                R re = col[i].re, im = col[i].im;                                         \
+                R m2 = re * re + im * im;                                                 \
+                if (m2 >= bar) {                                                          \
+                    first = i;                                                            \
+                    break;                                                                \
+                }                                                                         \
+            }                                                                             \
+            R pr = col[first].re, pi = col[first].im;                                    \
+            R pr2 = pr * pr, pi2 = pi * pi;                                               \
+            R size = SQRT(pr2 + pi2);                                                     \
+            R cr = pr / size, ci = -pi / size;                                            \
+            for (Py_ssize_t i = 0; i < n; i++) {                                          \
+                R re = col[i].re, im = col[i].im;                                         \
+                R a1 = re * cr, a2 = im * ci, b1 = re * ci, b2 = im * cr;                 \
+                col[i].re = a1 - a2;                                                      \
+                col[i].im = b1 + b2;                                                      \
+            }                                                                             \
+        }                                                                                 \
+        return 1;                                                                         \
+    }
+DEFINE_COMPLEX_GAUGE(gauge_c, cfloat, float, sqrtf)
+DEFINE_COMPLEX_GAUGE(gauge_z, cdouble, double, sqrt)
+
+#define DEFINE_FINITE(NAME, R)                                                            \
+    static int NAME(const R *w, Py_ssize_t n) {                                           \
+        for (Py_ssize_t i = 0; i < n; i++)                                                \
+            if (!isfinite(w[i])) return 0;                                                \
+        return 1;                                                                         \
+    }
+DEFINE_FINITE(finite_s, float)
+DEFINE_FINITE(finite_d, double)
+
+/* m columns of n entries, column-major: 1 if gauged (0: left to the Python gauge) */
+static int gauge(int kind, void *v, Py_ssize_t n, Py_ssize_t m, double tol, double keep,
+                 double keep2, double low, double high) {
+    return kind == 0   ? gauge_s(v, n, m, tol, keep)
+           : kind == 1 ? gauge_d(v, n, m, tol, keep)
+           : kind == 2 ? gauge_c(v, n, m, keep2, low, high)
+                       : gauge_z(v, n, m, keep2, low, high);
+}
+
+/* ---- LAPACK ------------------------------------------------------------------------ */
+
+/* workspace sizes for (kind, jobz, n) from LAPACK's query, as torch makes it */
+static void query(int kind, int vec, int n, int *lwork, int *lrwork, int *liwork) {
+    if (n < MAX_N && ws_known[kind][vec][n]) {
+        *lwork = ws_lwork[kind][vec][n];
+        *lrwork = ws_lrwork[kind][vec][n];
+        *liwork = ws_liwork[kind][vec][n];
+        return;
+    }
+    const char jobz = vec ? 'V' : 'N', uplo = 'L';
+    const int lda = max1(n), minus = -1;
+    int info = 0, iq = 0;
+    *lrwork = 1;
+    if (kind == 0) {
+        float a = 0, w = 0, wq = 0;
+        p_ssyevd(&jobz, &uplo, &n, &a, &lda, &w, &wq, &minus, &iq, &minus, &info);
+        *lwork = max1((int)wq);
+    } else if (kind == 1) {
+        double a = 0, w = 0, wq = 0;
+        p_dsyevd(&jobz, &uplo, &n, &a, &lda, &w, &wq, &minus, &iq, &minus, &info);
+        *lwork = max1((int)wq);
+    } else if (kind == 2) {
+        cfloat a = {0, 0}, wq = {0, 0};
+        float w = 0, rq = 0;
+        p_cheevd(&jobz, &uplo, &n, &a, &lda, &w, &wq, &minus, &rq, &minus, &iq, &minus, &info);
+        *lwork = max1((int)wq.re);
+        *lrwork = max1((int)rq);
+    } else {
+        cdouble a = {0, 0}, wq = {0, 0};
+        double w = 0, rq = 0;
+        p_zheevd(&jobz, &uplo, &n, &a, &lda, &w, &wq, &minus, &rq, &minus, &iq, &minus, &info);
+        *lwork = max1((int)wq.re);
+        *lrwork = max1((int)rq);
+    }
+    *liwork = max1(iq);
+    if (n < MAX_N) {
+        ws_lwork[kind][vec][n] = *lwork;
+        ws_lrwork[kind][vec][n] = *lrwork;
+        ws_liwork[kind][vec][n] = *liwork;
+        ws_known[kind][vec][n] = 1;
+    }
+}
+
+static const size_t ITEM[4] = {sizeof(float), sizeof(double), sizeof(cfloat), sizeof(cdouble)};
+static const size_t REAL_ITEM[4] = {sizeof(float), sizeof(double), sizeof(float),
+                                    sizeof(double)};
+
+/* the whole solve; a, w, v: element pointers (v NULL for eigenvalues only) */
+static int solve(int kind, int n, const void *a, Py_ssize_t s0, Py_ssize_t s1, void *w,
+                 void *v, int check, double tol, double keep, double keep2, double low,
+                 double high) {
+    if (check) {
+        int ok = kind == 0   ? check_s(a, n, s0, s1)
+                 : kind == 1 ? check_d(a, n, s0, s1)
+                 : kind == 2 ? check_c(a, n, s0, s1)
+                             : check_z(a, n, s0, s1);
+        if (!ok) return ST_REJECTED;
+    }
+    const int vec = v != NULL;
+    int lwork, lrwork, liwork;
+    query(kind, vec, n, &lwork, &lrwork, &liwork);
+    void *buf = vec ? v : aligned(ITEM[kind] * (size_t)n * (size_t)n);
+    void *work = aligned(ITEM[kind] * (size_t)lwork);
+    void *rwork = kind >= 2 ? aligned(REAL_ITEM[kind] * (size_t)lrwork) : NULL;
+    int *iwork = aligned(sizeof(int) * (size_t)liwork);
+    if (!buf || !work || !iwork || (kind >= 2 && !rwork)) {
+        if (!vec) free(buf);
+        free(work);
+        free(rwork);
+        free(iwork);
+        return ST_NO_MEMORY;
+    }
+    const char jobz = vec ? 'V' : 'N', uplo = 'L';
+    const int lda = max1(n);
+    int info = 0;
+    switch (kind) {
+        case 0:
+            copy_s(buf, a, n, s0, s1);
+            p_ssyevd(&jobz, &uplo, &n, buf, &lda, w, work, &lwork, iwork, &liwork, &info);
+            break;
+        case 1:
+            copy_d(buf, a, n, s0, s1);
+            p_dsyevd(&jobz, &uplo, &n, buf, &lda, w, work, &lwork, iwork, &liwork, &info);
+            break;
+        case 2:
+            copy_c(buf, a, n, s0, s1);
+            p_cheevd(&jobz, &uplo, &n, buf, &lda, w, work, &lwork, rwork, &lrwork, iwork,
+                     &liwork, &info);
+            break;
+        default:
+            copy_z(buf, a, n, s0, s1);
+            p_zheevd(&jobz, &uplo, &n, buf, &lda, w, work, &lwork, rwork, &lrwork, iwork,
+                     &liwork, &info);
+    }
+    if (!vec) free(buf);
+    free(work);
+    free(rwork);
+    free(iwork);
+    if (info != 0) return ST_FAILED;
+    if (check && !((kind == 0 || kind == 2) ? finite_s(w, n) : finite_d(w, n)))
+        return ST_FAILED;
+    if (!vec) return ST_OK;
+    return gauge(kind, v, n, n, tol, keep, keep2, low, high) ? ST_OK : ST_UNGAUGED;
+}
+
+/* ---- Python ------------------------------------------------------------------------ */
+
+/* eigh(kind, n, a, s0, s1, w, v, check, tol, keep, keep2, low, high) -> status
+ * a, w, v: addresses (v = 0: eigenvalues only); s0, s1: a's strides in elements;
+ * keep = 1 - tol, keep2 = (1 - tol)^2 as the Python gauge computes them; (low, high):
+ * the range of squared peaks in which the complex gauge compares squares */
+static PyObject *py_eigh(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "eigh takes 13 arguments");
+        return NULL;
+    }
+    long kind = PyLong_AsLong(args[0]);
+    long n = PyLong_AsLong(args[1]);
+    void *a = PyLong_AsVoidPtr(args[2]);
+    Py_ssize_t s0 = PyLong_AsSsize_t(args[3]), s1 = PyLong_AsSsize_t(args[4]);
+    void *w = PyLong_AsVoidPtr(args[5]);
+    void *v = PyLong_AsVoidPtr(args[6]);
+    int check = PyObject_IsTrue(args[7]);
+    double tol = PyFloat_AsDouble(args[8]), keep = PyFloat_AsDouble(args[9]);
+    double keep2 = PyFloat_AsDouble(args[10]);
+    double low = PyFloat_AsDouble(args[11]), high = PyFloat_AsDouble(args[12]);
+    if (PyErr_Occurred()) return NULL;
+    if (kind < 0 || kind > 3 || n < 1 || n >= MAX_N || !a || !w) {
+        PyErr_SetString(PyExc_ValueError, "eigh: kind in 0..3, 0 < n < 256, a and w set");
+        return NULL;
+    }
+    void *fn = kind == 0   ? (void *)p_ssyevd
+               : kind == 1 ? (void *)p_dsyevd
+               : kind == 2 ? (void *)p_cheevd
+                           : (void *)p_zheevd;
+    if (fn == NULL) return PyLong_FromLong(ST_NOT_LOADED);
+    int status;
+    if (n >= 16) {
+        Py_BEGIN_ALLOW_THREADS status =
+            solve((int)kind, (int)n, a, s0, s1, w, v, check, tol, keep, keep2, low, high);
+        Py_END_ALLOW_THREADS
+    } else {
+        status = solve((int)kind, (int)n, a, s0, s1, w, v, check, tol, keep, keep2, low, high);
+    }
+    return PyLong_FromLong(status);
+}
+
+/* gauge(kind, n, m, v, tol, keep, keep2, low, high) -> 1 if gauged in place, 0 if left
+ * to the Python gauge: the gauge alone, on m column-major columns of n entries at v (the
+ * tests feed it the ties and ranges that LAPACK's outputs rarely reach) */
+static PyObject *py_gauge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "gauge takes 9 arguments");
+        return NULL;
+    }
+    long kind = PyLong_AsLong(args[0]);
+    Py_ssize_t n = PyLong_AsSsize_t(args[1]), m = PyLong_AsSsize_t(args[2]);
+    void *v = PyLong_AsVoidPtr(args[3]);
+    double tol = PyFloat_AsDouble(args[4]), keep = PyFloat_AsDouble(args[5]);
+    double keep2 = PyFloat_AsDouble(args[6]);
+    double low = PyFloat_AsDouble(args[7]), high = PyFloat_AsDouble(args[8]);
+    if (PyErr_Occurred()) return NULL;
+    if (kind < 0 || kind > 3 || n < 1 || m < 0 || !v) {
+        PyErr_SetString(PyExc_ValueError, "gauge: kind in 0..3, n > 0, m >= 0, v set");
+        return NULL;
+    }
+    return PyLong_FromLong(gauge((int)kind, v, n, m, tol, keep, keep2, low, high));
+}
+
+/* load(path) -> number of routines found in the library at path (already loaded by
+ * torch; its dependencies are searched too) */
+static PyObject *py_load(PyObject *self, PyObject *arg) {
+    (void)self;
+    const char *path = PyUnicode_AsUTF8(arg);
+    if (path == NULL) return NULL;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (lib == NULL) return PyLong_FromLong(0);
+    p_ssyevd = (syevd_s)dlsym(lib, "ssyevd_");
+    p_dsyevd = (syevd_d)dlsym(lib, "dsyevd_");
+    p_cheevd = (heevd_c)dlsym(lib, "cheevd_");
+    p_zheevd = (heevd_z)dlsym(lib, "zheevd_");
+    memset(ws_known, 0, sizeof ws_known);
+    long found = (p_ssyevd != NULL) + (p_dsyevd != NULL) + (p_cheevd != NULL) +
+                 (p_zheevd != NULL);
+    return PyLong_FromLong(found);
+}
+
+static PyMethodDef methods[] = {
+    {"eigh", (PyCFunction)(void (*)(void))py_eigh, METH_FASTCALL,
+     "eigh(kind, n, a, s0, s1, w, v, check, tol, keep, keep2, low, high) -> status"},
+    {"gauge", (PyCFunction)(void (*)(void))py_gauge, METH_FASTCALL,
+     "gauge(kind, n, m, v, tol, keep, keep2, low, high) -> 1 if gauged"},
+    {"load", py_load, METH_O, "load(path) -> routines found"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native_eigh",
+    "One small eigendecomposition in one compiled call (see _native.py).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__native_eigh(void) { return PyModule_Create(&module); }

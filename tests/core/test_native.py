@@ -1,0 +1,346 @@
+"""The compiled one-matrix route (``spectra/core/_solvers/_native_eigh.c``): the same bits
+as the Python route it replaces, on every dtype, size and adversarial input, and the
+route actually taken (a spy on the helper counts its calls)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import scipy.linalg
+import torch
+
+import spectra
+from spectra.core._pipeline._gauge import fix_gauge
+from spectra.core._solvers import _native
+
+MODULE = _native.native_module()
+needs_native = pytest.mark.skipif(MODULE is None, reason="the compiled helper is not built")
+
+DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
+SIZES = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 100]
+
+
+def test_built_where_ci_runs() -> None:
+    """CI builds the helper (setup.py, gcc): without it the one-call figures do not hold."""
+    if os.environ.get("CI", "").lower() not in ("1", "true", "yes"):
+        pytest.skip("only asserted under CI")
+    assert MODULE is not None, "spectra/core/_solvers/_native_eigh.c was not built"
+
+
+def _hermitian(x: torch.Tensor) -> torch.Tensor:
+    return (x + x.mH) / 2
+
+
+def _random(n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, n, generator=g, dtype=torch.float64)
+    if dtype.is_complex:
+        x = x + 1j * torch.randn(n, n, generator=g, dtype=torch.float64)
+    return _hermitian(x).to(dtype)
+
+
+def _adversarial(n: int, dtype: torch.dtype) -> Iterator[tuple[str, torch.Tensor]]:
+    """Degenerate, clustered, graded and structured matrices whose eigenvectors hold
+    exact or near ties (the gauge's hard cases)."""
+    real = torch.float64
+    yield "identity", torch.eye(n, dtype=dtype)
+    yield "zeros", torch.zeros(n, n, dtype=dtype)
+    yield "ones", torch.ones(n, n, dtype=dtype)
+    path = torch.diag(torch.full((n - 1,), -1.0, dtype=real), 1) if n > 1 else torch.zeros(1, 1)
+    lap = path + path.mT
+    lap = lap + torch.diag(-lap.sum(0))
+    yield "path-laplacian", lap.to(dtype)
+    cycle = lap.clone()
+    if n > 2:
+        cycle[0, -1] = cycle[-1, 0] = -1.0
+        cycle[0, 0] = cycle[-1, -1] = 2.0
+    yield "cycle-laplacian", cycle.to(dtype)
+    reps = torch.diag(torch.tensor([float(i // 2) for i in range(n)], dtype=real))
+    q, _ = torch.linalg.qr(_random(n, torch.float64, 3))
+    yield "repeated-pairs", _hermitian((q @ reps @ q.mT).to(dtype))
+    graded = torch.diag(torch.logspace(-8, 8, n, dtype=real))
+    yield "graded", _hermitian((q @ graded @ q.mT).to(dtype))
+    yield (
+        "clustered",
+        _hermitian((q @ torch.diag(1 + 1e-9 * torch.arange(n, dtype=real)) @ q.mT).to(dtype)),
+    )
+    yield (
+        "tiny",
+        (_random(n, torch.float64, 4) * 1e-150).to(dtype)
+        if dtype
+        in (
+            torch.float64,
+            torch.complex128,
+        )
+        else (_random(n, torch.float64, 4) * 1e-20).to(dtype),
+    )
+    if dtype.is_complex:
+        phase = torch.exp(1j * torch.linspace(0, 3, n, dtype=real))
+        yield (
+            "unitary-diagonal",
+            _hermitian(
+                (torch.diag(phase) @ lap.to(phase.dtype) @ torch.diag(phase.conj())).to(dtype)
+            ),
+        )
+
+
+def _cases(dtype: torch.dtype) -> Iterator[tuple[str, torch.Tensor]]:
+    for n in SIZES:
+        yield f"random-{n}", _random(n, dtype, n)
+        for name, a in _adversarial(n, dtype):
+            yield f"{name}-{n}", a
+
+
+class _Spy:
+    """Counts the helper's solves (and lets them run)."""
+
+    def __init__(self, module: object) -> None:
+        self.inner = module.eigh  # type: ignore[attr-defined]
+        self.calls: list[int] = []
+
+    def __call__(self, *args: object) -> int:
+        status = self.inner(*args)
+        self.calls.append(status)
+        return int(status)
+
+
+@pytest.fixture
+def spy(monkeypatch: pytest.MonkeyPatch) -> _Spy:
+    s = _Spy(MODULE)
+    monkeypatch.setattr(MODULE, "eigh", s)
+    return s
+
+
+def _python_route(monkeypatch: pytest.MonkeyPatch, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+    with monkeypatch.context() as m:
+        m.setattr(_native, "native_module", lambda: None)
+        return fn(*args, **kwargs)
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_eigh_bitwise_the_python_route(
+    dtype: torch.dtype, spy: _Spy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, a in _cases(dtype):
+        before = len(spy.calls)
+        w, v = spectra.eigh(a)
+        assert spy.calls[before:] == [_native.OK], name  # the compiled route, gauged there
+        pw, pv = _python_route(monkeypatch, spectra.eigh, a)
+        assert torch.equal(w, pw), name
+        assert torch.equal(v, pv), name
+        assert v.stride() == pv.stride() == (1, a.shape[0]), name  # column-major, as torch's
+        assert w.dtype == pw.dtype and v.dtype == a.dtype
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_eigvalsh_bitwise_the_python_route(
+    dtype: torch.dtype, spy: _Spy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, a in _cases(dtype):
+        before = len(spy.calls)
+        w = spectra.eigvalsh(a)
+        assert spy.calls[before:] == [_native.OK], name
+        assert torch.equal(w, _python_route(monkeypatch, spectra.eigvalsh, a)), name
+        if a.shape[0] < _native.SEQUENTIAL_N:  # LAPACK unthreaded: torch's own bits too
+            assert torch.equal(w, torch.linalg.eigvalsh(a)), name
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_against_scipy(dtype: torch.dtype) -> None:
+    """Independent reference: SciPy's eigenvalues, orthonormal gauged eigenvectors."""
+    tol = 1e-4 if dtype in (torch.float32, torch.complex64) else 1e-11
+    for n in SIZES:
+        a = _random(n, dtype, 100 + n)
+        w, v = spectra.eigh(a)
+        ref = scipy.linalg.eigh(a.numpy(), eigvals_only=True)
+        assert np.allclose(w.numpy(), ref, rtol=tol, atol=tol * np.abs(ref).max())
+        eye = torch.eye(n, dtype=dtype)
+        assert torch.allclose(v.mH @ v, eye, atol=tol * 10)
+        assert torch.allclose(a @ v, v * w.to(dtype), atol=tol * 10 * float(w.abs().max()))
+        peak = v.abs().argmax(0)
+        pivots = v[peak, torch.arange(n)]
+        assert bool((pivots.real > 0).all())
+        if dtype.is_complex:
+            assert bool((pivots.imag.abs() <= tol * pivots.real).all())  # real to rounding
+
+
+@needs_native
+def test_strided_inputs(spy: _Spy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Views with any strides are read as they lie (no copy first): slices, transposes,
+    expanded rows."""
+    big = _random(20, torch.complex128, 9)
+    views = {
+        "every-other": big[::2, ::2],
+        "transposed": big.mT.conj(),
+        "offset-block": big[3:11, 3:11],
+        "expanded": torch.ones(1, 1, dtype=torch.float64).expand(6, 6),
+        "column-major": _random(7, torch.float64, 1).mT.contiguous().mT,
+    }
+    for name, a in views.items():
+        if a.is_conj():
+            a = a.resolve_conj()
+        before = len(spy.calls)
+        w, v = spectra.eigh(a)
+        assert spy.calls[before:] == [_native.OK], name
+        pw, pv = _python_route(monkeypatch, spectra.eigh, a)
+        assert torch.equal(w, pw) and torch.equal(v, pv), name
+
+
+@needs_native
+def test_refusals_go_the_python_route(spy: _Spy) -> None:
+    """Not exactly Hermitian, NaN, Inf: the helper refuses, the full path names the
+    problem (as without the helper)."""
+    a = _random(5, torch.float64, 2)
+    nan = a.clone()
+    nan[1, 2] = nan[2, 1] = float("nan")
+    with pytest.raises(ValueError, match=r"(?i)nan|finite"):
+        spectra.eigh(nan)
+    assert spy.calls[-1] == _native.REJECTED
+    inf = a.clone()
+    inf[0, 0] = float("inf")
+    with pytest.raises(ValueError, match=r"(?i)inf|finite"):
+        spectra.eigh(inf)
+    skew = a.clone()
+    skew[0, 1] += 1.0
+    with pytest.raises(ValueError, match=r"(?i)symmetric|hermitian"):
+        spectra.eigh(skew)
+    c = _random(4, torch.complex128, 2)
+    c[1, 1] = c[1, 1] + 1e-3j  # a diagonal that is not real
+    with pytest.raises(ValueError, match=r"(?i)hermitian"):
+        spectra.eigh(c)
+
+
+@needs_native
+def test_within_tolerance_still_accepted(spy: _Spy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asymmetry within the tolerance: refused by the exact test, accepted by the full
+    path, the same answer as without the helper."""
+    a = _random(6, torch.float64, 5)
+    a[0, 1] += 1e-14
+    w, v = spectra.eigh(a)
+    assert spy.calls[-1] == _native.REJECTED
+    pw, pv = _python_route(monkeypatch, spectra.eigh, a)
+    assert torch.equal(w, pw) and torch.equal(v, pv)
+
+
+@needs_native
+def test_unchecked_reads_the_lower_triangle(spy: _Spy, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = _random(6, torch.float64, 6)
+    a[0, 3] += 5.0  # upper triangle: ignored unchecked, as by torch's eigh
+    w, v = spectra.eigh(a, check=False)
+    assert spy.calls[-1] == _native.OK
+    pw, pv = _python_route(monkeypatch, spectra.eigh, a, check=False)
+    assert torch.equal(w, pw) and torch.equal(v, pv)
+    assert torch.equal(w, torch.linalg.eigh(a).eigenvalues)
+
+
+@needs_native
+def test_routes_that_stay_in_python(spy: _Spy) -> None:
+    """Batches, NumPy input, k, n = 256, options: not the helper's."""
+    a = _random(4, torch.float64, 1)
+    spectra.eigh(a.unsqueeze(0))
+    spectra.eigh(a.numpy())
+    spectra.eigh(a, k=2)
+    spectra.eigh(_random(256, torch.float64, 1))
+    spectra.eigh(a, workers=1)
+    assert spy.calls == []
+    spectra.eigh(a)
+    assert spy.calls == [_native.OK]
+
+
+@needs_native
+def test_inference_mode(spy: _Spy) -> None:
+    a = _random(5, torch.float32, 3)
+    with torch.inference_mode():
+        w, v = spectra.eigh(a)
+    assert spy.calls == [_native.OK]
+    assert w.is_inference() and v.is_inference()
+    pw, pv = torch.linalg.eigh(a)
+    assert torch.equal(w, pw) and torch.equal(v.abs(), pv.abs())
+
+
+def _columns(dtype: torch.dtype) -> torch.Tensor:
+    """Columns that reach every branch of the gauge: exact and near opposite-sign ties
+    (within and just outside the tolerance), zero and one-entry columns, duplicates of
+    the peak, negative peaks first and last."""
+    tol = 1e-4 if dtype in (torch.float32, torch.complex64) else 1e-10
+    real = torch.float32 if dtype in (torch.float32, torch.complex64) else torch.float64
+    cols = [
+        [0.5, -0.5, 0.1, 0.0],
+        [-0.5, 0.5, 0.1, 0.0],
+        [0.5, -0.5 * (1 + tol / 2), 0.2, 0.1],
+        [-0.5 * (1 + tol / 2), 0.5, 0.2, 0.1],
+        [0.5, -0.5 * (1 + 3 * tol), 0.2, 0.1],
+        [0.0, -1.0, 0.0, 0.0],
+        [0.3, -0.7, 0.7, -0.7],
+        [-0.1, 0.2, -0.3, -0.9],
+        [0.9, 0.1, -0.2, 0.3],
+    ]
+    if not dtype.is_complex:  # (a zero complex column takes the Python gauge's abs rule)
+        cols.append([0.0, 0.0, 0.0, 0.0])
+    x = torch.tensor(cols, dtype=real).mT.contiguous()  # (4 entries, m columns)
+    if dtype.is_complex:
+        g = torch.Generator().manual_seed(1)
+        phase = torch.exp(1j * torch.rand(x.shape, generator=g, dtype=torch.float64) * 6)
+        x = x.to(torch.complex128) * phase
+    return x.to(dtype)
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_gauge_alone_matches_the_torch_gauge(dtype: torch.dtype) -> None:
+    assert MODULE is not None
+    kind, _, tol, keep, keep2, low, high = _native._CONSTANTS[dtype]
+    x = _columns(dtype)
+    n, m = x.shape
+    v = torch.empty_strided((n, m), (1, n), dtype=dtype)
+    v.copy_(x)
+    assert MODULE.gauge(kind, n, m, v.data_ptr(), tol, keep, keep2, low, high) == 1
+    assert torch.equal(v, fix_gauge(x.clone()))
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_gauge_refuses_squares_out_of_range(dtype: torch.dtype) -> None:
+    """Squared moduli that could underflow: left to the Python gauge (abs rule)."""
+    assert MODULE is not None
+    kind, _, tol, keep, keep2, low, high = _native._CONSTANTS[dtype]
+    x = _columns(dtype) * (1e-20 if dtype == torch.complex64 else 1e-150)
+    n, m = x.shape
+    v = torch.empty_strided((n, m), (1, n), dtype=dtype)
+    v.copy_(x)
+    assert MODULE.gauge(kind, n, m, v.data_ptr(), tol, keep, keep2, low, high) == 0
+    assert torch.equal(v, x)  # nothing written
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_gauge_refuses_nan(dtype: torch.dtype) -> None:
+    assert MODULE is not None
+    kind, _, tol, keep, keep2, low, high = _native._CONSTANTS[dtype]
+    x = _columns(dtype)
+    x[2, 3] = float("nan")
+    n, m = x.shape
+    v = torch.empty_strided((n, m), (1, n), dtype=dtype)
+    v.copy_(x)
+    assert MODULE.gauge(kind, n, m, v.data_ptr(), tol, keep, keep2, low, high) == 0
+
+
+def test_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``SPECTRA_NATIVE=0``: no helper, the Python route (same answers)."""
+    monkeypatch.setenv("SPECTRA_NATIVE", "0")
+    _native.native_module.cache_clear()
+    try:
+        assert _native.native_module() is None
+        a = _random(5, torch.float64, 8)
+        w = spectra.eigh(a).eigenvalues
+        assert torch.equal(w, torch.linalg.eigh(a).eigenvalues)
+    finally:
+        monkeypatch.delenv("SPECTRA_NATIVE")
+        _native.native_module.cache_clear()
+    assert (_native.native_module() is None) == (MODULE is None)
