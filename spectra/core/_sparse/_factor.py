@@ -7,18 +7,34 @@ optimal) inverse subspace iteration, whose rate is set by ``(w_i - sigma) / (w_m
 instead of the condition number. On the normalized Laplacians of random geometric graphs
 (k = 8, tol 1e-8) it takes 8-9 iterations where the AMG V-cycle takes 20-28.
 
-The factorization is SciPy's SuperLU (``scipy.sparse.linalg.splu``) in its symmetric mode:
-a minimum-degree ordering of ``A + A^T`` and diagonal pivots (no pivoting: the shifted
-matrix is positive definite). It is only planned where its fill is known to be small:
-:func:`fill_estimate` bounds it by the profile of the reverse Cuthill-McKee ordering (the
-fill of a factorization in that ordering lies inside the profile; minimum degree fills
-less: 2.4x to 8.6x less on the random geometric graphs of 3,000 to 100,000 nodes), so
-meshes and geometric graphs take it and expander-like graphs (whose profile is ~n^2 / 4)
-never do. After the factorization the true fill is checked against ``max_memory`` too.
+The factorization is SciPy's SuperLU (``scipy.sparse.linalg.splu``) in its symmetric mode
+with diagonal pivots (the shifted matrix is positive definite), on the matrix permuted by
+:func:`ordering`: SuperLU's own multiple minimum degree ordering of ``A + A^T``
+(``permc_spec="MMD_AT_PLUS_A"``), computed once and handed to ``splu`` as the natural
+order. It is only planned where its fill is known to be small: :func:`estimate` counts the
+factor's entries exactly in that ordering (the column counts of the Cholesky factor of the
+pattern, :mod:`._symbolic`), which is what SuperLU stores (``L.nnz == U.nnz == fill``,
+tested). The previous estimate, the profile of the reverse Cuthill-McKee ordering,
+over-estimated SuperLU's fill 16x-40x on random geometric graphs (20,000 to 1,000,000
+nodes: 105 nnz per matrix entry predicted at 1,000,000 nodes, 2.6 real) and refused the
+factor there.
+
+Minimum degree costs time in proportion to the fill it finds: on graphs that fill densely
+(Barabasi-Albert, expanders: fill ~ n^2) the ordering alone of a 20,000-node graph took
+10-17 s. :func:`estimate` therefore first takes the cheap profile (the previous estimate)
+and refuses without ordering when it is over :func:`screen_factor` times the caller's cap
+(the profile only ever refuses: a factorization is planned on the exact count alone).
+Induced samples (BFS balls) were tried as the screen and failed: a ball of an expander is
+tree-like and fills nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,23 +44,113 @@ import torch
 SHIFT = 1e-5
 #: bytes per stored factor entry (value and row index, L and U both stored by SuperLU)
 _ENTRY_BYTES = 2 * (8 + 4)
+#: SuperLU grows its arrays by 1.5x, copying (the old and the new array live at once), and
+#: the inertia test copies ``U`` once more: the peak is taken as this many times the factor
+#: (measured: 1.15x at 20,000 and 200,000 nodes)
+PEAK = 1.5
+#: bytes per matrix entry besides the factor: the permuted copy and SuperLU's CSC copy
+_COPY_BYTES = 2 * (8 + 4)
+_CACHE_SIZE = 2
 
 
-def fill_estimate(csr: Any) -> int:
-    """An estimate of the entries of one triangular factor of the symmetric ``csr``: the
-    profile (envelope) of its reverse Cuthill-McKee ordering, ``sum_i (i - min_j<=i j)``
-    over the nonzero pattern (an upper bound of that ordering's fill).
+@dataclass(frozen=True)
+class FillEstimate:
+    """Entries of one triangular factor (``fill``, the diagonal included) and the
+    factorization's work (``flops``, the sum of the squared column counts); ``exact`` when
+    counted in the ordering the factorization uses, else the profile that refused it (then
+    ``flops`` is ``fill^2 / n``)."""
+
+    fill: int
+    flops: float
+    exact: bool
+
+
+class _Ordered:
+    """The last few orderings and their counts, keyed by the pattern's digest: the plan
+    estimates, the preconditioner factors, and the ordering is computed once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.items: OrderedDict[tuple[Any, ...], tuple[np.ndarray, FillEstimate]] = OrderedDict()
+
+    def get(self, key: tuple[Any, ...]) -> tuple[np.ndarray, FillEstimate] | None:
+        with self.lock:
+            hit = self.items.get(key)
+            if hit is not None:
+                self.items.move_to_end(key)
+            return hit
+
+    def put(self, key: tuple[Any, ...], value: tuple[np.ndarray, FillEstimate]) -> None:
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > _CACHE_SIZE:
+                self.items.popitem(last=False)
+
+
+_ORDERED = _Ordered()
+
+
+def _key(csr: Any) -> tuple[Any, ...]:
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(np.ascontiguousarray(csr.indptr).data)
+    digest.update(np.ascontiguousarray(csr.indices).data)
+    return (csr.shape, int(csr.nnz), str(csr.indices.dtype), digest.hexdigest())
+
+
+def _pattern(csr: Any) -> Any:
+    """The structure of ``A + A^T + I`` as a strictly diagonally dominant float CSR matrix
+    (off-diagonal ones, ``2 n`` on the diagonal): SuperLU's ordering sees the pattern only,
+    and an incomplete factorization of this matrix meets no zero pivot."""
+    import scipy.sparse as sp
+
+    n = csr.shape[0]
+    ones = sp.csr_matrix((np.ones(csr.indices.size), csr.indices, csr.indptr), shape=csr.shape)
+    sym = (ones + ones.T).tocsr()
+    sym.data[:] = 1.0
+    out = (sym + sp.diags(np.full(n, 2.0 * n), format="csr")).tocsr()
+    out.sort_indices()
+    return out
+
+
+def _mmd_order(pattern: Any) -> np.ndarray:
+    """``p`` such that ``A[p][:, p]`` is in SuperLU's ``MMD_AT_PLUS_A`` order (postordered),
+    read from a cheap incomplete factorization (every fill entry dropped): ``spilu`` orders
+    as ``splu`` does, and SciPy exposes no ordering alone (``perm_c`` tested equal)."""
+    import scipy.sparse.linalg as sla
+
+    ilu = sla.spilu(
+        pattern.tocsc(),
+        permc_spec="MMD_AT_PLUS_A",
+        diag_pivot_thresh=0.0,
+        drop_tol=1e300,
+        fill_factor=1,
+        options={"SymmetricMode": True, "RowPerm": "NOROWPERM"},
+    )
+    return np.argsort(np.asarray(ilu.perm_c))
+
+
+def _exact(pattern: Any) -> tuple[np.ndarray, FillEstimate]:
+    from ._symbolic import column_counts
+
+    p = _mmd_order(pattern)
+    counts = column_counts(pattern[p][:, p].tocsr())
+    flops = float(np.square(counts, dtype=np.float64).sum())
+    return p, FillEstimate(int(counts.sum()), flops, True)
+
+
+def profile(pattern: Any) -> int:
+    """The profile (envelope) of the reverse Cuthill-McKee ordering of the symmetric
+    ``pattern``, ``sum_i (i - min_j<=i j) + n``: an upper bound of that ordering's fill, cheap
+    (O(nnz)), and 2x to 40x above the minimum degree fill (:func:`screen_factor`).
 
     >>> import scipy.sparse as sp
-    >>> fill_estimate(sp.diags([1.0, 2.0, 1.0], [-1, 0, 1], shape=(5, 5), format="csr"))
+    >>> profile(sp.diags([1.0, 2.0, 1.0], [-1, 0, 1], shape=(5, 5), format="csr"))
     9
     """
     from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-    n = csr.shape[0]
-    if n == 0:
-        return 0
-    pattern = csr.tocsr()
+    n = pattern.shape[0]
+    pattern = pattern.tocsr()
     order = reverse_cuthill_mckee(pattern, symmetric_mode=True)
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(n)
@@ -58,9 +164,93 @@ def fill_estimate(csr: Any) -> int:
     return int((pos - first).sum()) + n
 
 
-def factor_bytes(fill: int) -> int:
-    """Bytes of SuperLU's ``L`` and ``U`` for ``fill`` entries per triangle."""
-    return fill * _ENTRY_BYTES
+def screen_factor(n: int) -> float:
+    """How far above the caller's cap the profile must be for :func:`estimate` to refuse
+    without ordering: ``max(4, sqrt(n) / 250)``. The profile over-estimates the minimum
+    degree fill by a factor that grows with ``n`` on graphs with small separators (random
+    geometric graphs: 16x at 20,000 nodes, 22x at 200,000, 40x at 1,000,000, ~ sqrt(n); a
+    300 x 300 grid 7x) and stays small on graphs that fill densely (a random 8-regular
+    graph 2.2x, Barabasi-Albert 6x), where minimum degree costs seconds.
+
+    >>> screen_factor(20_000), screen_factor(4_000_000)
+    (4.0, 8.0)
+    """
+    return max(4.0, math.sqrt(n) / 250)
+
+
+def _screen(pattern: Any, refuse_above: float) -> FillEstimate | None:
+    """The profile when it is over ``screen_factor(n) * refuse_above`` entries per pattern
+    entry (refused without ordering), else ``None`` (order and count)."""
+    n = pattern.shape[0]
+    if not math.isfinite(refuse_above):
+        return None
+    fill = profile(pattern)
+    if fill <= screen_factor(n) * refuse_above * pattern.nnz:
+        return None
+    return FillEstimate(fill, fill * (fill / n), False)
+
+
+def _ordered(csr: Any, refuse_above: float = math.inf) -> tuple[np.ndarray | None, FillEstimate]:
+    key = _key(csr)
+    hit = _ORDERED.get(key)
+    if hit is not None:
+        return hit
+    pattern = _pattern(csr)
+    screened = _screen(pattern, refuse_above)
+    if screened is not None:
+        return None, screened
+    p, est = _exact(pattern)
+    _ORDERED.put(key, (p, est))
+    return p, est
+
+
+def ordering(csr: Any) -> np.ndarray:
+    """``p`` such that the factorization of ``csr[p][:, p]`` has the fill :func:`estimate`
+    counted (SuperLU's minimum degree ordering of the pattern of ``csr + csr^T``)."""
+    p, _ = _ordered(csr)
+    assert p is not None
+    return p
+
+
+def estimate(csr: Any, refuse_above: float = math.inf) -> FillEstimate:
+    """The fill and work of the shift-invert factorization of the symmetric ``csr`` (any
+    diagonal shift: the diagonal is taken as present), counted in the ordering it uses;
+    ``refuse_above`` (entries per pattern entry) lets graphs whose profile is over
+    :func:`screen_factor` times that be refused without ordering them (``exact=False``,
+    ``fill`` the profile).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> path = sp.diags([1.0, 2.0, 1.0], [-1, 0, 1], shape=(5, 5), format="csr")
+    >>> estimate(path)  # a path fills nothing: 5 diagonal + 4 off-diagonal entries
+    FillEstimate(fill=9, flops=17.0, exact=True)
+    """
+    if csr.shape[0] == 0:
+        return FillEstimate(0, 0.0, True)
+    return _ordered(csr.tocsr(), refuse_above)[1]
+
+
+def fill_estimate(csr: Any) -> int:
+    """The entries of one triangular factor of the symmetric ``csr``, the diagonal
+    included: :func:`estimate`'s exact count.
+
+    >>> import scipy.sparse as sp
+    >>> fill_estimate(sp.diags([1.0, 2.0, 1.0], [-1, 0, 1], shape=(5, 5), format="csr"))
+    9
+    """
+    return estimate(csr).fill
+
+
+def factor_bytes(fill: int, nnz: int = 0) -> int:
+    """Peak bytes of the factorization with ``fill`` entries per triangle: SuperLU's ``L``
+    and ``U`` (:data:`PEAK` times, for its reallocations) plus two copies of the ``nnz``
+    matrix entries (the permuted matrix and SuperLU's CSC input).
+
+    >>> factor_bytes(1000, 300)
+    43200
+    """
+    return int(fill * _ENTRY_BYTES * PEAK) + nnz * _COPY_BYTES
 
 
 def shifts(gershgorin: float, given: float | None, scale: float) -> list[float]:
@@ -80,11 +270,15 @@ def shifts(gershgorin: float, given: float | None, scale: float) -> list[float]:
 
 
 def _factorize(mat: Any) -> Any:
+    """SuperLU of ``mat`` as it is ordered (call it on ``mat[p][:, p]``, ``p`` from
+    :func:`ordering`), symmetric mode, diagonal pivots."""
     import scipy.sparse.linalg as sla
 
+    csc = mat.tocsc()
+    del mat  # a CSR temporary of the caller's goes now, not after the factorization
     return sla.splu(
-        mat.tocsc(),
-        permc_spec="MMD_AT_PLUS_A",
+        csc,
+        permc_spec="NATURAL",
         diag_pivot_thresh=0.0,
         options={"SymmetricMode": True},
     )
@@ -106,16 +300,24 @@ class ShiftInvert:
     def __init__(self, csr: Any, sign: float, gershgorin: float, given: float | None, scale: float):
         import scipy.sparse as sp
 
+        csr = csr.tocsr()
         n = csr.shape[0]
-        eye = sp.identity(n, dtype=csr.dtype, format="csr")
-        b = csr * sign
+        self.order = ordering(csr)
+        b = csr[self.order][:, self.order].tocsr()
+        if sign < 0:
+            b = -b
+        eye = sp.identity(n, dtype=b.dtype, format="csr")
         candidates = shifts(gershgorin, given, scale)
+        lu: Any = None
         for i, sigma in enumerate(candidates):
-            lu = _factorize(b - sigma * eye)
+            lu = None  # a refused factor goes before the next is built
+            lu = _factorize((b - sigma * eye).tocsc())  # b and one shifted copy at a time
             if i == len(candidates) - 1 or _definite(lu):
                 break
+        del b
         self.sigma, self.lu = sigma, lu
-        self.fill = int(self.lu.L.nnz + self.lu.U.nnz)
+        #: entries of ``L`` and ``U`` together, as SuperLU stores them
+        self.fill = int(lu.nnz)
 
     @property
     def bytes(self) -> int:
@@ -123,5 +325,7 @@ class ShiftInvert:
 
     def apply(self, r: torch.Tensor) -> torch.Tensor:
         """The solve on a block ``r`` (``(n, c)``, CPU), returned as a tensor of ``r``'s dtype."""
-        x = self.lu.solve(np.asfortranarray(r.numpy()))
-        return torch.from_numpy(np.asarray(x)).to(dtype=r.dtype)
+        solved = np.asarray(self.lu.solve(np.asfortranarray(r.numpy()[self.order])))
+        x = np.empty_like(solved)
+        x[self.order] = solved
+        return torch.from_numpy(x).to(dtype=r.dtype)

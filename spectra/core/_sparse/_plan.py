@@ -25,7 +25,7 @@ import torch
 from .._errors import InputError
 from .._support._memory import memory_budget
 from ._blocks import split_input
-from ._factor import factor_bytes, fill_estimate
+from ._factor import estimate, factor_bytes
 from ._operators import SparseOperator, as_operator
 from ._precondition import AMG_MIN_N, amg_available
 
@@ -35,11 +35,16 @@ METHODS = ("auto", "lanczos", "lobpcg", "dense")
 #: ``method="auto"`` densifies matrices with more than this share of nonzeros (when they
 #: fit): their products cost as much as dense ones, and a dense eigh needs no iteration
 DENSE_MIN_DENSITY = 0.25
-#: ``"auto"`` factors when the estimated fill (:func:`fill_estimate`) is at most this many
-#: times ``nnz``: each iteration's solve then costs a few products with the matrix, and the
-#: 8-9 iterations of shift-invert beat AMG's 20-30 (random geometric graphs, 3,000 to
-#: 200,000 nodes: profile / nnz 6 to ~50)
+#: ``"auto"`` factors when the fill (:func:`._factor.estimate`, exact in the ordering the
+#: factorization uses) is at most this many times ``nnz``: each iteration's solve then costs
+#: a few products with the matrix, and the 8-9 iterations of shift-invert beat AMG's 20-30
+#: (random geometric graphs, 20,000 to 1,000,000 nodes: fill / nnz 1.7 to 2.6)
 FILL_CAP = 64
+#: ... and when the factorization's work (the sum of the squared column counts) is at most
+#: this many times ``nnz``: a random 8-regular graph of 3,000 nodes fills only 50 nnz but
+#: costs 51,000 per entry (0.8 s to factor, AMG solves it in a fraction); random geometric
+#: graphs cost 250-600, a 300 x 300 grid 790
+WORK_CAP = 8192
 #: iteration vectors kept per block entry: X, AX, R, W, P, [P, W] and its product, temporaries
 _BLOCKS_HELD = 14
 
@@ -108,7 +113,8 @@ def use_dense(op: SparseOperator, k: int, method: str, budget: int) -> tuple[boo
 def choose_preconditioner(op: SparseOperator, spec: Any, budget: int) -> tuple[Any, str, int]:
     """``(preconditioner, why, bytes)`` for one iterative problem: ``spec`` itself unless it
     is ``"auto"``, which takes ``"factor"`` for an explicit CPU matrix whose estimated fill
-    is at most ``FILL_CAP * nnz`` and fits ``budget``, else ``"amg"`` from ``AMG_MIN_N``
+    is at most ``FILL_CAP * nnz``, whose work is at most ``WORK_CAP * nnz`` and which fits
+    ``budget``, else ``"amg"`` from ``AMG_MIN_N``
     (pyamg installed), else ``"jacobi"``."""
     if not (isinstance(spec, str) and spec == "auto"):
         name = spec if isinstance(spec, str) or spec is None else "callable"
@@ -118,13 +124,21 @@ def choose_preconditioner(op: SparseOperator, spec: Any, budget: int) -> tuple[A
         return "jacobi", "jacobi (not an explicit CPU matrix)", 0
     assert op.csr is not None
     csr = op.csr()
-    fill = fill_estimate(csr)
-    need = factor_bytes(fill)
-    ratio = fill / max(int(csr.nnz), 1)
-    est = f"estimated fill {fill:,} = {ratio:.3g} nnz, {need / 2**20:,.1f} MiB"
-    if ratio <= FILL_CAP and need <= budget:
+    nnz = max(int(csr.nnz), 1)
+    fill = estimate(csr, refuse_above=FILL_CAP)
+    need = factor_bytes(fill.fill, nnz)
+    ratio, work = fill.fill / nnz, fill.flops / nnz
+    how = "" if fill.exact else " (RCM profile, not ordered)"
+    est = f"fill{how} {fill.fill:,} = {ratio:.3g} nnz, work {work:.3g} nnz, {need / 2**20:,.1f} MiB"
+    if ratio <= FILL_CAP and work <= WORK_CAP and need <= budget:
         return "factor", f"factor: shift-invert sparse LU ({est})", need
-    why = f"over {FILL_CAP} nnz" if ratio > FILL_CAP else "over max_memory"
+    why = (
+        f"over {FILL_CAP} nnz"
+        if ratio > FILL_CAP
+        else f"work over {WORK_CAP} nnz"
+        if work > WORK_CAP
+        else "over max_memory"
+    )
     if op.n >= AMG_MIN_N and amg_available():
         return "amg", f"amg: factorization {est} {why}", 0
     return "jacobi", f"jacobi: factorization {est} {why}", 0
