@@ -38,7 +38,10 @@ def _gauged(x):
 
 def _fake_native(a, vectors, check):
     """``native_solve`` in Python (the same contract: check, LAPACK, gauge), for machines
-    without the compiled helper; ``None`` where the Python route would refuse."""
+    without the compiled helper; ``None`` where the Python route would refuse, and for
+    untracked calls (the untracked route is the compiled route's own business)."""
+    if not (a.requires_grad and torch.is_grad_enabled()):
+        return None
     if check and not torch.equal(a, a.mH):
         return None
     w, v = _gauged(a)
