@@ -103,7 +103,7 @@ def torch_backward(w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad) -> torc
     # torch: 0.5 * (m - m^H), divided by gap[i, j] = w_j - w_i whose diagonal is set to 1;
     # the diagonal is then overwritten, by gw or by 0, so without a graph to build (no
     # double backward, whose derivative of 0 / 0 would be NaN) the 1s can be left out
-    gap = w.unsqueeze(-2) - w.unsqueeze(-1)
+    gap = (w if w.dim() == 1 else w.unsqueeze(-2)) - w.unsqueeze(-1)  # broadcast alike
     if torch.is_grad_enabled():
         gap.diagonal(0, -2, -1).fill_(1.0)
     inner = (m - m.mH).mul_(0.5).div_(gap)
