@@ -88,6 +88,19 @@ def test_estimate_is_superlus_fill(family):
     assert est.fill >= a.shape[0]  # the diagonal at least
 
 
+@pytest.mark.parametrize("family", ["grid", "barabasi-albert", "magnetic", "geometric"])
+def test_the_trial_factorization_and_the_symbolic_count_agree(family, monkeypatch):
+    """Small patterns read the fill off a factorization (no numba), larger ones count it:
+    both ways on both sides of the threshold."""
+    a = FAMILIES[family]().tocsr()
+    counted = []
+    for small in (0, 10**9):
+        monkeypatch.setattr(_factor, "SMALL_NNZ", small)
+        _factor._ORDERED.items.clear()
+        counted.append(_factor.estimate(a))
+    assert counted[0] == counted[1] and counted[0].exact
+
+
 def test_column_counts_match_a_dense_cholesky():
     rng = np.random.default_rng(57)
     for adj in (adjacency_rgg(300, seed=58), _expander(120, seed=59), grid(9, 11)):
