@@ -334,3 +334,20 @@ def test_the_tracked_route_takes_the_compiled_solve_once(solved_route, monkeypat
     a = random_hermitian((), 5, torch.float64, seed=18).requires_grad_(True)
     spectra.eigh(a)
     assert calls == ["native_solve"] and node == []
+
+
+@pytest.mark.parametrize("dtype", REAL)
+def test_a_small_aligned_batch_takes_torchs_node_with_the_routes_bits(dtype):
+    n = 8 if dtype == torch.float64 else 16  # each matrix and eigenvalue row 64-byte aligned
+    a = random_hermitian((4,), n, dtype, seed=19)
+    x = a.clone().requires_grad_(True)
+    w, v = spectra.eigh(x)
+    assert type(w.grad_fn).__name__ == "LinalgEighBackward0"  # the direct path's batch
+    assert type(v.grad_fn).__name__ == "LinalgEighBackward0"  # the gauge written into it
+    for name, loss in _losses(n, dtype).items():
+        batched = lambda w, v, loss=loss: sum(loss(w[i], v[i]) for i in range(4))  # noqa: E731
+        got = _grad(spectra.eigh, a, batched)
+        for before in (_node_and_signs, _custom):
+            want = _grad(before, a, batched)
+            for x, y in zip(got, want, strict=True):
+                assert torch.equal(x, y), (name, before.__name__)
