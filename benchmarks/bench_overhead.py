@@ -139,18 +139,56 @@ def _sides(x0: torch.Tensor) -> dict[str, Callable[[], None]]:
 BATCHED_BACKWARD = ((4096, 16), (1024, 32), (64, 128), (8, 512))
 
 
+def _backward_before() -> Any | None:
+    """Another spectra checkout, loaded as ``spectra_before`` from the directory that
+    ``$SPECTRA_BEFORE`` names (the one holding its ``spectra/``, e.g. from ``git archive
+    <commit> spectra | tar -x -C DIR``): a third side of the one-matrix backward rows, so
+    that a before/after pair is timed in the same rounds; ``None`` without it."""
+    import importlib.util
+    import os
+
+    root = os.environ.get("SPECTRA_BEFORE")
+    if not root:
+        return None
+    if "spectra_before" in sys.modules:
+        return sys.modules["spectra_before"]
+    package = os.path.join(root, "spectra")
+    spec = importlib.util.spec_from_file_location(
+        "spectra_before", os.path.join(package, "__init__.py"), submodule_search_locations=[package]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["spectra_before"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def backward_rows(quick: bool, tick: Callable[[], float]) -> list[dict[str, Any]]:
     """Forward + backward of ``w.sum() + v.sum()``, spectra against torch.linalg.eigh, on
-    one small matrix and on the batches of :data:`BATCHED_BACKWARD` (interleaved rounds)."""
+    one small matrix and on the batches of :data:`BATCHED_BACKWARD` (interleaved rounds);
+    with ``$SPECTRA_BEFORE`` (:func:`_backward_before`) the one-matrix rows time that
+    checkout too, in the same rounds (``before``, ``before_ratio``: before / torch)."""
     rounds, calls = (9, 100) if quick else (21, 200)
     rows: list[dict[str, Any]] = []
+    before = _backward_before()
     for n in (5, 16) if quick else (3, 5, 8, 16, 32):
         x0 = torch.randn(n, n, dtype=torch.float64)
         x0 = x0 + x0.mT
         fns = _sides(x0)
+        if before is not None:
+            fns["before"] = _fwd_bwd(x0, before.eigh)
         per = max(10, calls // 2 // max(1, n // 8))
         rows.append({"row": f"fwd+bwd {n}", "dtype": "float64", **_paired(fns, rounds, per, tick)})
-        print(_line(rows[-1]), flush=True)
+        line = _line(rows[-1])
+        if before is not None:
+            pairs = zip(
+                rows[-1]["before"]["repeats_us"], rows[-1]["torch"]["repeats_us"], strict=True
+            )
+            ratios = [b / t for b, t in pairs]
+            q = statistics.quantiles(ratios, n=4)
+            rows[-1]["before_ratio"] = {"median": statistics.median(ratios), "q1": q[0], "q3": q[2]}
+            line += f"  (before {statistics.median(ratios):.2f}x [{q[0]:.2f}, {q[2]:.2f}])"
+        print(line, flush=True)
     for batch, n in BATCHED_BACKWARD[:2] if quick else BATCHED_BACKWARD:
         x0 = torch.randn(batch, n, n, dtype=torch.float64)
         x0 = x0 + x0.mT
