@@ -155,7 +155,8 @@ def test_dense_filling_graphs_are_refused_by_the_profile_without_ordering(orderi
 
 
 def test_the_plan_and_the_factorization_order_once(orderings):
-    lap = normalized_laplacian(largest_component(adjacency_rgg(6000, seed=62)))
+    lap = normalized_laplacian(largest_component(adjacency_rgg(9000, seed=62)))
+    assert lap.nnz > _factor.SMALL_NNZ  # the symbolic count (smaller: test_small_patterns_*)
     plan = spectra.plan(lap, k=8)
     assert plan.preconditioners == ("factor",) and plan.methods == ("lanczos",)
     fill = _factor.fill_estimate(lap)
@@ -175,6 +176,23 @@ def test_the_plan_and_the_factorization_order_once(orderings):
     assert orderings == [lap.shape[0]]  # the plan's ordering, reused by the factorization
     ref = sla.eigsh(lap, k=8, sigma=-1e-3, which="LM", tol=1e-14)[0]
     np.testing.assert_allclose(w, np.sort(ref), rtol=1e-8, atol=2e-12)
+
+
+def test_small_patterns_order_and_count_in_one_trial_factorization(orderings, monkeypatch):
+    """Up to SMALL_NNZ entries: no separate ordering, no numba; the factor built later has
+    the counted fill."""
+    from spectra.core._sparse import _symbolic
+
+    def refuse(*args):
+        raise AssertionError("counted symbolically")
+
+    monkeypatch.setattr(_symbolic, "column_counts", refuse)
+    lap = normalized_laplacian(largest_component(adjacency_rgg(3000, seed=64)))
+    assert lap.nnz <= _factor.SMALL_NNZ
+    est = _factor.estimate(lap)
+    p = _factor.ordering(lap)  # the trial's ordering, cached
+    own = _factor._factorize((lap + 1e-3 * sp.identity(lap.shape[0]))[p][:, p])
+    assert own.nnz == 2 * est.fill and orderings == []
 
 
 def test_max_memory_counts_the_factor_with_its_peak():

@@ -138,25 +138,31 @@ def _mmd_order(pattern: Any) -> np.ndarray:
     return np.argsort(np.asarray(ilu.perm_c))
 
 
-def _count(pattern: Any, p: np.ndarray) -> FillEstimate:
-    """The exact fill and work of ``pattern`` in the order ``p``: read off a factorization
-    of the pattern matrix up to :data:`SMALL_NNZ` entries (no numba to load: its import and
-    cache cost ~0.8 s on a process's first call, where a 3,000-node graph's call takes
-    0.1 s), counted symbolically (:mod:`._symbolic`, O(nnz)) above."""
-    ordered = pattern[p][:, p]
+def _count(pattern: Any, p: np.ndarray | None) -> tuple[np.ndarray, FillEstimate]:
+    """The order (``p``, or :func:`_mmd_order`'s when ``None``) and the exact fill and work
+    of ``pattern`` in it. Up to :data:`SMALL_NNZ` entries both come from one trial
+    factorization of the pattern matrix (SuperLU orders it as it orders the shifted matrix:
+    the ordering sees the pattern only), so that no numba is loaded (its import and cache
+    cost ~0.8 s on a process's first call, where a 3,000-node graph's call takes 0.1 s);
+    above, the fill is counted symbolically (:mod:`._symbolic`, O(nnz))."""
+    counts = None
     if pattern.nnz <= SMALL_NNZ:
-        lu = _factorize(ordered)
+        if p is None:
+            lu = _factorize(pattern, "MMD_AT_PLUS_A")
+            p = np.argsort(np.asarray(lu.perm_c))
+        else:
+            lu = _factorize(pattern[p][:, p])
         counts = np.diff(lu.L.indptr)
         if 2 * int(counts.sum()) != int(lu.nnz):  # an exact zero after all: count it
-            from ._symbolic import column_counts
-
-            counts = column_counts(ordered.tocsr())
-    else:
+            counts = None
+    if p is None:
+        p = _mmd_order(pattern)
+    if counts is None:
         from ._symbolic import column_counts
 
-        counts = column_counts(ordered.tocsr())
+        counts = column_counts(pattern[p][:, p].tocsr())
     flops = float(np.square(counts, dtype=np.float64).sum())
-    return FillEstimate(int(counts.sum()), flops, True)
+    return p, FillEstimate(int(counts.sum()), flops, True)
 
 
 def profile(pattern: Any) -> int:
@@ -249,8 +255,7 @@ def estimate(csr: Any, refuse_above: float = math.inf) -> FillEstimate:
         screened = _screen(pattern, refuse_above)
         if screened is not None:
             return screened
-    p = hit[0] if hit is not None else _mmd_order(pattern)
-    est = _count(pattern, p)
+    p, est = _count(pattern, hit[0] if hit is not None else None)
     _ORDERED.put(key, (p, est))
     return est
 
@@ -293,7 +298,7 @@ def shifts(gershgorin: float, given: float | None, scale: float) -> list[float]:
     return [*out, gershgorin - delta]
 
 
-def _factorize(mat: Any) -> Any:
+def _factorize(mat: Any, order: str = "NATURAL") -> Any:
     """SuperLU of ``mat`` as it is ordered (call it on ``mat[p][:, p]``, ``p`` from
     :func:`ordering`), symmetric mode, diagonal pivots."""
     import scipy.sparse.linalg as sla
@@ -302,7 +307,7 @@ def _factorize(mat: Any) -> Any:
     del mat  # a CSR temporary of the caller's goes now, not after the factorization
     return sla.splu(
         csc,
-        permc_spec="NATURAL",
+        permc_spec=order,
         diag_pivot_thresh=0.0,
         options={"SymmetricMode": True},
     )
