@@ -1,14 +1,15 @@
 """One small tracked matrix: the routes of its forward + backward, and their gradients.
 
 ``spectra.eigh(a)`` for one plain 2-D CPU ``a`` that requires grad takes the direct
-path's tracked route (``_direct._tracked_one``): with the compiled one-call route
-(``native_solve``: check, LAPACK, gauge) the solved pair goes to the lightest Python node
-(``_autograd._EighSolved``, whose backward picks torch's formula or the degenerate-safe
-rule); without it, torch's own node with the gauge written into its output
-(``_backward_fast.gauge_fresh``). Each route is asserted by its node, and its gradients
-are compared bit for bit with the routes they replace: the custom rule
-(``eigh_with_grad``), torch's node times the column signs (the route before), and
-torch's gradient in the same gauge.
+path's tracked route (``_direct._tracked_one``): a real ``a`` goes to torch's own node
+with the gauge written into its output (``_backward_fast.gauge_fresh``: the compiled
+gauge where built, else a NumPy view), kept where the spectrum is separated; a complex
+``a`` to the compiled one-call route (``native_solve``: check, LAPACK, gauge) under the
+lightest Python node (``_autograd_one._EighSolved``, whose backward picks torch's formula
+or the degenerate-safe rule). Each route is asserted by its node, and its gradients are
+compared bit for bit with the routes they replace: the custom rule (``eigh_with_grad``),
+torch's node times the column signs (the route before), and torch's gradient in the same
+gauge.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import torch
 import spectra
 from spectra.core._pipeline import _autograd, _autograd_one, _direct
 from spectra.core._pipeline._autograd import eigh_with_grad
+from spectra.core._pipeline._autograd_one import with_backward
 from spectra.core._pipeline._backward_fast import gauge_by_signs, gauge_fresh
 from spectra.core._pipeline._gauge import fix_gauge_small_
+from spectra.core._solvers import _native
 
 from .helpers import random_hermitian, with_spectrum
 
@@ -66,10 +69,24 @@ def solved_route(request, monkeypatch):
     return request.param
 
 
-@pytest.fixture
-def node_route(monkeypatch):
-    """The route without the compiled helper: torch's node, the gauge written into it."""
-    monkeypatch.setattr(_direct, "native_solve", lambda *args: None)
+def _compiled_gauge() -> bool:
+    gauge = getattr(_native, "native_gauge_", None)
+    return gauge is not None and bool(gauge(torch.linalg.eigh(torch.eye(3)).eigenvectors))
+
+
+@pytest.fixture(params=["compiled gauge", "python gauge"])
+def node_route(request, monkeypatch):
+    """Torch's node with the gauge written into it, by the compiled gauge or in Python."""
+    if request.param == "compiled gauge":
+        if not _compiled_gauge():
+            pytest.skip("the compiled gauge is not built here")
+    else:
+        monkeypatch.setattr(_native, "native_gauge_", lambda x: False, raising=False)
+    return request.param
+
+
+def _solved(x):  # the lightest node around the same solve
+    return with_backward(x, *_gauged(x))
 
 
 def _losses(n, dtype):
@@ -107,11 +124,12 @@ def _node_name(a):
 
 @pytest.mark.parametrize("dtype", REAL)
 @pytest.mark.parametrize("n", SIZES)
-def test_solved_route_is_the_routes_before_bit_for_bit(solved_route, dtype, n):
+def test_the_solved_node_is_the_routes_before_bit_for_bit(dtype, n):
     a = random_hermitian((), n, dtype, seed=n)
-    assert _node_name(a) == "_EighSolvedBackward"
+    x = a.clone().requires_grad_(True)
+    assert type(_solved(x)[0].grad_fn).__name__ == "_EighSolvedBackward"
     for name, loss in _losses(n, dtype).items():
-        got = _grad(spectra.eigh, a, loss)
+        got = _grad(_solved, a, loss)
         for before in (_node_and_signs, _custom):
             want = _grad(before, a, loss)
             for x, y in zip(got, want, strict=True):
@@ -135,7 +153,7 @@ def test_node_route_is_the_routes_before_bit_for_bit(node_route, dtype, n):
                 assert torch.equal(x, y), (name, before.__name__)
 
 
-def test_the_gradient_is_torchs_in_the_same_gauge(solved_route):
+def test_the_gradient_is_torchs_in_the_same_gauge(node_route):
     a = random_hermitian((), 6, torch.float64, seed=3)
     weights = torch.randn(6, 6, dtype=torch.float64)
     got, _w, v = _grad(spectra.eigh, a, lambda w, v: w.sum() + (v * weights).sum())
@@ -169,14 +187,13 @@ def _spy(monkeypatch, module, name):
     return calls
 
 
-def test_the_backward_decides_the_route_where_degenerate(solved_route, monkeypatch):
+def test_the_solved_node_decides_the_route_in_the_backward(monkeypatch):
     spectrum = torch.tensor([[1.0, 1.0, 2.0, 3.0]], dtype=torch.float64)
     a = with_spectrum(spectrum, torch.float64, 7)[0]
     general = _spy(monkeypatch, _autograd_one, "_backward")
     torch_formula = _spy(monkeypatch, _autograd_one, "torch_backward")
     x = a.clone().requires_grad_(True)
-    w, v = spectra.eigh(x)
-    assert type(w.grad_fn).__name__ == "_EighSolvedBackward"
+    _w, v = _solved(x)
     proj = v[:, :2] @ v[:, :2].mT  # a loss of the degenerate eigenspace: exact when masked
     weights = torch.randn(4, 4, dtype=torch.float64)
     with warnings.catch_warnings():
@@ -187,25 +204,22 @@ def test_the_backward_decides_the_route_where_degenerate(solved_route, monkeypat
     want = _grad(_custom, a, lambda w, v: ((v[:, :2] @ v[:, :2].mT) * weights).sum())
     assert torch.equal(g, want[0])
     with pytest.warns(_autograd.DegenerateGradientWarning):  # the basis inside it: warned
-        _grad(spectra.eigh, a, lambda w, v: v[:, 0].sum())
+        _grad(_solved, a, lambda w, v: v[:, 0].sum())
     general.clear()
-    (g,) = torch.autograd.grad(spectra.eigh(x).eigenvalues.sum(), x)  # no gap enters
+    (g,) = torch.autograd.grad(_solved(x)[0].sum(), x)  # no gap enters
     assert general == [] and torch_formula == ["torch_backward"]
     y = a.clone().requires_grad_(True)
     assert torch.equal(g, torch.autograd.grad(torch.linalg.eigvalsh(y).sum(), y)[0])
 
 
 @pytest.mark.parametrize("route", ["solved", "node"])
-def test_double_backward_and_gradcheck(route, monkeypatch):
-    if route == "node":
-        monkeypatch.setattr(_direct, "native_solve", lambda *args: None)
-    elif not _compiled():
-        monkeypatch.setattr(_direct, "native_solve", _fake_native)
+def test_double_backward_and_gradcheck(route):
     a = random_hermitian((), 4, torch.float64, seed=9).requires_grad_(True)
     names = []
+    solve = _solved if route == "solved" else spectra.eigh
 
     def f(m):
-        w, v = spectra.eigh(0.5 * (m + m.mT))
+        w, v = solve(0.5 * (m + m.mT))
         names.append(type(w.grad_fn).__name__)
         return w, v.square()  # gauge-invariant
 
@@ -215,18 +229,18 @@ def test_double_backward_and_gradcheck(route, monkeypatch):
     assert set(names) == {want}
 
 
-def test_eigenvalues_only_keep_their_bits(solved_route):
+def test_eigenvalues_only_keep_their_bits(node_route):
     a = random_hermitian((), 7, torch.float64, seed=11)
     x = a.clone().requires_grad_(True)
     w = spectra.eigvalsh(x)
-    assert type(w.grad_fn).__name__ == "_EighSolvedBackward"
+    assert type(w.grad_fn).__name__ == "LinalgEighBackward0"
     (w**3).sum().backward()
     y = a.clone().requires_grad_(True)
     (torch.linalg.eigvalsh(y) ** 3).sum().backward()
     assert torch.equal(x.grad, y.grad)
 
 
-def test_grad_and_inference_modes_are_honoured(solved_route):
+def test_grad_and_inference_modes_are_honoured():
     a = random_hermitian((), 5, torch.float64, seed=10).requires_grad_(True)
     with torch.no_grad():
         w, v = spectra.eigh(a)
@@ -236,7 +250,7 @@ def test_grad_and_inference_modes_are_honoured(solved_route):
     assert w.grad_fn is None and w.is_inference()
 
 
-def test_torch_func_takes_the_full_path(solved_route):
+def test_torch_func_takes_the_full_path():
     a = random_hermitian((), 5, torch.float64, seed=12)
 
     def loss(solve):
@@ -252,7 +266,7 @@ def test_torch_func_takes_the_full_path(solved_route):
     torch.testing.assert_close(dw, want_dw, rtol=1e-12, atol=1e-12)
 
 
-def test_a_vectorized_jacobian_runs_the_backward_under_vmap(solved_route):
+def test_a_vectorized_jacobian_runs_the_backward_under_vmap():
     a = random_hermitian((), 4, torch.float64, seed=14)
 
     def f(solve):
@@ -263,13 +277,9 @@ def test_a_vectorized_jacobian_runs_the_backward_under_vmap(solved_route):
     torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("route", ["solved", "node"])
-def test_the_checks_still_refuse(route, monkeypatch):
-    if route == "node":
-        monkeypatch.setattr(_direct, "native_solve", lambda *args: None)
-    elif not _compiled():
-        monkeypatch.setattr(_direct, "native_solve", _fake_native)
-    a = random_hermitian((), 5, torch.float64, seed=15)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])  # the two routes
+def test_the_checks_still_refuse(dtype):
+    a = random_hermitian((), 5, dtype, seed=15)
     with pytest.raises(ValueError, match=r"symmetric|Hermitian"):
         spectra.eigh(torch.triu(a).requires_grad_())
     bad = a.clone()
@@ -328,12 +338,16 @@ def test_gauge_fresh_writes_the_gauge_into_torchs_node():
     assert type(out.grad_fn).__name__ == "MulBackward0"
 
 
-def test_the_tracked_route_takes_the_compiled_solve_once(solved_route, monkeypatch):
+def test_the_routes_by_dtype(solved_route, monkeypatch):
     calls = _spy(monkeypatch, _direct, "native_solve")
     node = _spy(monkeypatch, _direct, "_solve_native")
-    a = random_hermitian((), 5, torch.float64, seed=18).requires_grad_(True)
+    a = random_hermitian((), 5, torch.complex128, seed=18).requires_grad_(True)
     spectra.eigh(a)
-    assert calls == ["native_solve"] and node == []
+    assert calls == ["native_solve"] and node == []  # complex: the compiled solve, once
+    calls.clear()
+    b = random_hermitian((), 5, torch.float64, seed=18).requires_grad_(True)
+    spectra.eigh(b)
+    assert calls == [] and node == ["_solve_native"]  # real: torch's node
 
 
 @pytest.mark.parametrize("dtype", REAL)

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch.autograd import forward_ad
 
+from .._solvers import _native
 from .._support import _threads
 from .._support._arrays import default_tolerance
 from .._support._threads import cpu_count, fan_out
@@ -233,10 +234,11 @@ def gauge_by_signs(v: torch.Tensor) -> torch.Tensor:
 def gauge_fresh(v: torch.Tensor) -> torch.Tensor:
     """:func:`gauge_by_signs` for ``v`` straight from ``torch.linalg.eigh``'s own autograd
     node (plain autograd, no forward-mode tangent): where the block is a real CPU one and
-    no saved-tensor hooks are active, the flipped columns are negated in place through a
-    NumPy view, which the node's saved ``v`` shares, so that there is no multiply node
-    (10-20 us of one small matrix's forward + backward, measured); elsewhere
-    :func:`gauge_by_signs`.
+    no saved-tensor hooks are active, the flipped columns are negated in place (by the
+    compiled gauge, :func:`~spectra.core._solvers._native.native_gauge_`, where built,
+    else through a NumPy view) in the memory the node's saved ``v`` shares, so that there
+    is no multiply node (10-20 us of one small matrix's forward + backward, measured);
+    elsewhere :func:`gauge_by_signs`.
 
     Sound because the node's backward is covariant under column signs: with ``S`` the
     flips, ``eigh_backward(w, V S, gw, G)`` equals ``eigh_backward(w, V, gw, G S)``, the
@@ -259,6 +261,9 @@ def gauge_fresh(v: torch.Tensor) -> torch.Tensor:
     if tol is None or _saved_tensor_hooks(False) is not None or forward_ad._current_level >= 0:
         return gauge_by_signs(v)
     x = v.detach()
+    compiled = getattr(_native, "native_gauge_", None)  # the compiled gauge, where built
+    if compiled is not None and compiled(x):  # one C pass, in place (the same decisions)
+        return v
     flips: list[int] | np.ndarray | None = None
     if v.dim() == 2 and v.numel() <= _SCREEN_MAX_ENTRIES:  # one matrix: a tolist of v
         flips = _column_flips(v.tolist(), tol)

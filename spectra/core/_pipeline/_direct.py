@@ -169,10 +169,13 @@ def _tracked_one(
 ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """:func:`_solve_checked`'s tracked route for one plain 2-D CPU matrix (LAPACK-aligned,
     as any single matrix) in its fewest steps, the checks included. Under plain autograd
-    the compiled one-call route (check, LAPACK, gauge) solves it and the lightest node
-    (:func:`~._autograd_one.with_backward`) differentiates it; without that route a real
-    matrix goes to torch's own node (:func:`~._autograd_one.eigh_native`)."""
-    if not torch._C._are_functorch_transforms_active():
+    a real matrix goes to torch's own node, the gauge written into it
+    (:func:`~._autograd_one.eigh_native`: torch's C++ backward where separated); a
+    complex one (whose phase-dependent losses torch's node refuses) to the compiled
+    one-call route (check, LAPACK, gauge) under the lightest node
+    (:func:`~._autograd_one.with_backward`), where built."""
+    plain = not torch._C._are_functorch_transforms_active()
+    if plain and a.is_complex():
         done = native_solve(a, True, check)  # eigenvalues only: the backward needs V too
         if done is not None:
             w, v, gauged = done
@@ -183,7 +186,7 @@ def _tracked_one(
             return w, (v if vectors else None)
     if check and not torch.equal(a, a.mH):  # exactly Hermitian (and no NaN)
         return None
-    if a.is_complex() or torch._C._are_functorch_transforms_active():
+    if not plain or a.is_complex():
         return _solve_checked(a, vectors, True, check)
     w, v, separated = eigh_native(a, _solve_native if vectors else _eigh_tracked)
     # well separated (n > 1): every gap finite, so every eigenvalue
