@@ -99,7 +99,11 @@ def eigh_native(a: torch.Tensor, native: Solver) -> tuple[torch.Tensor, torch.Te
     of the general entry that cannot change the answer there are left out (one small
     matrix's whole forward + backward is about 100 us)."""
     w, v = native(a)
-    if well_separated(w, _DEFAULT_TOL[a.dtype]):
+    if a.dim() == 2 and a.dtype == torch.float64:  # one matrix: its row of Python floats
+        separated = _row_separated(w.tolist(), _TOL64)
+    else:
+        separated = well_separated(w, _DEFAULT_TOL[a.dtype])
+    if separated:
         return w, v, True
     w, v = _APPLY(_EighFunction, a, _values(w, v), _resolved(DEFAULT_BACKWARD, a.dtype))
     return w, v, False

@@ -257,13 +257,15 @@ def gauge_fresh(v: torch.Tensor) -> torch.Tensor:
     >>> torch.equal(v.detach(), fix_gauge_small_(torch.linalg.eigh(a.detach()).eigenvectors))
     True
     """
-    tol = _SCREEN_TOLERANCE.get(v.dtype) if v.is_cpu else None
-    if tol is None or _saved_tensor_hooks(False) is not None or forward_ad._current_level >= 0:
+    if _saved_tensor_hooks(False) is not None or forward_ad._current_level >= 0 or v.is_complex():
         return gauge_by_signs(v)
     x = v.detach()
     compiled = getattr(_native, "native_gauge_", None)  # the compiled gauge, where built
     if compiled is not None and compiled(x):  # one C pass, in place (the same decisions)
         return v
+    tol = _SCREEN_TOLERANCE.get(x.dtype) if x.is_cpu else None
+    if tol is None:
+        return gauge_by_signs(v)
     flips: list[int] | np.ndarray | None = None
     if v.dim() == 2 and v.numel() <= _SCREEN_MAX_ENTRIES:  # one matrix: a tolist of v
         flips = _column_flips(v.tolist(), tol)
