@@ -334,7 +334,7 @@ def test_gauge_refuses_nan(dtype: torch.dtype) -> None:
 def test_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """``SPECTRA_NATIVE=0``: no helper, the Python route (same answers)."""
     monkeypatch.setenv("SPECTRA_NATIVE", "0")
-    _native.native_module.cache_clear()
+    _native.forget_native()
     try:
         assert _native.native_module() is None
         a = _random(5, torch.float64, 8)
@@ -342,5 +342,58 @@ def test_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
         assert torch.equal(w, torch.linalg.eigh(a).eigenvalues)
     finally:
         monkeypatch.delenv("SPECTRA_NATIVE")
-        _native.native_module.cache_clear()
+        _native.forget_native()
     assert (_native.native_module() is None) == (MODULE is None)
+
+
+def _lapack_vectors(batch: int, n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
+    """A batch of LAPACK eigenvectors (column-major) with exact and near ties planted."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(batch, n, n, dtype=dtype, generator=g)
+    v = torch.linalg.eigh(a + a.mH).eigenvectors
+    if n > 1:
+        scale = (1 + 1j) / abs(1 + 1j) if dtype.is_complex else 1.0
+        v[0] = torch.eye(n, dtype=dtype) * scale
+        first = [1j] + [-1j] * (n - 1) if dtype.is_complex else [1.0] + [-1.0] * (n - 1)
+        v[1, :, 0] = torch.tensor(first, dtype=dtype) / n**0.5
+        x = torch.randn(n, dtype=dtype, generator=g)
+        v[2, :, 0] = x / x.abs() / n**0.5
+    return v
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", [1, 2, 3, 8, 16, 33, 100])
+def test_batch_gauge_matches_the_torch_gauge(dtype: torch.dtype, n: int) -> None:
+    """``fix_gauge_`` on a batch's column-major block: the compiled pass, the torch
+    gauge's bits; a sliced (not column-major) block is left to the Python gauge."""
+    v = _lapack_vectors(64, n, dtype, n)
+    assert v.mT.is_contiguous()
+    want = fix_gauge(v.clone())
+    got = v.clone()
+    assert _native.native_gauge_(got)
+    assert torch.equal(got, want)
+    window = v[5].clone()[:, : max(1, n // 2)]  # one matrix's first columns: column-major
+    assert _native.native_gauge_(window) and torch.equal(window, want[5, :, : window.shape[-1]])
+    rows = v.clone().contiguous()  # row-major: not the compiled pass's layout
+    assert n == 1 or not _native.native_gauge_(rows)
+    assert not _native.native_gauge_(v.clone().requires_grad_())
+
+
+@needs_native
+def test_a_failed_first_check_is_decided_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first check raising (a dispatch mode faking tensors, say): no helper for that
+    call, and the decision is taken again at the next."""
+
+    def fails(module: object) -> bool:
+        raise RuntimeError("no storage")
+
+    _native.forget_native()
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(_native, "_agrees", fails)
+            assert _native.native_module() is None
+            assert _native._loaded == []
+        assert _native.native_module() is MODULE
+    finally:
+        _native.forget_native()

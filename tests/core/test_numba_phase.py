@@ -14,6 +14,13 @@ pytest.importorskip("numba")
 DTYPES = [torch.complex64, torch.complex128]
 
 
+@pytest.fixture(autouse=True)
+def _without_the_compiled_gauge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The routes asserted here are the numba and torch passes (the compiled gauge,
+    which comes first where built, is tested in test_native.py on these inputs too)."""
+    monkeypatch.setattr(_gauge, "native_gauge_", lambda vectors: False)
+
+
 def _rows(v: torch.Tensor) -> np.ndarray:
     n, m = v.shape[-2], v.shape[-1]
     return torch.view_as_real(v.mT.reshape(-1, m, n)).reshape(-1, m, 2 * n).numpy()

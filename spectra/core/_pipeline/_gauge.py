@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from .._solvers._kernels._ready import numba_passes_ready
+from .._solvers._native import native_gauge_
 from .._support._arrays import default_tolerance, numba_pass_ok
 
 #: squared magnitudes are used where every column's peak |v|^2 lies in this range (a zero
@@ -53,8 +54,8 @@ def _pivot_first_near_max(vectors: torch.Tensor) -> torch.Tensor:
 
 def _sqrt_rounded(x: torch.Tensor) -> torch.Tensor:
     """The correctly rounded square root (IEEE's): NumPy's on the CPU, where torch's
-    vectorized ``sqrt`` is not (it differed in the last bit for ~0.7% of random doubles,
-    measured), torch's elsewhere (CUDA's is). The numba gauge computes the same bits.
+    vectorized ``sqrt`` is not (the last bit of ~0.7% of random doubles, measured),
+    torch's elsewhere (CUDA's is). The numba and compiled gauges compute the same bits.
 
     >>> _sqrt_rounded(torch.tensor([4.0, 2.0], dtype=torch.float64)).tolist()
     [2.0, 1.4142135623730951]
@@ -166,9 +167,8 @@ def _numba_gauge_(vectors: torch.Tensor) -> bool:
     return True
 
 
-#: dtypes whose numba gauge (real) or phase pass (complex) has run in this process
-#: (compiled or loaded from the cache): small blocks use it from then on, never waiting
-#: for a compilation themselves
+#: dtypes whose numba gauge (real) or phase pass (complex) has run in this process:
+#: small blocks use it from then on, never waiting for a compilation themselves
 _NUMBA_GAUGE_WARM: set[torch.dtype] = set()
 
 
@@ -235,7 +235,7 @@ def _numba_phase_kernel(dtype: torch.dtype) -> Callable[[Any], bool] | None:
 
 def fix_gauge_(vectors: torch.Tensor) -> torch.Tensor:
     """In-place :func:`fix_gauge` for solver outputs the core owns (no autograd history)."""
-    if vectors.numel() == 0:
+    if vectors.numel() == 0 or native_gauge_(vectors):  # one compiled pass, where built
         return vectors
     if vectors.is_complex():
         if _numba_phase_(vectors):
@@ -356,6 +356,8 @@ def fix_gauge_small_(vectors: torch.Tensor) -> torch.Tensor:
         or vectors.requires_grad
     ):
         return fix_gauge_(vectors)
+    if native_gauge_(vectors):
+        return vectors
     tol = default_tolerance(vectors.dtype)
     # (..., vector, entry): C-contiguous for LAPACK's column-major output
     rows = np.swapaxes(vectors.numpy(), -1, -2)

@@ -23,7 +23,6 @@ True
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 from typing import Any
@@ -98,10 +97,30 @@ def _agrees(module: Any) -> bool:
     return True
 
 
-@functools.cache
+_loaded: list[Any] = []  # [module or None] once decided
+
+
 def native_module() -> Any:
     """The loaded helper, or ``None`` (not built, switched off, routines not found, or
-    not torch's bits)."""
+    not torch's bits). Decided once per process, on first use."""
+    if _loaded:
+        return _loaded[0]
+    module = _load()
+    if module is not _UNDECIDED:
+        _loaded.append(module)
+        return module
+    return None
+
+
+def forget_native() -> None:
+    """Forget the decision (tests: ``SPECTRA_NATIVE`` changed)."""
+    _loaded.clear()
+
+
+_UNDECIDED = object()
+
+
+def _load() -> Any:
     if os.environ.get("SPECTRA_NATIVE", "1").strip() == "0":
         return None
     try:
@@ -114,6 +133,8 @@ def native_module() -> Any:
     old = set_thread_kernel_threads(1)
     try:
         ok = _agrees(_native_eigh)
+    except Exception:  # e.g. first used under a dispatch mode that fakes tensors
+        return _UNDECIDED  # decide at a later call
     finally:
         restore_thread_kernel_threads(old)
     if not ok:
@@ -182,3 +203,27 @@ def native_solve(
     if status == UNGAUGED:
         return w, v, False
     return None
+
+
+def native_gauge_(vectors: torch.Tensor) -> bool:
+    """The gauge of a CPU block of eigenvectors ``(..., n, m)`` without history, in place,
+    in one compiled pass over its ``m`` columns per matrix, where the block is laid out
+    column-major (``vectors.mT`` contiguous: LAPACK's output, a batch's or one matrix's);
+    ``False`` (nothing decided, the Python gauge runs) otherwise or where the compiled
+    gauge leaves it (a non-finite entry, complex squares out of range). The decisions and
+    bits of :func:`~spectra.core._pipeline._gauge.fix_gauge_`
+    (``tests/core/test_native.py``)."""
+    module = native_module()
+    if (
+        module is None
+        or not vectors.is_cpu
+        or vectors.requires_grad
+        or vectors.dtype not in _CONSTANTS
+        or vectors.numel() == 0
+        or not vectors.mT.is_contiguous()
+    ):
+        return False
+    kind, _, tol, keep, keep2, low, high = _CONSTANTS[vectors.dtype]
+    n = vectors.shape[-2]
+    columns = vectors.numel() // n
+    return bool(module.gauge(kind, n, columns, vectors.data_ptr(), tol, keep, keep2, low, high))

@@ -389,7 +389,14 @@ static PyObject *py_gauge(PyObject *self, PyObject *const *args, Py_ssize_t narg
         PyErr_SetString(PyExc_ValueError, "gauge: kind in 0..3, n > 0, m >= 0, v set");
         return NULL;
     }
-    return PyLong_FromLong(gauge((int)kind, v, n, m, tol, keep, keep2, low, high));
+    int done;
+    if (n * m >= 4096) { /* a batch's block: other threads run meanwhile */
+        Py_BEGIN_ALLOW_THREADS done = gauge((int)kind, v, n, m, tol, keep, keep2, low, high);
+        Py_END_ALLOW_THREADS
+    } else {
+        done = gauge((int)kind, v, n, m, tol, keep, keep2, low, high);
+    }
+    return PyLong_FromLong(done);
 }
 
 /* load(path) -> number of routines found in the library at path (already loaded by
@@ -422,6 +429,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_native_eigh",
     "One small eigendecomposition in one compiled call (see _native.py).", -1, methods,
+    NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__native_eigh(void) { return PyModule_Create(&module); }
