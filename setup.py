@@ -14,7 +14,7 @@ setup(
             "spectra.core._solvers._native_eigh",
             ["spectra/core/_solvers/_native_eigh.c"],
             # no fused multiply-add, no fast math: every rounding as the Python route's
-            extra_compile_args=["-O2", "-std=c11", "-ffp-contract=off", "-fno-fast-math"],
+            extra_compile_args=["-O3", "-std=c11", "-ffp-contract=off", "-fno-fast-math"],
             optional=True,
         )
     ]

@@ -397,3 +397,41 @@ def test_a_failed_first_check_is_decided_later(monkeypatch: pytest.MonkeyPatch) 
         assert _native.native_module() is MODULE
     finally:
         _native.forget_native()
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_exactly_hermitian_matches_torch_equal(dtype: torch.dtype) -> None:
+    """The compiled exact test against ``torch.equal(a, a.mH)`` on blocks with one
+    perturbed entry, NaN, a symmetric Inf, a non-real diagonal, views and empty blocks."""
+    from spectra.core._pipeline._checks import exactly_hermitian
+
+    g = torch.Generator().manual_seed(3)
+    base = torch.randn(6, 5, 5, generator=g, dtype=torch.float64).to(dtype)
+    base = _hermitian(base)
+    variants = {"hermitian": base.clone()}
+    bumped = base.clone()
+    bumped[4, 3, 1] += 1e-3
+    variants["one entry"] = bumped
+    nan = base.clone()
+    nan[2, 1, 1] = float("nan")
+    variants["nan"] = nan
+    inf = base.clone()
+    inf[1, 0, 2] = inf[1, 2, 0] = float("inf")
+    variants["symmetric inf"] = inf
+    variants["every other"] = _hermitian(torch.randn(10, 10, dtype=torch.float64)).to(dtype)[
+        ::2, ::2
+    ]
+    variants["batch view"] = base[1:4]
+    variants["empty"] = base[:0]
+    variants["one"] = base[0]
+    if dtype.is_complex:
+        diag = base.clone()
+        diag[3, 2, 2] += 1e-6j
+        variants["non-real diagonal"] = diag
+    for name, a in variants.items():
+        assert _native.native_exactly_hermitian(a) is not None, name
+        assert exactly_hermitian(a) == bool(torch.equal(a, a.mH)), name
+    if dtype.is_complex:  # a lazy conjugate: torch's test
+        assert _native.native_exactly_hermitian(base.conj()) is None
+    assert exactly_hermitian(base.conj()) == bool(torch.equal(base.conj(), base.conj().mH))

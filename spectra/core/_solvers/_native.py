@@ -227,3 +227,31 @@ def native_gauge_(vectors: torch.Tensor) -> bool:
     n = vectors.shape[-2]
     columns = vectors.numel() // n
     return bool(module.gauge(kind, n, columns, vectors.data_ptr(), tol, keep, keep2, low, high))
+
+
+def native_exactly_hermitian(a: torch.Tensor) -> bool | None:
+    """Whether every matrix of the CPU block ``a`` (``(n, n)`` or ``(B, n, n)``) equals its
+    conjugate transpose entry for entry (NaN never does), in one compiled pass that
+    releases the GIL; ``None`` where the helper cannot read ``a`` as it lies (no helper,
+    another device, dtype or layout, a lazy conjugate or negation, a ``torch.func``
+    wrapper): the caller's torch test decides."""
+    module = native_module()
+    if (
+        module is None
+        or not a.is_cpu
+        or a.dtype not in _CONSTANTS
+        or a.layout != torch.strided
+        or a.is_conj()
+        or a.is_neg()
+        or not 2 <= a.dim() <= 3
+    ):
+        return None
+    try:
+        ptr = a.data_ptr()
+    except RuntimeError:  # a wrapper without storage
+        return None
+    if a.dim() == 2:
+        b, sb, (s0, s1) = 1, 0, a.stride()
+    else:
+        b, (sb, s0, s1) = a.shape[0], a.stride()
+    return bool(module.hermitian(_KIND[a.dtype], b, a.shape[-1], ptr, sb, s0, s1, False))

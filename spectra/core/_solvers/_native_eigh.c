@@ -77,12 +77,14 @@ static int max1(int x) { return x > 1 ? x : 1; }
 
 /* ---- checks ------------------------------------------------------------------------ */
 
+/* exactly Hermitian (every entry equal to its mirror's conjugate: NaN never is), and with
+ * finite set, every entry finite */
 #define DEFINE_REAL_CHECK(NAME, T)                                                        \
-    static int NAME(const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1) {             \
+    static int NAME(const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1, int finite) { \
         for (Py_ssize_t i = 0; i < n; i++) {                                              \
             for (Py_ssize_t j = 0; j <= i; j++) {                                         \
                 T x = a[i * s0 + j * s1], y = a[j * s0 + i * s1];                         \
-                if (!(x == y) || !isfinite(x)) return 0;                                  \
+                if (!(x == y) || (finite && !isfinite(x))) return 0;                      \
             }                                                                             \
         }                                                                                 \
         return 1;                                                                         \
@@ -91,18 +93,26 @@ DEFINE_REAL_CHECK(check_s, float)
 DEFINE_REAL_CHECK(check_d, double)
 
 #define DEFINE_COMPLEX_CHECK(NAME, T)                                                     \
-    static int NAME(const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1) {             \
+    static int NAME(const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1, int finite) { \
         for (Py_ssize_t i = 0; i < n; i++) {                                              \
             for (Py_ssize_t j = 0; j <= i; j++) {                                         \
                 T x = a[i * s0 + j * s1], y = a[j * s0 + i * s1];                         \
                 if (!(x.re == y.re) || !(x.im == -y.im)) return 0;                        \
-                if (!isfinite(x.re) || !isfinite(x.im)) return 0;                         \
+                if (finite && (!isfinite(x.re) || !isfinite(x.im))) return 0;             \
             }                                                                             \
         }                                                                                 \
         return 1;                                                                         \
     }
 DEFINE_COMPLEX_CHECK(check_c, cfloat)
 DEFINE_COMPLEX_CHECK(check_z, cdouble)
+
+static int check_one(int kind, const void *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1,
+                     int finite) {
+    return kind == 0   ? check_s(a, n, s0, s1, finite)
+           : kind == 1 ? check_d(a, n, s0, s1, finite)
+           : kind == 2 ? check_c(a, n, s0, s1, finite)
+                       : check_z(a, n, s0, s1, finite);
+}
 
 /* ---- column-major copy (torch's cloneBatchedColumnMajor) --------------------------- */
 
@@ -158,6 +168,8 @@ DEFINE_REAL_GAUGE(gauge_d, double)
     static int NAME(T *v, Py_ssize_t n, Py_ssize_t m, double keep2_d, double low_d,       \
                     double high_d) {                                                      \
         const R keep2 = (R)keep2_d, low = (R)low_d, high = (R)high_d;                     \
+        R *peaks = malloc(sizeof(R) * (size_t)(m > 0 ? m : 1));                           \
+        if (peaks == NULL) return 0;                                                      \
         for (Py_ssize_t j = 0; j < m; j++) { /* every column screened before any write */  \
             const T *col = v + j * n;                                                     \
             R peak2 = col[0].re * col[0].re + col[0].im * col[0].im;                      \
@@ -166,17 +178,15 @@ DEFINE_REAL_GAUGE(gauge_d, double)
                 R m2 = re * re + im * im;                                                 \
                 if (m2 > peak2 || m2 != m2) peak2 = m2;                                   \
             }                                                                             \
-            if (!(peak2 > low && peak2 < high)) return 0;                                 \
+            if (!(peak2 > low && peak2 < high)) {                                         \
+                free(peaks);                                                              \
+                return 0;                                                                 \
+            }                                                                             \
+            peaks[j] = peak2;                                                             \
         }                                                                                 \
         for (Py_ssize_t j = 0; j < m; j++) {                                              \
             T *col = v + j * n;                                                           \
-            R peak2 = col[0].re * col[0].re + col[0].im * col[0].im;                      \
-            for (Py_ssize_t i = 1; i < n; i++) {                                          \
-                R re = col[i].re, im = col[i].im;                                         \
-                R m2 = re * re + im * im;                                                 \
-                if (m2 > peak2) peak2 = m2;                                               \
-            }                                                                             \
-            R bar = peak2 * keep2;                                                        \
+            R bar = peaks[j] * keep2;                                                     \
             Py_ssize_t first = 0;                                                         \
             for (Py_ssize_t i = 0; i < n; i++) {                                          \
                 R re = col[i].re, im = col[i].im;                                         \
@@ -197,6 +207,7 @@ DEFINE_REAL_GAUGE(gauge_d, double)
                 col[i].im = b1 + b2;                                                      \
             }                                                                             \
         }                                                                                 \
+        free(peaks);                                                                      \
         return 1;                                                                         \
     }
 DEFINE_COMPLEX_GAUGE(gauge_c, cfloat, float, sqrtf)
@@ -272,13 +283,7 @@ static const size_t REAL_ITEM[4] = {sizeof(float), sizeof(double), sizeof(float)
 static int solve(int kind, int n, const void *a, Py_ssize_t s0, Py_ssize_t s1, void *w,
                  void *v, int check, double tol, double keep, double keep2, double low,
                  double high) {
-    if (check) {
-        int ok = kind == 0   ? check_s(a, n, s0, s1)
-                 : kind == 1 ? check_d(a, n, s0, s1)
-                 : kind == 2 ? check_c(a, n, s0, s1)
-                             : check_z(a, n, s0, s1);
-        if (!ok) return ST_REJECTED;
-    }
+    if (check && !check_one(kind, a, n, s0, s1, 1)) return ST_REJECTED;
     const int vec = v != NULL;
     int lwork, lrwork, liwork;
     query(kind, vec, n, &lwork, &lrwork, &liwork);
@@ -399,6 +404,32 @@ static PyObject *py_gauge(PyObject *self, PyObject *const *args, Py_ssize_t narg
     return PyLong_FromLong(done);
 }
 
+/* hermitian(kind, b, n, a, sb, s0, s1, finite) -> 1 if each of the b matrices at a
+ * (strides sb, s0, s1 in elements) is exactly Hermitian (and, with finite, finite) */
+static PyObject *py_hermitian(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "hermitian takes 8 arguments");
+        return NULL;
+    }
+    long kind = PyLong_AsLong(args[0]);
+    Py_ssize_t b = PyLong_AsSsize_t(args[1]), n = PyLong_AsSsize_t(args[2]);
+    const char *a = PyLong_AsVoidPtr(args[3]);
+    Py_ssize_t sb = PyLong_AsSsize_t(args[4]), s0 = PyLong_AsSsize_t(args[5]);
+    Py_ssize_t s1 = PyLong_AsSsize_t(args[6]);
+    int finite = PyObject_IsTrue(args[7]);
+    if (PyErr_Occurred()) return NULL;
+    if (kind < 0 || kind > 3 || b < 0 || n < 0 || (!a && b * n > 0)) {
+        PyErr_SetString(PyExc_ValueError, "hermitian: kind in 0..3, b, n >= 0, a set");
+        return NULL;
+    }
+    int ok = 1;
+    size_t item = ITEM[kind];
+    Py_BEGIN_ALLOW_THREADS for (Py_ssize_t k = 0; k < b && ok; k++) ok =
+        check_one((int)kind, a + (size_t)(k * sb) * item, n, s0, s1, finite);
+    Py_END_ALLOW_THREADS return PyLong_FromLong(ok);
+}
+
 /* load(path) -> number of routines found in the library at path (already loaded by
  * torch; its dependencies are searched too) */
 static PyObject *py_load(PyObject *self, PyObject *arg) {
@@ -422,6 +453,8 @@ static PyMethodDef methods[] = {
      "eigh(kind, n, a, s0, s1, w, v, check, tol, keep, keep2, low, high) -> status"},
     {"gauge", (PyCFunction)(void (*)(void))py_gauge, METH_FASTCALL,
      "gauge(kind, n, m, v, tol, keep, keep2, low, high) -> 1 if gauged"},
+    {"hermitian", (PyCFunction)(void (*)(void))py_hermitian, METH_FASTCALL,
+     "hermitian(kind, b, n, a, sb, s0, s1, finite) -> 1 if exactly Hermitian"},
     {"load", py_load, METH_O, "load(path) -> routines found"},
     {NULL, NULL, 0, NULL},
 };
