@@ -94,6 +94,7 @@ def test_the_trial_factorization_and_the_symbolic_count_agree(family, monkeypatc
     both ways on both sides of the threshold."""
     a = FAMILIES[family]().tocsr()
     counted = []
+    monkeypatch.setattr(_factor, "TRIAL_PROFILE", np.inf)
     for small in (0, 10**9):
         monkeypatch.setattr(_factor, "SMALL_NNZ", small)
         _factor._ORDERED.items.clear()
@@ -141,9 +142,14 @@ def orderings(monkeypatch):
 
 
 def test_dense_filling_graphs_are_refused_by_the_profile_without_ordering(orderings):
-    """Minimum degree on a 20,000-node expander or Barabasi-Albert graph takes 10-17 s: the
-    profile (over screen_factor(n) times the cap) refuses them before any ordering."""
-    for adj in (_expander(20000, seed=60), _barabasi_albert(20000, 5, seed=61)):
+    """Minimum degree on a 20,000-node expander or Barabasi-Albert graph takes 10-17 s (2.3 s
+    on a 6,000-node expander): the profile (over screen_factor(n) times the cap) refuses
+    them before any ordering."""
+    for adj in (
+        _expander(20000, seed=60),
+        _barabasi_albert(20000, 5, seed=61),
+        _expander(6000, seed=66),
+    ):
         lap = normalized_laplacian(adj)
         plan = spectra.plan(lap, k=6)
         assert plan.preconditioners[0] == "amg"
@@ -193,6 +199,21 @@ def test_small_patterns_order_and_count_in_one_trial_factorization(orderings, mo
     p = _factor.ordering(lap)  # the trial's ordering, cached
     own = _factor._factorize((lap + 1e-3 * sp.identity(lap.shape[0]))[p][:, p])
     assert own.nnz == 2 * est.fill and orderings == []
+
+
+def test_small_patterns_that_fill_densely_are_counted_not_factored(monkeypatch):
+    """A small expander's profile is over TRIAL_PROFILE nnz: no trial factorization (its
+    fill would be ~n^2 / 2), the symbolic count instead, and the same answer."""
+    lap = normalized_laplacian(_expander(1500, seed=65))
+    assert lap.nnz <= _factor.SMALL_NNZ
+    assert _factor.profile(lap) > _factor.TRIAL_PROFILE * lap.nnz
+    _factor._ORDERED.items.clear()
+    trials = []
+    real = _factor._factorize
+    monkeypatch.setattr(_factor, "_factorize", lambda *a: trials.append(1) or real(*a))
+    est = _factor.estimate(lap)
+    assert trials == [] and est.exact
+    assert est.fill == _splu_default_mmd(lap, 3.0).L.nnz
 
 
 def test_max_memory_counts_the_factor_with_its_peak():

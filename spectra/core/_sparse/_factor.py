@@ -54,6 +54,11 @@ _CACHE_SIZE = 2
 #: :func:`estimate` reads the fill off a factorization of the pattern up to this many
 #: pattern entries, and counts it symbolically (numba) above
 SMALL_NNZ = 65_536
+#: ... when the profile (which bounds the trial's fill in practice: minimum degree filled 2x
+#: to 40x less on every graph measured) is at most this many times the pattern's entries:
+#: a dense-filling small graph (an expander of 6,000 nodes: ~10^7 entries, seconds) is
+#: counted symbolically instead, in O(nnz) time and O(n) memory
+TRIAL_PROFILE = 32
 
 
 @dataclass(frozen=True)
@@ -140,13 +145,14 @@ def _mmd_order(pattern: Any) -> np.ndarray:
 
 def _count(pattern: Any, p: np.ndarray | None) -> tuple[np.ndarray, FillEstimate]:
     """The order (``p``, or :func:`_mmd_order`'s when ``None``) and the exact fill and work
-    of ``pattern`` in it. Up to :data:`SMALL_NNZ` entries both come from one trial
+    of ``pattern`` in it. Up to :data:`SMALL_NNZ` entries (and a profile of at most
+    :data:`TRIAL_PROFILE` times that) both come from one trial
     factorization of the pattern matrix (SuperLU orders it as it orders the shifted matrix:
     the ordering sees the pattern only), so that no numba is loaded (its import and cache
     cost ~0.8 s on a process's first call, where a 3,000-node graph's call takes 0.1 s);
     above, the fill is counted symbolically (:mod:`._symbolic`, O(nnz))."""
     counts = None
-    if pattern.nnz <= SMALL_NNZ:
+    if pattern.nnz <= SMALL_NNZ and profile(pattern) <= TRIAL_PROFILE * pattern.nnz:
         if p is None:
             lu = _factorize(pattern, "MMD_AT_PLUS_A")
             p = np.argsort(np.asarray(lu.perm_c))
@@ -193,16 +199,18 @@ def profile(pattern: Any) -> int:
 
 def screen_factor(n: int) -> float:
     """How far above the caller's cap the profile must be for :func:`estimate` to refuse
-    without ordering: ``max(4, sqrt(n) / 250)``. The profile over-estimates the minimum
+    without ordering: ``max(2, sqrt(n) / 250)``. The profile over-estimates the minimum
     degree fill by a factor that grows with ``n`` on graphs with small separators (random
     geometric graphs: 16x at 20,000 nodes, 22x at 200,000, 40x at 1,000,000, ~ sqrt(n); a
-    300 x 300 grid 7x) and stays small on graphs that fill densely (a random 8-regular
-    graph 2.2x, Barabasi-Albert 6x), where minimum degree costs seconds.
+    300 x 300 grid 7x; a square grid's profile is ~ sqrt(n) / 5 nnz, always under the
+    threshold) and stays small on graphs that fill densely (a random 8-regular graph 2.2x,
+    Barabasi-Albert 6x), where minimum degree costs seconds (2.3 s for a 6,000-node
+    8-regular graph whose profile is 217 nnz: refused unordered now).
 
     >>> screen_factor(20_000), screen_factor(4_000_000)
-    (4.0, 8.0)
+    (2.0, 8.0)
     """
-    return max(4.0, math.sqrt(n) / 250)
+    return max(2.0, math.sqrt(n) / 250)
 
 
 def _screen(pattern: Any, refuse_above: float) -> FillEstimate | None:
