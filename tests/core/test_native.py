@@ -240,17 +240,47 @@ def test_unchecked_reads_the_lower_triangle(spy: _Spy, monkeypatch: pytest.Monke
 
 
 @needs_native
-def test_routes_that_stay_in_python(spy: _Spy) -> None:
-    """Batches, NumPy input, k, n = 256, options: not the helper's."""
+def test_routes(spy: _Spy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One matrix (tensor or NumPy, with or without k): the one-matrix call; a small
+    batch: the batch call, bitwise the Python route; n = 256 or execution options: the
+    pipeline."""
+    assert MODULE is not None
+    batches: list[int] = []
+    inner = MODULE.eigh_batch
+    monkeypatch.setattr(MODULE, "eigh_batch", lambda *a: batches.append(a[1]) or inner(*a))
     a = _random(4, torch.float64, 1)
-    spectra.eigh(a.unsqueeze(0))
     spectra.eigh(a.numpy())
     spectra.eigh(a, k=2)
+    assert spy.calls == [_native.OK, _native.OK] and batches == []
+    stack = torch.stack([_random(6, torch.complex128, s) for s in range(5)])
+    w, v = spectra.eigh(stack)
+    assert batches == [5]
+    pw, pv = _python_route(monkeypatch, spectra.eigh, stack)
+    assert torch.equal(w, pw) and torch.equal(v, pv)
+    assert torch.equal(spectra.eigvalsh(stack), _python_route(monkeypatch, spectra.eigvalsh, stack))
     spectra.eigh(_random(256, torch.float64, 1))
     spectra.eigh(a, workers=1)
-    assert spy.calls == []
-    spectra.eigh(a)
-    assert spy.calls == [_native.OK]
+    assert len(spy.calls) == 2 and batches == [5, 5]
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_batch_bitwise_the_python_route(
+    dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches on the direct path, every matrix at an aligned and an unaligned offset (33
+    float32 entries per row: 4,356 bytes a matrix), as the planned path solves them."""
+    for n, b in ((3, 7), (8, 16), (33, 5), (40, 2)):
+        x = torch.stack([_random(n, dtype, 10 * n + i) for i in range(b)])
+        x[1] = torch.eye(n, dtype=dtype)
+        assert spectra.plan(n, b, dtype).direct
+        w, v = spectra.eigh(x)
+        pw, pv = _python_route(monkeypatch, spectra.eigh, x)
+        assert torch.equal(w, pw) and torch.equal(v, pv), (n, b)
+        planned_w, planned_v = spectra.eigh(x, workers=1)  # the planned path itself
+        assert torch.equal(w, planned_w) and torch.equal(v, planned_v), (n, b)
+        one_w, one_v = spectra.eigh(x[b - 1])
+        assert torch.equal(w[b - 1], one_w) and torch.equal(v[b - 1], one_v), (n, b)
 
 
 @needs_native
@@ -435,3 +465,24 @@ def test_exactly_hermitian_matches_torch_equal(dtype: torch.dtype) -> None:
     if dtype.is_complex:  # a lazy conjugate: torch's test
         assert _native.native_exactly_hermitian(base.conj()) is None
     assert exactly_hermitian(base.conj()) == bool(torch.equal(base.conj(), base.conj().mH))
+
+
+@needs_native
+def test_batch_refusal_names_the_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A NaN in matrix 3 of a direct batch: the batch call stops there, the full path
+    names index 3."""
+    assert MODULE is not None
+    seen: list[tuple[int, int]] = []
+    inner = MODULE.eigh_batch
+
+    def spy(*args: object) -> tuple[int, int]:
+        status, index = inner(*args)
+        seen.append((status, index))
+        return status, index
+
+    monkeypatch.setattr(MODULE, "eigh_batch", spy)
+    x = torch.stack([_random(5, torch.float64, i) for i in range(6)])
+    x[3, 2, 1] = x[3, 1, 2] = float("nan")
+    with pytest.raises(ValueError, match=r"\(3,\)|\b3\b"):
+        spectra.eigh(x)
+    assert seen[0] == (_native.REJECTED, 3)

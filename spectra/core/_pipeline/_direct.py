@@ -34,7 +34,7 @@ from torch.autograd import forward_ad
 
 from .._options import check_tolerance
 from .._request import Request
-from .._solvers._native import native_solve
+from .._solvers._native import native_solve, native_solve_batch
 from .._solvers._torch_lapack import lapack_aligned, torch_eigh
 from .._strategies import STRATEGIES, registry_version
 from .._support._threads import restore_thread_kernel_threads, set_thread_kernel_threads
@@ -293,6 +293,22 @@ def _direct(
     return _direct_cached(n, batch, dtype, vectors, k, largest, registry_version())
 
 
+def _native_block(
+    flat: torch.Tensor, vectors: bool, check: bool
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """The compiled route for a ``(n, n)`` or ``(B, n, n)`` block without history: its
+    checks, LAPACK calls and gauge in one call; ``None``: the Python route decides."""
+    if flat.dim() == 3:
+        return native_solve_batch(flat, vectors, check)
+    done = native_solve(flat, vectors, check)
+    if done is None:
+        return None
+    w, v, gauged = done
+    if v is not None and not gauged:
+        fix_gauge_small_(v)
+    return w, v
+
+
 def solve_direct(a: Any, request: Request) -> tuple[Any, Any] | None:
     """``(w, v or None)`` of a small CPU call as its plan would compute them, or ``None``
     when the call must take the full path."""
@@ -326,17 +342,19 @@ def solve_direct(a: Any, request: Request) -> tuple[Any, Any] | None:
     flat = t if len(shape) == 2 else t.reshape(batch, n, n)
     if not flat.is_contiguous():
         flat = flat.contiguous()
-    if check:
-        try:
-            quick_check(flat, symmetry_tol)
-        except InputRejected:
-            return None  # the full path names what is wrong (or accepts it within tolerance)
-    try:
-        solved = _solve_checked(flat, vectors, tracked, check)
-    except RuntimeError:  # LAPACK failed (e.g. on a symmetric Inf): the full path decides
-        return None
+    solved = None if tracked else _native_block(flat, vectors, check)
     if solved is None:
-        return None
+        if check:
+            try:
+                quick_check(flat, symmetry_tol)
+            except InputRejected:
+                return None  # the full path names what is wrong (or accepts it within tol)
+        try:
+            solved = _solve_checked(flat, vectors, tracked, check)
+        except RuntimeError:  # LAPACK failed (e.g. on a symmetric Inf): the full path decides
+            return None
+        if solved is None:
+            return None
     w, v = solved
     if kk is not None:
         w, v = select_k(w, v, kk, request.largest)

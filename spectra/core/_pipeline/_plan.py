@@ -75,8 +75,10 @@ def direct_path(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
     )
 
 
-#: at most this many matrices take the direct path (``direct_path``)
-DIRECT_MAX_BATCH = 8
+#: at most this many matrices take the direct path (``direct_path``): with the compiled
+#: helper a block of them costs one call whatever its size (16 x 8x8: ~2x torch's time
+#: through the pipeline's layers, measured)
+DIRECT_MAX_BATCH = 64
 
 
 @dataclass(frozen=True)

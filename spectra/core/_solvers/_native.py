@@ -255,3 +255,44 @@ def native_exactly_hermitian(a: torch.Tensor) -> bool | None:
     else:
         b, (sb, s0, s1) = a.shape[0], a.stride()
     return bool(module.hermitian(_KIND[a.dtype], b, a.shape[-1], ptr, sb, s0, s1, False))
+
+
+def native_solve_batch(
+    flat: torch.Tensor, vectors: bool, check: bool
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """``(w, v or None)`` of a plain ``(B, n, n)`` CPU block without history (the caller
+    has checked that), every matrix through :func:`native_solve`'s one-call solve in one
+    compiled loop (the GIL released), each exactly as the direct path's batched LAPACK call
+    solves it (a matrix whose outputs are not 64-byte aligned in scratch buffers, as torch
+    solves one matrix); ``None`` (nothing returned) where any matrix is not the helper's:
+    the Python route decides, as for one matrix."""
+    module = native_module()
+    b, n = flat.shape[0], flat.shape[-1]
+    if module is None or not 0 < n <= MAX_N:
+        return None
+    kind, real, tol, keep, keep2, low, high = _CONSTANTS[flat.dtype]
+    w = torch.empty((b, n), dtype=real)
+    v = torch.empty_strided((b, n, n), (n * n, 1, n), dtype=flat.dtype) if vectors else None
+    sb, s0, s1 = flat.stride()
+    old = set_thread_kernel_threads(1) if n >= SEQUENTIAL_N else None
+    try:
+        status, _ = module.eigh_batch(
+            kind,
+            b,
+            n,
+            flat.data_ptr(),
+            sb,
+            s0,
+            s1,
+            w.data_ptr(),
+            0 if v is None else v.data_ptr(),
+            check,
+            tol,
+            keep,
+            keep2,
+            low,
+            high,
+        )
+    finally:
+        restore_thread_kernel_threads(old)
+    return (w, v) if status == OK else None

@@ -331,6 +331,50 @@ static int solve(int kind, int n, const void *a, Py_ssize_t s0, Py_ssize_t s1, v
     return gauge(kind, v, n, n, tol, keep, keep2, low, high) ? ST_OK : ST_UNGAUGED;
 }
 
+/* b matrices at a (batch stride sb): each solved as solve() solves one, its results at
+ * w + k n and v + k n n (column-major); a matrix whose outputs do not start on a 64-byte
+ * boundary is solved in aligned scratch buffers and copied, as torch solves one matrix in
+ * its fresh buffers (MKL's results depend on alignment). Stops at the first matrix that is
+ * not OK: its status, and its index in *index. */
+static int solve_batch(int kind, Py_ssize_t b, int n, const char *a, Py_ssize_t sb,
+                       Py_ssize_t s0, Py_ssize_t s1, char *w, char *v, int check, double tol,
+                       double keep, double keep2, double low, double high, Py_ssize_t *index) {
+    const size_t item = ITEM[kind], ritem = REAL_ITEM[kind];
+    const size_t wbytes = ritem * (size_t)n, vbytes = item * (size_t)n * (size_t)n;
+    void *ws = NULL, *vs = NULL;
+    int status = ST_OK;
+    for (Py_ssize_t k = 0; k < b; k++) {
+        const char *ak = a + (size_t)(k * sb) * item;
+        char *wk = w + (size_t)k * wbytes, *vk = v ? v + (size_t)k * vbytes : NULL;
+        if ((uintptr_t)wk % ALIGN == 0 && (!vk || (uintptr_t)vk % ALIGN == 0)) {
+            status = solve(kind, n, ak, s0, s1, wk, vk, check, tol, keep, keep2, low, high);
+        } else {
+            if (ws == NULL) {
+                ws = aligned(wbytes);
+                vs = v ? aligned(vbytes) : NULL;
+                if (ws == NULL || (v && vs == NULL)) {
+                    status = ST_NO_MEMORY;
+                    *index = k;
+                    break;
+                }
+            }
+            status = solve(kind, n, ak, s0, s1, ws, vk ? vs : NULL, check, tol, keep, keep2,
+                           low, high);
+            if (status == ST_OK) {
+                memcpy(wk, ws, wbytes);
+                if (vk) memcpy(vk, vs, vbytes);
+            }
+        }
+        if (status != ST_OK) {
+            *index = k;
+            break;
+        }
+    }
+    free(ws);
+    free(vs);
+    return status;
+}
+
 /* ---- Python ------------------------------------------------------------------------ */
 
 /* eigh(kind, n, a, s0, s1, w, v, check, tol, keep, keep2, low, high) -> status
@@ -372,6 +416,44 @@ static PyObject *py_eigh(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         status = solve((int)kind, (int)n, a, s0, s1, w, v, check, tol, keep, keep2, low, high);
     }
     return PyLong_FromLong(status);
+}
+
+/* eigh_batch(kind, b, n, a, sb, s0, s1, w, v, check, tol, keep, keep2, low, high)
+ * -> (status, index): eigh for each of b matrices (batch stride sb, in elements), into
+ * w (b, n) and v (b, n, n) column-major per matrix (v = 0: eigenvalues only); stops at the
+ * first matrix not OK (index -1 when all are) */
+static PyObject *py_eigh_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 15) {
+        PyErr_SetString(PyExc_TypeError, "eigh_batch takes 15 arguments");
+        return NULL;
+    }
+    long kind = PyLong_AsLong(args[0]);
+    Py_ssize_t b = PyLong_AsSsize_t(args[1]);
+    long n = PyLong_AsLong(args[2]);
+    const char *a = PyLong_AsVoidPtr(args[3]);
+    Py_ssize_t sb = PyLong_AsSsize_t(args[4]), s0 = PyLong_AsSsize_t(args[5]);
+    Py_ssize_t s1 = PyLong_AsSsize_t(args[6]);
+    char *w = PyLong_AsVoidPtr(args[7]), *v = PyLong_AsVoidPtr(args[8]);
+    int check = PyObject_IsTrue(args[9]);
+    double tol = PyFloat_AsDouble(args[10]), keep = PyFloat_AsDouble(args[11]);
+    double keep2 = PyFloat_AsDouble(args[12]);
+    double low = PyFloat_AsDouble(args[13]), high = PyFloat_AsDouble(args[14]);
+    if (PyErr_Occurred()) return NULL;
+    if (kind < 0 || kind > 3 || b < 0 || n < 1 || n >= MAX_N || (b > 0 && (!a || !w))) {
+        PyErr_SetString(PyExc_ValueError, "eigh_batch: kind in 0..3, 0 < n < 256, a and w set");
+        return NULL;
+    }
+    void *fn = kind == 0   ? (void *)p_ssyevd
+               : kind == 1 ? (void *)p_dsyevd
+               : kind == 2 ? (void *)p_cheevd
+                           : (void *)p_zheevd;
+    if (fn == NULL) return Py_BuildValue("(in)", ST_NOT_LOADED, (Py_ssize_t)0);
+    Py_ssize_t index = -1;
+    int status;
+    Py_BEGIN_ALLOW_THREADS status = solve_batch((int)kind, b, (int)n, a, sb, s0, s1, w, v, check,
+                                                tol, keep, keep2, low, high, &index);
+    Py_END_ALLOW_THREADS return Py_BuildValue("(in)", status, index);
 }
 
 /* gauge(kind, n, m, v, tol, keep, keep2, low, high) -> 1 if gauged in place, 0 if left
@@ -451,6 +533,9 @@ static PyObject *py_load(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"eigh", (PyCFunction)(void (*)(void))py_eigh, METH_FASTCALL,
      "eigh(kind, n, a, s0, s1, w, v, check, tol, keep, keep2, low, high) -> status"},
+    {"eigh_batch", (PyCFunction)(void (*)(void))py_eigh_batch, METH_FASTCALL,
+     "eigh_batch(kind, b, n, a, sb, s0, s1, w, v, check, tol, keep, keep2, low, high)"
+     " -> (status, index)"},
     {"gauge", (PyCFunction)(void (*)(void))py_gauge, METH_FASTCALL,
      "gauge(kind, n, m, v, tol, keep, keep2, low, high) -> 1 if gauged"},
     {"hermitian", (PyCFunction)(void (*)(void))py_hermitian, METH_FASTCALL,
