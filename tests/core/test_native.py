@@ -486,3 +486,33 @@ def test_batch_refusal_names_the_matrix(monkeypatch: pytest.MonkeyPatch) -> None
     with pytest.raises(ValueError, match=r"\(3,\)|\b3\b"):
         spectra.eigh(x)
     assert seen[0] == (_native.REJECTED, 3)
+
+
+@needs_native
+def test_column_counts_match_the_numba_counts() -> None:
+    """The symbolic Cholesky counts of the sparse factor's fill estimate: the compiled
+    loops against numba's (``_sparse/_symbolic.py``) and against SuperLU's real fill."""
+    import networkx as nx
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import splu
+
+    from spectra.core._sparse._symbolic import column_counts
+
+    graphs = {
+        "geometric": nx.random_geometric_graph(800, 0.06, seed=1),
+        "barabasi-albert": nx.barabasi_albert_graph(500, 3, seed=2),
+        "grid": nx.grid_2d_graph(20, 25),
+        "disconnected": nx.disjoint_union(nx.path_graph(30), nx.star_graph(20)),
+        "one node": nx.empty_graph(1),
+    }
+    for name, g in graphs.items():
+        pattern = sp.csr_matrix(nx.to_scipy_sparse_array(g) + sp.eye(g.number_of_nodes()))
+        n = pattern.shape[0]
+        got = _native.native_column_counts(pattern.indptr, pattern.indices, n)
+        assert np.array_equal(got, column_counts(pattern)), name
+        laplacian = sp.csc_matrix(sp.diags(np.asarray(pattern.sum(1)).ravel() + 1.0) - pattern)
+        lu = splu(
+            laplacian, permc_spec="NATURAL", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
+        )
+        assert int(got.sum()) == lu.L.nnz, name  # what SuperLU stores, in this order
+    assert _native.native_column_counts(np.zeros(1), np.zeros(0), 0).shape == (0,)

@@ -296,3 +296,21 @@ def native_solve_batch(
     finally:
         restore_thread_kernel_threads(old)
     return (w, v) if status == OK else None
+
+
+def native_column_counts(indptr: Any, indices: Any, n: int) -> Any:
+    """The column counts of the Cholesky factor of a symmetric CSR pattern (both
+    triangles; int64 ``indptr``/``indices`` NumPy arrays) in its own order, by the compiled
+    helper (no numba import, no compilation), or ``None`` without it: the same numbers as
+    :func:`spectra.core._sparse._symbolic.column_counts` (``tests/core/test_native.py``)."""
+    module = native_module()
+    if module is None:
+        return None
+    import numpy as np
+
+    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    indices = np.ascontiguousarray(indices, dtype=np.int64)
+    out = np.empty(n, dtype=np.int64)
+    if n and not module.column_counts(n, indptr.ctypes.data, indices.ctypes.data, out.ctypes.data):
+        raise MemoryError(f"column counts of a {n}-node pattern")
+    return out

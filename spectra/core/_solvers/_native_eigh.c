@@ -512,6 +512,119 @@ static PyObject *py_hermitian(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_END_ALLOW_THREADS return PyLong_FromLong(ok);
 }
 
+/* ---- symbolic Cholesky counts (spectra/core/_sparse/_symbolic.py) -------------------- */
+
+/* column counts (the diagonal included) of the Cholesky factor of the symmetric pattern
+ * (indptr, indices: CSR, both triangles) in its own order: Liu's elimination tree with path
+ * compression, its postorder, Gilbert-Ng-Peyton's row-subtree skeleton; 0 on no memory */
+static int column_counts(Py_ssize_t n, const int64_t *indptr, const int64_t *indices,
+                         int64_t *delta) {
+    int64_t *work = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1) * 8);
+    if (work == NULL) return 0;
+    int64_t *parent = work, *ancestor = work + n, *head = work + 2 * n, *sibling = work + 3 * n;
+    int64_t *post = work + 4 * n, *stack = work + 5 * n, *maxfirst = work + 6 * n;
+    int64_t *first = work + 7 * n;
+    for (Py_ssize_t k = 0; k < n; k++) parent[k] = ancestor[k] = head[k] = -1;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        for (int64_t p = indptr[k]; p < indptr[k + 1]; p++) {
+            int64_t i = indices[p];
+            while (i != -1 && i < k) {
+                int64_t next = ancestor[i];
+                ancestor[i] = k;
+                if (next == -1) parent[i] = k;
+                i = next;
+            }
+        }
+    }
+    for (Py_ssize_t j = n - 1; j >= 0; j--) {
+        if (parent[j] != -1) {
+            sibling[j] = head[parent[j]];
+            head[parent[j]] = j;
+        }
+    }
+    Py_ssize_t k = 0;
+    for (Py_ssize_t root = 0; root < n; root++) {
+        if (parent[root] != -1) continue;
+        Py_ssize_t top = 0;
+        stack[0] = root;
+        while (top >= 0) {
+            int64_t p = stack[top], child = head[p];
+            if (child == -1) {
+                top--;
+                post[k++] = p;
+            } else {
+                head[p] = sibling[child];
+                stack[++top] = child;
+            }
+        }
+    }
+    int64_t *prevleaf = head; /* head is free again */
+    for (Py_ssize_t j = 0; j < n; j++) {
+        ancestor[j] = j;
+        maxfirst[j] = prevleaf[j] = first[j] = -1;
+        delta[j] = 0;
+    }
+    for (Py_ssize_t q = 0; q < n; q++) {
+        int64_t j = post[q];
+        delta[j] = first[j] == -1 ? 1 : 0;
+        while (j != -1 && first[j] == -1) {
+            first[j] = q;
+            j = parent[j];
+        }
+    }
+    for (Py_ssize_t q = 0; q < n; q++) {
+        int64_t j = post[q];
+        if (parent[j] != -1) delta[parent[j]] -= 1;
+        for (int64_t p = indptr[j]; p < indptr[j + 1]; p++) {
+            int64_t i = indices[p];
+            if (i <= j || first[j] <= maxfirst[i]) continue; /* not a leaf of row i's subtree */
+            maxfirst[i] = first[j];
+            int64_t jprev = prevleaf[i];
+            prevleaf[i] = j;
+            delta[j] += 1;
+            if (jprev != -1) { /* a later leaf: the least common ancestor's overlap goes */
+                int64_t r = jprev;
+                while (r != ancestor[r]) r = ancestor[r];
+                int64_t t = jprev;
+                while (t != r) {
+                    int64_t up = ancestor[t];
+                    ancestor[t] = r;
+                    t = up;
+                }
+                delta[r] -= 1;
+            }
+        }
+        if (parent[j] != -1) ancestor[j] = parent[j];
+    }
+    for (Py_ssize_t q = 0; q < n; q++) {
+        int64_t j = post[q];
+        if (parent[j] != -1) delta[parent[j]] += delta[j];
+    }
+    free(work);
+    return 1;
+}
+
+/* column_counts(n, indptr, indices, out) -> 1 (0: no memory); int64 arrays at those
+ * addresses, out of length n */
+static PyObject *py_column_counts(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "column_counts takes 4 arguments");
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[0]);
+    const int64_t *indptr = PyLong_AsVoidPtr(args[1]), *indices = PyLong_AsVoidPtr(args[2]);
+    int64_t *out = PyLong_AsVoidPtr(args[3]);
+    if (PyErr_Occurred()) return NULL;
+    if (n < 0 || (n > 0 && (!indptr || !out))) {
+        PyErr_SetString(PyExc_ValueError, "column_counts: n >= 0, arrays set");
+        return NULL;
+    }
+    int ok;
+    Py_BEGIN_ALLOW_THREADS ok = column_counts(n, indptr, indices, out);
+    Py_END_ALLOW_THREADS return PyLong_FromLong(ok);
+}
+
 /* load(path) -> number of routines found in the library at path (already loaded by
  * torch; its dependencies are searched too) */
 static PyObject *py_load(PyObject *self, PyObject *arg) {
@@ -533,6 +646,8 @@ static PyObject *py_load(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"eigh", (PyCFunction)(void (*)(void))py_eigh, METH_FASTCALL,
      "eigh(kind, n, a, s0, s1, w, v, check, tol, keep, keep2, low, high) -> status"},
+    {"column_counts", (PyCFunction)(void (*)(void))py_column_counts, METH_FASTCALL,
+     "column_counts(n, indptr, indices, out) -> 1 (0: no memory)"},
     {"eigh_batch", (PyCFunction)(void (*)(void))py_eigh_batch, METH_FASTCALL,
      "eigh_batch(kind, b, n, a, sb, s0, s1, w, v, check, tol, keep, keep2, low, high)"
      " -> (status, index)"},

@@ -40,6 +40,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._solvers._native import native_column_counts
+
 #: the shift below the spectrum's lower bound, relative to ``||A||``
 SHIFT = 1e-5
 #: bytes per stored factor entry (value and row index, L and U both stored by SuperLU)
@@ -164,9 +166,12 @@ def _count(pattern: Any, p: np.ndarray | None) -> tuple[np.ndarray, FillEstimate
     if p is None:
         p = _mmd_order(pattern)
     if counts is None:
-        from ._symbolic import column_counts
+        ordered = pattern[p][:, p].tocsr()
+        counts = native_column_counts(ordered.indptr, ordered.indices, ordered.shape[0])
+        if counts is None:  # no compiled helper: numba's loops (the same counts)
+            from ._symbolic import column_counts
 
-        counts = column_counts(pattern[p][:, p].tocsr())
+            counts = column_counts(ordered)
     flops = float(np.square(counts, dtype=np.float64).sum())
     return p, FillEstimate(int(counts.sum()), flops, True)
 
