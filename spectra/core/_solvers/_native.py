@@ -58,13 +58,25 @@ _REAL = {
 
 def _constants(dtype: torch.dtype) -> tuple[int, torch.dtype, float, float, float, float, float]:
     """``(kind, eigenvalue dtype, tol, 1 - tol, (1 - tol)^2, low, high)`` as the Python
-    gauge computes them (Python floats, rounded to the working precision in C)."""
+    gauge computes them (Python floats, rounded to the working precision in C); the last
+    five are the gauge's arguments."""
     tol = default_tolerance(dtype)
     low, high = _SQUARE_SAFE.get(dtype, (0.0, 0.0))
     return _KIND[dtype], _REAL[dtype], tol, 1 - tol, (1 - tol) * (1 - tol), low, high
 
 
+def _lapack(n: int, call: Any, *args: Any) -> Any:
+    """``call(*args)`` with one kernel thread from the size LAPACK may thread (as the
+    Python route calls LAPACK)."""
+    old = set_thread_kernel_threads(1) if n >= SEQUENTIAL_N else None
+    try:
+        return call(*args)
+    finally:
+        restore_thread_kernel_threads(old)
+
+
 _CONSTANTS = {dtype: _constants(dtype) for dtype in _KIND}
+_GAUGE = {dtype: consts[2:] for dtype, consts in _CONSTANTS.items()}
 
 
 def _torch_library() -> str:
@@ -169,7 +181,7 @@ def native_solve(
     if module is None or n > MAX_N:
         return None
     dtype = a.dtype
-    kind, real, tol, keep, keep2, low, high = _CONSTANTS[dtype]
+    kind, real = _CONSTANTS[dtype][:2]
     if n <= PROTOTYPE_MAX_N:  # empty_like of a cached prototype: half torch.empty's cost
         protos = _PROTOTYPES.get((dtype, n))
         if protos is None:
@@ -179,23 +191,10 @@ def native_solve(
     else:
         w, v = _prototypes(dtype, n) if vectors else (torch.empty(n, dtype=real), None)
     s0, s1 = a.stride()
+    vp = 0 if v is None else v.data_ptr()
     old = set_thread_kernel_threads(1) if n >= SEQUENTIAL_N else None
-    try:
-        status = module.eigh(
-            kind,
-            n,
-            a.data_ptr(),
-            s0,
-            s1,
-            w.data_ptr(),
-            0 if v is None else v.data_ptr(),
-            check,
-            tol,
-            keep,
-            keep2,
-            low,
-            high,
-        )
+    try:  # (inline, not _lapack: one Python call fewer on the commonest call)
+        status = module.eigh(kind, n, a.data_ptr(), s0, s1, w.data_ptr(), vp, check, *_GAUGE[dtype])
     finally:
         restore_thread_kernel_threads(old)
     if status == OK:
@@ -270,31 +269,13 @@ def native_solve_batch(
     b, n = flat.shape[0], flat.shape[-1]
     if module is None or not 0 < n <= MAX_N:
         return None
-    kind, real, tol, keep, keep2, low, high = _CONSTANTS[flat.dtype]
+    kind, real = _CONSTANTS[flat.dtype][:2]
     w = torch.empty((b, n), dtype=real)
     v = torch.empty_strided((b, n, n), (n * n, 1, n), dtype=flat.dtype) if vectors else None
     sb, s0, s1 = flat.stride()
-    old = set_thread_kernel_threads(1) if n >= SEQUENTIAL_N else None
-    try:
-        status, _ = module.eigh_batch(
-            kind,
-            b,
-            n,
-            flat.data_ptr(),
-            sb,
-            s0,
-            s1,
-            w.data_ptr(),
-            0 if v is None else v.data_ptr(),
-            check,
-            tol,
-            keep,
-            keep2,
-            low,
-            high,
-        )
-    finally:
-        restore_thread_kernel_threads(old)
+    vp = 0 if v is None else v.data_ptr()
+    args = (kind, b, n, flat.data_ptr(), sb, s0, s1, w.data_ptr(), vp, check)
+    status, _ = _lapack(n, module.eigh_batch, *args, *_GAUGE[flat.dtype])
     return (w, v) if status == OK else None
 
 
