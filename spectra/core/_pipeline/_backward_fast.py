@@ -31,6 +31,7 @@ from ._gauge import (
     SMALL_GAUGE_MAX_ENTRIES,
     _python_flips,
     fix_gauge_small_,
+    sign_flips,
 )
 
 Grad = torch.Tensor | None  # a gradient that may be absent
@@ -286,15 +287,7 @@ def _column_flips(rows: list[list[float]], tol: float) -> list[int] | None:
     """``_python_flips`` on one matrix's ``tolist`` (rows of entries): the columns whose
     gauge sign is -1, or ``None`` where a column might hold an opposite-sign near-tie or
     is not finite (the same decisions: the same floats, the same arithmetic)."""
-    flips = []
-    for j, col in enumerate(zip(*rows, strict=True)):
-        hi, lo = max(col), min(col)
-        s = hi + lo
-        if not abs(s) > 2 * tol * (hi - lo):  # a possible tie, NaN or Inf
-            return None
-        if s < 0:
-            flips.append(j)
-    return flips
+    return sign_flips(zip(*rows, strict=True), tol)
 
 
 def _flips(x: torch.Tensor, a: np.ndarray, tol: float) -> list[int] | np.ndarray:
