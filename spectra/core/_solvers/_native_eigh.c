@@ -172,13 +172,31 @@ DEFINE_REAL_GAUGE(gauge_d, double)
         if (peaks == NULL) return 0;                                                      \
         for (Py_ssize_t j = 0; j < m; j++) { /* every column screened before any write */  \
             const T *col = v + j * n;                                                     \
-            R peak2 = col[0].re * col[0].re + col[0].im * col[0].im;                      \
-            for (Py_ssize_t i = 1; i < n; i++) {                                          \
-                R re = col[i].re, im = col[i].im;                                         \
-                R m2 = re * re + im * im;                                                 \
-                if (m2 > peak2 || m2 != m2) peak2 = m2;                                   \
+            /* the peak by four independent maxima (a max is exact in any order); a NaN   \
+             * square never wins a comparison, so it is flagged on its own */             \
+            R p0 = 0, p1 = 0, p2 = 0, p3 = 0;                                             \
+            int nan = 0;                                                                  \
+            Py_ssize_t i = 0;                                                             \
+            for (; i + 4 <= n; i += 4) {                                                  \
+                R m0 = col[i].re * col[i].re + col[i].im * col[i].im;                     \
+                R m1 = col[i + 1].re * col[i + 1].re + col[i + 1].im * col[i + 1].im;     \
+                R m2 = col[i + 2].re * col[i + 2].re + col[i + 2].im * col[i + 2].im;     \
+                R m3 = col[i + 3].re * col[i + 3].re + col[i + 3].im * col[i + 3].im;     \
+                p0 = m0 > p0 ? m0 : p0;                                                   \
+                p1 = m1 > p1 ? m1 : p1;                                                   \
+                p2 = m2 > p2 ? m2 : p2;                                                   \
+                p3 = m3 > p3 ? m3 : p3;                                                   \
+                nan |= (m0 != m0) | (m1 != m1) | (m2 != m2) | (m3 != m3);                 \
             }                                                                             \
-            if (!(peak2 > low && peak2 < high)) {                                         \
+            for (; i < n; i++) {                                                          \
+                R m0 = col[i].re * col[i].re + col[i].im * col[i].im;                     \
+                p0 = m0 > p0 ? m0 : p0;                                                   \
+                nan |= m0 != m0;                                                          \
+            }                                                                             \
+            p0 = p1 > p0 ? p1 : p0;                                                       \
+            p2 = p3 > p2 ? p3 : p2;                                                       \
+            R peak2 = p2 > p0 ? p2 : p0;                                                  \
+            if (nan || !(peak2 > low && peak2 < high)) {                                  \
                 free(peaks);                                                              \
                 return 0;                                                                 \
             }                                                                             \
