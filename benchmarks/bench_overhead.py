@@ -8,6 +8,7 @@ round), reporting per-call medians with their quartiles and the paired ratio
 
 - ``eigh n``: one ``n x n`` matrix, ``spectra.eigh`` vs ``torch.linalg.eigh``, for
   n = 2 .. 64, float64, float32 and complex128 (the direct path);
+- ``eigh B x n``: a handful of matrices in one call (4, 16 and 64 of 8x8), the same pair;
 - ``fwd+bwd n``: one ``n x n`` float64 (n = 3, 5, 8, 16, 32), ``w.sum() + v.sum()`` forward
   and backward, against ``torch.linalg.eigh``'s;
 - ``fwd+bwd B x n``: the same on a batch, 4,096 x 16x16, 1,024 x 32x32, 64 x 128x128 and
@@ -85,6 +86,10 @@ def _first_call(call: str, repeats: int) -> list[float]:
     return seconds
 
 
+#: a handful of small matrices in one call (batch, n): the direct path's batches
+FEW = ((4, 8), (16, 8), (64, 8))
+
+
 def run(quick: bool = False, clock: str = "wall") -> list[dict[str, Any]]:
     tick = time.thread_time if clock == "cpu" else time.perf_counter
     rounds, calls = (9, 100) if quick else (21, 200)
@@ -102,6 +107,23 @@ def run(quick: bool = False, clock: str = "wall") -> list[dict[str, Any]]:
             per = max(10, calls // max(1, n // 8))
             rows.append(
                 {"row": f"eigh {n}", "dtype": str(dtype)[6:], **_paired(fns, rounds, per, tick)}
+            )
+            print(_line(rows[-1]), flush=True)
+    for dtype in dtypes:  # a handful of matrices: the direct path's batch
+        for batch, n in FEW:
+            a = torch.randn(batch, n, n, dtype=dtype)
+            a = a + a.mH
+            fns = {
+                "spectra": lambda a=a: spectra.eigh(a),
+                "torch": lambda a=a: baselines.torch_batched(a),
+            }
+            per = max(10, calls // batch)
+            rows.append(
+                {
+                    "row": f"eigh {batch} x {n}",
+                    "dtype": str(dtype)[6:],
+                    **_paired(fns, rounds, per, tick),
+                }
             )
             print(_line(rows[-1]), flush=True)
     rows += backward_rows(quick, tick)

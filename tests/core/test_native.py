@@ -516,3 +516,31 @@ def test_column_counts_match_the_numba_counts() -> None:
         )
         assert int(got.sum()) == lu.L.nnz, name  # what SuperLU stores, in this order
     assert _native.native_column_counts(np.zeros(1), np.zeros(0), 0).shape == (0,)
+
+
+@needs_native
+def test_a_few_matrices_take_the_entry_shortcut(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain (B, n, n) tensor the plan runs directly: the compiled batch straight from
+    ``eigh`` (no request built), the same bits as the normal route; its options' errors
+    stay."""
+    from spectra.core import _request
+
+    assert MODULE is not None
+    built: list[int] = []
+    real_build = _request.Request.build
+    monkeypatch.setattr(
+        _request.Request, "build", staticmethod(lambda *a: built.append(1) or real_build(*a))
+    )
+    x = torch.stack([_random(8, torch.float64, s) for s in range(4)])
+    w, v = spectra.eigh(x)
+    assert built == []
+    values = spectra.eigvalsh(x)
+    assert built == []
+    with monkeypatch.context() as m:
+        m.setattr(_native, "native_module", lambda: None)
+        pw, pv = spectra.eigh(x)
+        pvalues = spectra.eigvalsh(x)
+    assert built == [1, 1]  # the Python route builds its request
+    assert torch.equal(w, pw) and torch.equal(v, pv) and torch.equal(values, pvalues)
+    with pytest.raises(spectra.core.domain.InputError, match="symmetry_tol"):
+        spectra.eigh(x, symmetry_tol=-1.0)

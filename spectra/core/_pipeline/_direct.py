@@ -213,9 +213,34 @@ def solve_one(
     """The entry points' shortcut for one plain 2-D tensor and no other option (``k``,
     ``b``, a plan, options, a device): :func:`_solve_one` without building the request;
     ``None``: take the normal route."""
-    if type(a) is not torch.Tensor or a.dim() != 2 or torch.compiler.is_compiling():
+    if type(a) is not torch.Tensor or torch.compiler.is_compiling():
+        return None
+    if a.dim() == 3:  # a handful of matrices: the compiled batch, where the plan is direct
+        check_tolerance(symmetry_tol, "symmetry_tol")  # its errors, as on every route
+        return _solve_few(a, vectors, check)
+    if a.dim() != 2:
         return None
     return _solve_one(a, vectors, check, check_tolerance(symmetry_tol, "symmetry_tol"))
+
+
+def _solve_few(
+    a: torch.Tensor, vectors: bool, check: bool
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """:func:`solve_direct`'s compiled batch for a plain ``(B, n, n)`` CPU tensor without
+    history that the plan runs directly, without building the request; ``None``: the
+    normal route (which decides everything else, errors included)."""
+    b, n, m = a.shape
+    if (
+        n != m
+        or n == 0
+        or b == 0
+        or (a.requires_grad and torch.is_grad_enabled())
+        or not _plain_cpu(a)
+        or not a.is_contiguous()
+        or not _direct(n, b, a.dtype, vectors)
+    ):
+        return None
+    return native_solve_batch(a, vectors, check)
 
 
 def _solve_one(
