@@ -544,3 +544,21 @@ def test_a_few_matrices_take_the_entry_shortcut(monkeypatch: pytest.MonkeyPatch)
     assert torch.equal(w, pw) and torch.equal(v, pv) and torch.equal(values, pvalues)
     with pytest.raises(spectra.core.domain.InputError, match="symmetry_tol"):
         spectra.eigh(x, symmetry_tol=-1.0)
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_exact_and_finite_in_one_pass(dtype: torch.dtype) -> None:
+    """``finite=True``: a symmetric Inf fails the fused test, and ``quick_check``'s
+    finite mode still refuses it (the fused pass only shortens the accepted case)."""
+    from spectra.core._pipeline._checks import InputRejected, quick_check
+
+    x = torch.stack([_random(4, dtype, s) for s in range(3)])
+    assert _native.native_exactly_hermitian(x, finite=True) is True
+    quick_check(x, finite=True)
+    x[2, 0, 1] = x[2, 1, 0] = float("inf")
+    assert _native.native_exactly_hermitian(x) is True
+    assert _native.native_exactly_hermitian(x, finite=True) is False
+    with pytest.raises(InputRejected):
+        quick_check(x, finite=True)
+    quick_check(x)  # without finite: exact, accepted here (the solve's result decides)

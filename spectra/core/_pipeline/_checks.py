@@ -182,7 +182,7 @@ def quick_check(a: torch.Tensor, tol: float | None = None, finite: bool = False)
     once: NaN never equals itself, and a symmetric Inf is caught after the solve by the
     executor, or here with ``finite=True``.
     """
-    if a.numel() == 0:
+    if a.numel() == 0 or native_exactly_hermitian(a, finite):  # both tests in one pass
         return
     if exactly_hermitian(a):
         if finite and not all_finite(a):

@@ -228,12 +228,13 @@ def native_gauge_(vectors: torch.Tensor) -> bool:
     return bool(module.gauge(kind, n, columns, vectors.data_ptr(), tol, keep, keep2, low, high))
 
 
-def native_exactly_hermitian(a: torch.Tensor) -> bool | None:
+def native_exactly_hermitian(a: torch.Tensor, finite: bool = False) -> bool | None:
     """Whether every matrix of the CPU block ``a`` (``(n, n)`` or ``(B, n, n)``) equals its
     conjugate transpose entry for entry (NaN never does), in one compiled pass that
     releases the GIL; ``None`` where the helper cannot read ``a`` as it lies (no helper,
     another device, dtype or layout, a lazy conjugate or negation, a ``torch.func``
-    wrapper): the caller's torch test decides."""
+    wrapper): the caller's torch test decides. With ``finite``, every entry must also be
+    finite (one pass for both tests)."""
     module = native_module()
     if (
         module is None
@@ -253,7 +254,7 @@ def native_exactly_hermitian(a: torch.Tensor) -> bool | None:
         b, sb, (s0, s1) = 1, 0, a.stride()
     else:
         b, (sb, s0, s1) = a.shape[0], a.stride()
-    return bool(module.hermitian(_KIND[a.dtype], b, a.shape[-1], ptr, sb, s0, s1, False))
+    return bool(module.hermitian(_KIND[a.dtype], b, a.shape[-1], ptr, sb, s0, s1, finite))
 
 
 def native_solve_batch(
