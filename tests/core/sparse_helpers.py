@@ -37,6 +37,19 @@ def grid(rows: int, cols: int) -> sp.csr_matrix:
     return (sp.kron(path(rows), sp.identity(cols)) + sp.kron(sp.identity(rows), path(cols))).tocsr()
 
 
+def expander(n: int, seed: int) -> sp.csr_matrix:
+    """A random 8-regular-like graph (four random perfect matchings, no self-loops): no
+    small separators, so any ordering fills it densely."""
+    rng = np.random.default_rng(seed)
+    rows = np.concatenate([rng.permutation(n) for _ in range(4)])
+    cols = np.concatenate([rng.permutation(n) for _ in range(4)])
+    adj = sp.coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    adj = ((adj + adj.T) > 0).astype(float).tocsr()
+    adj.setdiag(0)
+    adj.eliminate_zeros()
+    return adj
+
+
 def magnetic_laplacian(adj: sp.spmatrix, q: float = 0.25, seed: int = 0) -> sp.csr_matrix:
     """Normalized magnetic Laplacian of a random orientation of ``adj`` (complex Hermitian)."""
     upper = sp.triu(adj, 1).tocoo()

@@ -240,16 +240,6 @@ def test_eigenvalues_only_keep_their_bits(node_route):
     assert torch.equal(x.grad, y.grad)
 
 
-def test_grad_and_inference_modes_are_honoured():
-    a = random_hermitian((), 5, torch.float64, seed=10).requires_grad_(True)
-    with torch.no_grad():
-        w, v = spectra.eigh(a)
-    assert w.grad_fn is None and not v.requires_grad
-    with torch.inference_mode():
-        w, v = spectra.eigh(a)
-    assert w.grad_fn is None and w.is_inference()
-
-
 def test_torch_func_takes_the_full_path():
     a = random_hermitian((), 5, torch.float64, seed=12)
 

@@ -19,6 +19,7 @@ from spectra.core._sparse import _api, _factor, _precondition
 from tests.core.sparse_helpers import (
     adjacency_rgg,
     dense_reference,
+    expander,
     grid,
     largest_angle,
     largest_component,
@@ -148,14 +149,7 @@ def test_expander_graph_is_not_factored():
     """A random 8-regular graph has no small separators: minimum degree fills 50 nnz, and
     the factorization's work (51,000 per entry) is over the cap: the plan refuses it (AMG or
     Jacobi instead)."""
-    rng = np.random.default_rng(40)
-    n = 3000
-    rows = np.concatenate([rng.permutation(n) for _ in range(4)])
-    cols = np.concatenate([rng.permutation(n) for _ in range(4)])
-    adj = sp.coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
-    adj = ((adj + adj.T) > 0).astype(float).tocsr()
-    adj.setdiag(0)
-    adj.eliminate_zeros()
+    adj = expander(3000, seed=40)
     plan = spectra.plan(normalized_laplacian(adj), k=6)
     assert plan.preconditioners[0] in ("amg", "jacobi")
     assert f"work over {spectra.core._sparse._plan.WORK_CAP} nnz" in plan.preconditioner_reasons[0]

@@ -22,22 +22,12 @@ from spectra.core._sparse import _factor, _plan, _precondition
 from spectra.core._sparse._symbolic import column_counts
 from tests.core.sparse_helpers import (
     adjacency_rgg,
+    expander,
     grid,
     largest_component,
     magnetic_laplacian,
     normalized_laplacian,
 )
-
-
-def _expander(n: int, seed: int) -> sp.csr_matrix:
-    rng = np.random.default_rng(seed)
-    rows = np.concatenate([rng.permutation(n) for _ in range(4)])
-    cols = np.concatenate([rng.permutation(n) for _ in range(4)])
-    adj = sp.coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
-    adj = ((adj + adj.T) > 0).astype(float).tocsr()
-    adj.setdiag(0)
-    adj.eliminate_zeros()
-    return adj
 
 
 def _barabasi_albert(n: int, m: int, seed: int) -> sp.csr_matrix:
@@ -55,7 +45,7 @@ FAMILIES = {
     "grid": lambda: normalized_laplacian(grid(120, 90)),
     "barabasi-albert": lambda: normalized_laplacian(_barabasi_albert(2000, 4, seed=53)),
     "disconnected": lambda: normalized_laplacian(_disconnected()),
-    "expander": lambda: normalized_laplacian(_expander(1500, seed=54)),
+    "expander": lambda: normalized_laplacian(expander(1500, seed=54)),
     "magnetic": lambda: magnetic_laplacian(adjacency_rgg(3000, seed=55)),
     "adjacency": lambda: adjacency_rgg(3000, seed=56),  # no diagonal stored
 }
@@ -104,7 +94,7 @@ def test_the_trial_factorization_and_the_symbolic_count_agree(family, monkeypatc
 
 def test_column_counts_match_a_dense_cholesky():
     rng = np.random.default_rng(57)
-    for adj in (adjacency_rgg(300, seed=58), _expander(120, seed=59), grid(9, 11)):
+    for adj in (adjacency_rgg(300, seed=58), expander(120, seed=59), grid(9, 11)):
         n = adj.shape[0]
         perm = rng.permutation(n)  # an arbitrary ordering: the counts are of any ordering
         pattern = adj[perm][:, perm].tocsr()
@@ -146,9 +136,9 @@ def test_dense_filling_graphs_are_refused_by_the_profile_without_ordering(orderi
     on a 6,000-node expander): the profile (over screen_factor(n) times the cap) refuses
     them before any ordering."""
     for adj in (
-        _expander(20000, seed=60),
+        expander(20000, seed=60),
         _barabasi_albert(20000, 5, seed=61),
-        _expander(6000, seed=66),
+        expander(6000, seed=66),
     ):
         lap = normalized_laplacian(adj)
         plan = spectra.plan(lap, k=6)
@@ -204,7 +194,7 @@ def test_small_patterns_order_and_count_in_one_trial_factorization(orderings, mo
 def test_small_patterns_that_fill_densely_are_counted_not_factored(monkeypatch):
     """A small expander's profile is over TRIAL_PROFILE nnz: no trial factorization (its
     fill would be ~n^2 / 2), the symbolic count instead, and the same answer."""
-    lap = normalized_laplacian(_expander(1500, seed=65))
+    lap = normalized_laplacian(expander(1500, seed=65))
     assert lap.nnz <= _factor.SMALL_NNZ
     assert _factor.profile(lap) > _factor.TRIAL_PROFILE * lap.nnz
     _factor._ORDERED.items.clear()

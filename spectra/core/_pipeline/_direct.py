@@ -257,19 +257,14 @@ def _solve_one(
         or not _builtin_lapack(registry_version())
     ):
         return None
-    tracked = a.requires_grad and torch.is_grad_enabled()
-    if not tracked:  # the compiled one-call route (check, LAPACK, gauge), where built
-        done = native_solve(a, vectors, check)
-        if done is not None:
-            w, v, gauged = done
-            if v is not None and not gauged:  # moduli outside the compiled gauge's range
-                fix_gauge_small_(v)
-            return w, v
-    if tracked:  # solve_direct's tracked route, with its own checks
+    if a.requires_grad and torch.is_grad_enabled():  # the tracked route, its own checks
         try:
             return _tracked_one(a, vectors, check)
         except RuntimeError:  # LAPACK failed: the full path decides
             return None
+    done = _native_block(a, vectors, check)  # the compiled one-call route, where built
+    if done is not None:
+        return done
     if check and not torch.equal(a, a.mH):  # exactly Hermitian (and no NaN)
         return None
     # LAPACK's syevd/heevd run sequentially below SEQUENTIAL_LAPACK_N: the same bits on
@@ -329,7 +324,7 @@ def _native_block(
     if done is None:
         return None
     w, v, gauged = done
-    if v is not None and not gauged:
+    if v is not None and not gauged:  # squared moduli outside the compiled gauge's range
         fix_gauge_small_(v)
     return w, v
 

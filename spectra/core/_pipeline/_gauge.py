@@ -19,8 +19,9 @@ import torch
 
 from .._solvers._kernels._ready import numba_passes_ready
 from .._solvers._native import native_gauge_
+from .._support._arrays import SQUARE_SAFE as _SQUARE_SAFE
 from .._support._arrays import default_tolerance, numba_pass_ok
-from ._gauge_numpy import _SQUARE_SAFE, _numpy_complex_phase_
+from ._gauge_numpy import _numpy_complex_phase_
 
 
 def _pivot_first_near_max(vectors: torch.Tensor) -> torch.Tensor:

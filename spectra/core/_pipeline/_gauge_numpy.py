@@ -8,12 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-#: squared magnitudes are used where every column's peak |v|^2 lies in this range (a zero
-#: column, or one whose squares underflow, takes the abs rule: the two look alike squared)
-_SQUARE_SAFE = {
-    torch.complex64: (1e-30, 1e30),
-    torch.complex128: (1e-290, 1e290),
-}
+from .._support._arrays import SQUARE_SAFE as _SQUARE_SAFE
 
 
 def _numpy_complex_phase_(rows: np.ndarray, tol: float, dtype: torch.dtype) -> bool:

@@ -27,9 +27,10 @@ import logging
 import os
 from typing import Any
 
+import numpy as np
 import torch
 
-from .._support._arrays import default_tolerance
+from .._support._arrays import SQUARE_SAFE, default_tolerance, real_dtype
 from .._support._threads import restore_thread_kernel_threads, set_thread_kernel_threads
 
 _log = logging.getLogger(__name__)
@@ -44,16 +45,7 @@ MAX_N = 255
 #: Python route's
 SEQUENTIAL_N = 32
 
-#: squared peaks inside which the complex gauge compares squares (``_gauge._SQUARE_SAFE``)
-_SQUARE_SAFE = {torch.complex64: (1e-30, 1e30), torch.complex128: (1e-290, 1e290)}
-
 _KIND = {torch.float32: 0, torch.float64: 1, torch.complex64: 2, torch.complex128: 3}
-_REAL = {
-    torch.float32: torch.float32,
-    torch.float64: torch.float64,
-    torch.complex64: torch.float32,
-    torch.complex128: torch.float64,
-}
 
 
 def _constants(dtype: torch.dtype) -> tuple[int, torch.dtype, float, float, float, float, float]:
@@ -61,8 +53,8 @@ def _constants(dtype: torch.dtype) -> tuple[int, torch.dtype, float, float, floa
     gauge computes them (Python floats, rounded to the working precision in C); the last
     five are the gauge's arguments."""
     tol = default_tolerance(dtype)
-    low, high = _SQUARE_SAFE.get(dtype, (0.0, 0.0))
-    return _KIND[dtype], _REAL[dtype], tol, 1 - tol, (1 - tol) * (1 - tol), low, high
+    low, high = SQUARE_SAFE.get(dtype, (0.0, 0.0))
+    return _KIND[dtype], real_dtype(dtype), tol, 1 - tol, (1 - tol) * (1 - tol), low, high
 
 
 def _lapack(n: int, call: Any, *args: Any) -> Any:
@@ -132,12 +124,20 @@ def forget_native() -> None:
 _UNDECIDED = object()
 
 
-def _load() -> Any:
+def _extension() -> Any:
+    """The built extension module, or ``None`` (not built, or ``SPECTRA_NATIVE=0``)."""
     if os.environ.get("SPECTRA_NATIVE", "1").strip() == "0":
         return None
     try:
         from . import _native_eigh  # type: ignore[attr-defined]
     except ImportError:
+        return None
+    return _native_eigh
+
+
+def _load() -> Any:
+    _native_eigh = _extension()
+    if _native_eigh is None:
         return None
     if _native_eigh.load(_torch_library()) != len(_KIND):
         _log.debug("spectra: torch's LAPACK routines not found; the Python route runs")
@@ -165,7 +165,7 @@ _PROTOTYPES: dict[tuple[torch.dtype, int], tuple[torch.Tensor, torch.Tensor]] = 
 def _prototypes(dtype: torch.dtype, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Fresh outputs for one ``n x n`` matrix: eigenvalues, and eigenvectors laid out
     column-major as LAPACK writes them (and as ``torch.linalg.eigh`` returns them)."""
-    return torch.empty(n, dtype=_REAL[dtype]), torch.empty_strided((n, n), (1, n), dtype=dtype)
+    return torch.empty(n, dtype=real_dtype(dtype)), torch.empty_strided((n, n), (1, n), dtype=dtype)
 
 
 def native_solve(
@@ -222,10 +222,10 @@ def native_gauge_(vectors: torch.Tensor) -> bool:
         or not vectors.mT.is_contiguous()
     ):
         return False
-    kind, _, tol, keep, keep2, low, high = _CONSTANTS[vectors.dtype]
     n = vectors.shape[-2]
     columns = vectors.numel() // n
-    return bool(module.gauge(kind, n, columns, vectors.data_ptr(), tol, keep, keep2, low, high))
+    kind = _KIND[vectors.dtype]
+    return bool(module.gauge(kind, n, columns, vectors.data_ptr(), *_GAUGE[vectors.dtype]))
 
 
 def native_exactly_hermitian(a: torch.Tensor, finite: bool = False) -> bool | None:
@@ -284,12 +284,11 @@ def native_column_counts(indptr: Any, indices: Any, n: int) -> Any:
     """The column counts of the Cholesky factor of a symmetric CSR pattern (both
     triangles; int64 ``indptr``/``indices`` NumPy arrays) in its own order, by the compiled
     helper (no numba import, no compilation), or ``None`` without it: the same numbers as
-    :func:`spectra.core._sparse._symbolic.column_counts` (``tests/core/test_native.py``)."""
-    module = native_module()
+    :func:`spectra.core._sparse._symbolic.column_counts` (``tests/core/test_native.py``).
+    It needs no LAPACK: the extension alone, whether torch's routines were found or not."""
+    module = _extension()
     if module is None:
         return None
-    import numpy as np
-
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
     indices = np.ascontiguousarray(indices, dtype=np.int64)
     out = np.empty(n, dtype=np.int64)

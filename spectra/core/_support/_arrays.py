@@ -108,6 +108,15 @@ def real_dtype(dtype: torch.dtype) -> torch.dtype:
     return {torch.complex64: torch.float32, torch.complex128: torch.float64}.get(dtype, dtype)
 
 
+#: squared magnitudes are compared (the complex gauge's pivots) where every column's peak
+#: ``|v|^2`` lies in this range: a zero column, or one whose squares underflow, takes the
+#: ``abs`` rule (the two look alike squared)
+SQUARE_SAFE = {
+    torch.complex64: (1e-30, 1e30),
+    torch.complex128: (1e-290, 1e290),
+}
+
+
 def default_tolerance(dtype: torch.dtype) -> float:
     """Relative tolerance for checks and comparisons at the precision of ``dtype``."""
     return 1e-4 if real_dtype(dtype) == torch.float32 else 1e-10
