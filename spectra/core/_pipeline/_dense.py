@@ -3,6 +3,7 @@ and ``k`` selected."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -10,6 +11,7 @@ import torch
 from .._options import Options
 from .._request import Request
 from ._autograd import is_tracked
+from ._checks import InputRejected, PairCheck, check_finite, check_hermitian, quick_check
 from ._execute import Pre, execute
 from ._gauge import fix_gauge, fix_gauge_
 from ._plan import plan
@@ -28,25 +30,55 @@ def solve_dense(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Eigenpairs of ``a`` (``A v = w B v`` with ``b``) for ``request`` (its ``k`` already
     checked against ``n``): the standard problem checks its blocks with ``pre`` inside the
-    workers; ``request.lindep`` drops ``b``'s near-null space."""
+    workers, the generalized one its blocks of ``a`` and ``b`` with ``pre``'s tolerance
+    (``pre.tol``; :func:`quick_check`, finite too) where they are solved, and names what
+    is wrong itself; ``request.lindep`` drops ``b``'s near-null space."""
     active = None
-    vectors, k, largest, lindep = request.vectors, request.k, request.largest, request.lindep
+    vectors, k, largest = request.vectors, request.k, request.largest
     if b is None:
         part = solve_window(a, vectors, opts, k, largest, pre=pre)
         if part is not None:
             return part  # only the k wanted eigenpairs were computed
         w, v = solve_standard(a, vectors, opts, pre=pre, gauge=True)
     else:
-        shape = torch.broadcast_shapes(a.shape, b.shape)
-        a, b = a.expand(shape), b.expand(shape)
-        if lindep is None:
-            w, v = solve_cholesky(a, b, vectors, opts)  # gauged where it is computed
-        else:
-            w, v = solve_canonical(a, b, vectors, opts, lindep, request.lindep_fill)
-            active = kept_count(w, request.lindep_fill) if largest and k is not None else None
-            if v is not None:
-                v = fix_gauge(v)
+        tol = getattr(pre, "tol", None)
+        try:
+            w, v, active = _generalized(a, b, request, opts, pre is not None, tol)
+        except InputRejected:  # name what is wrong: a's indices first, then b's
+            for x, name in ((a, "a"), (b, "b")):
+                check_finite(x, name)
+                check_hermitian(x, tol, name)
+            raise  # pragma: no cover - the detailed checks always find what the quick one did
     return select_k(w, v, k, largest, active)
+
+
+def _generalized(
+    a: torch.Tensor, b: torch.Tensor, request: Request, opts: Options, check: bool, tol: Any
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """``A v = w B v`` (``b`` broadcast against ``a``), and the kept counts of ``lindep``'s
+    path where ``k`` needs them; with ``check``, the values of ``a`` and ``b`` are checked
+    on the way (:class:`InputRejected`): where the blocks are solved for the Cholesky path,
+    here for an operand that broadcasts (once, not once per matrix it serves) and on the
+    canonical path."""
+    shape = torch.broadcast_shapes(a.shape, b.shape)
+    batch = math.prod(shape[:-2])
+    pair = None
+    if check:
+        whole = [math.prod(x.shape[:-2]) == batch for x in (a, b)]
+        if request.lindep is not None:
+            whole = [False, False]
+        for x, in_workers in zip((a, b), whole, strict=True):
+            if not in_workers:
+                quick_check(x.detach(), tol, finite=True)
+        pair = PairCheck(tol, *whole)
+    a, b = a.expand(shape), b.expand(shape)
+    if request.lindep is None:
+        w, v = solve_cholesky(a, b, request.vectors, opts, pair)  # gauged where computed
+        return w, v, None
+    fill = request.lindep_fill
+    w, v = solve_canonical(a, b, request.vectors, opts, request.lindep, fill)
+    active = kept_count(w, fill) if request.largest and request.k is not None else None
+    return w, (fix_gauge(v) if v is not None else None), active
 
 
 def solve_window(
