@@ -21,7 +21,7 @@ if [ ! -x "$venv/bin/python" ]; then
   pipq --upgrade pip
 fi
 # the compiled helper is rebuilt whenever its source or build script changes
-hash="$(cat "$root/pyproject.toml" "$root/scripts/venv.sh" "$root/setup.py" "$root"/spectra/core/_solvers/*.c | sha1sum | cut -c1-12)"
+hash="$(cat "$root/pyproject.toml" "$root/scripts/venv.sh" "$root/setup.py" "$root"/spectra/core/_solvers/*.c "$root"/spectra/core/_solvers/*.h "$root"/spectra/core/_solvers/*.cpp | sha1sum | cut -c1-12)"
 stamp="$venv/.spectra-$extras-$hash"
 covered=0  # the test extra holds every package of these extras: no second install needed
 if [ -f "$venv/.spectra-test-$hash" ]; then
@@ -36,7 +36,10 @@ if [ ! -f "$stamp" ] && [ "$covered" = 0 ]; then
   if ! "$venv/bin/python" -c "import torch, sys; v=tuple(int(x) for x in torch.__version__.split('+')[0].split('.')[:2]); sys.exit(v < (2, 12))" 2>/dev/null; then
     pipq "torch==${SPECTRA_TORCH_VERSION:-2.13.0}"
   fi
-  pipq -e "$root[$extras]"
+  # without build isolation: the C++ entry compiles against the torch installed here
+  # (setup.py); the build tools first, as an isolated build would have fetched them
+  pipq "setuptools>=77" wheel
+  pipq --no-build-isolation -e "$root[$extras]"
   touch "$stamp"
 fi
 export PATH="$venv/bin:$PATH"

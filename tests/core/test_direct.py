@@ -15,6 +15,8 @@ from spectra.core._pipeline import _direct, _execute, _gauge
 from spectra.core._pipeline._plan import DIRECT_MAX_BATCH
 from spectra.core._request import Request
 from spectra.core._solvers._kernels._choice import KERNEL_MIN_BATCH
+from spectra.core._solvers._native import native_module
+from spectra.core._strategies import _kernels
 from spectra.core._support import _threads
 
 from .helpers import random_hermitian
@@ -47,7 +49,9 @@ def test_direct_results_are_bitwise_the_planned_path(shape, n, dtype):
     if not p.direct:
         assert batch * n**3 > 3e5, str(p)  # only work enough to fan out leaves the path
         pytest.skip("planned on more than one worker")
-    assert p.strategy == "torch" and p.workers == 1 and p.n_chunks == 1
+    closed = n <= 3 and not dtype.is_complex and native_module() is not None
+    assert p.strategy == ("closed-form" if closed else "torch"), str(p)  # compiled closed form
+    assert p.workers == 1 and p.n_chunks == 1
     assert _direct.solve_direct(a, Request()) is not None
     if not shape and n < 256:  # one matrix: the shortest route is the one taken
         assert _direct._solve_one(a, True, True, None) is not None
@@ -93,8 +97,18 @@ def test_the_plan_shows_the_direct_path_and_its_limits():
     assert not spectra.plan(8, 1, torch.float64, "cpu", chunk_size=1, strategy="jacobi").direct
 
 
+@pytest.fixture
+def without_compiled_closed_form(monkeypatch):
+    """Plans as without the compiled helper's closed form (which claims from one matrix)."""
+    monkeypatch.setattr(_kernels, "native_module", lambda: None)
+    _kernels._replan()
+    yield
+    monkeypatch.undo()
+    _kernels._replan()
+
+
 @pytest.mark.parametrize("n", [2, 3, 8])
-def test_kernels_only_from_the_batch_where_they_pay(n):
+def test_kernels_only_from_the_batch_where_they_pay(n, without_compiled_closed_form):
     small = spectra.plan(n, KERNEL_MIN_BATCH - 1, torch.float64)
     big = spectra.plan(n, KERNEL_MIN_BATCH, torch.float64)
     assert small.strategy == "torch", str(small)
@@ -104,6 +118,15 @@ def test_kernels_only_from_the_batch_where_they_pay(n):
     assert spectra.plan(n, 4 * KERNEL_MIN_BATCH, torch.float64, chunk_size=3).strategy == (
         big.strategy
     )
+
+
+def test_the_compiled_closed_form_claims_from_one_matrix():
+    if native_module() is None:
+        pytest.skip("the compiled helper is not built")
+    for batch in (1, KERNEL_MIN_BATCH - 1, KERNEL_MIN_BATCH, 10_000):
+        assert spectra.plan(3, batch, torch.float64).strategy == "closed-form", batch
+    assert spectra.plan(3, KERNEL_MIN_BATCH - 1, torch.float64).direct
+    assert not spectra.plan(3, 10_000, torch.float64).direct
 
 
 def test_bad_input_gets_the_full_paths_errors():

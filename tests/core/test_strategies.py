@@ -8,6 +8,7 @@ import torch
 
 import spectra
 from spectra.core import STRATEGIES, Cost, Strategy
+from spectra.core._solvers._native import native_module
 
 from .helpers import DTYPES, random_hermitian, served_size, tol
 
@@ -134,10 +135,17 @@ def test_every_strategy_declares_what_it_serves_and_costs(strategy):
         assert 0 < s.matrix_seconds(8, dtype, cpu) < 1e-2
         claim = s.runs.prefers(8, dtype, cpu, True)
         assert claim is None or (claim.reason and claim.min_batch >= 1)
-    # only the lane kernels claim CPU problems, and only from a whole lane group
+    # only the lane kernels claim CPU problems, and only from a whole lane group; the
+    # compiled closed form (real n <= 3) from one matrix
     claims = [s.runs.prefers(n, torch.float64, cpu, True) for n in range(1, 65)]
+    compiled = s.name == "closed-form" and native_module() is not None
     if s.name in ("closed-form", "numba-jacobi", "numba-ql") and s.supports(cpu):
-        assert any(claims) and all(c.min_batch == 32 for c in claims if c is not None)
+        lane_group = [
+            c for n, c in enumerate(claims, 1) if c is not None and not (compiled and n <= 3)
+        ]
+        assert any(claims) and all(c.min_batch == 32 for c in lane_group)
+        if compiled:
+            assert all(c is not None and c.min_batch == 1 for c in claims[:3])
     else:
         assert not any(claims)
 
@@ -166,7 +174,10 @@ def test_the_kernel_claims_cover_the_measured_table_without_overlap():
     }
     for n, name in expected.items():
         assert preferred(n, torch.float64, cpu, True, 32)[0] == name
-        assert preferred(n, torch.float64, cpu, True, 31) is None  # below a lane group
+        if n > 3 or native_module() is None:  # (the compiled closed form: from one)
+            assert preferred(n, torch.float64, cpu, True, 31) is None  # below a lane group
+        else:
+            assert preferred(n, torch.float64, cpu, True, 1)[0] == "closed-form"
     assert preferred(32, torch.float64, cpu, False, 64) is None  # eigenvalues only: to 28
     assert preferred(3, torch.complex128, cpu, True, 64)[0] == "numba-ql"
     assert preferred(33, torch.float64, cpu, True, 64) is None

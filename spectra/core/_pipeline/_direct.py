@@ -34,7 +34,7 @@ from torch.autograd import forward_ad
 
 from .._options import check_tolerance
 from .._request import Request
-from .._solvers._native import native_solve, native_solve_batch
+from .._solvers._native import native_entry, native_solve, native_solve_batch
 from .._solvers._torch_lapack import lapack_aligned, torch_eigh
 from .._strategies import STRATEGIES, registry_version
 from .._support._threads import restore_thread_kernel_threads, set_thread_kernel_threads
@@ -173,9 +173,13 @@ def _tracked_one(
     (:func:`~._autograd_one.eigh_native`: torch's C++ backward where separated); a
     complex one (whose phase-dependent losses torch's node refuses) to the compiled
     one-call route (check, LAPACK, gauge) under the lightest node
-    (:func:`~._autograd_one.with_backward`), where built."""
+    (:func:`~._autograd_one.with_backward`), where built, and so does a real one of
+    ``n <= 3`` that the plan solves by the compiled closed form (:func:`_closed_real`)."""
     plain = not torch._C._are_functorch_transforms_active()
-    if plain and a.is_complex():
+    closed = _closed_real(a.shape[0], a.dtype)
+    if closed and not plain:
+        return None  # the closed form under a transform: the full path's autograd rule
+    if plain and (a.is_complex() or closed):
         done = native_solve(a, True, check)  # eigenvalues only: the backward needs V too
         if done is not None:
             w, v, gauged = done
@@ -184,6 +188,8 @@ def _tracked_one(
                 fix_gauge_small_(v)
             w, v = with_backward(a, w, v)
             return w, (v if vectors else None)
+        if closed:
+            return None  # refused or not finite: the full path decides (never LAPACK)
     if check and not torch.equal(a, a.mH):  # exactly Hermitian (and no NaN)
         return None
     if not plain or a.is_complex():
@@ -203,6 +209,31 @@ def _builtin_lapack(version: int) -> bool:
     return builtin is not None and builtin.solve is torch_eigh
 
 
+@functools.lru_cache(maxsize=64)
+def _closed_direct(version: int) -> bool:
+    """Whether one real matrix of ``n <= 3`` is planned on the compiled closed form (the
+    built-in ``closed-form`` strategy's claim from one matrix, :func:`direct_path`):
+    then the compiled routes solve those by it, otherwise by LAPACK, as the plan says."""
+    return (
+        _builtin_lapack(version)
+        and direct_path(3, 1, torch.float64, True)
+        and (plan(3, 1, torch.float64).strategy == "closed-form")
+    )
+
+
+def _entry(version: int) -> tuple[Any, bool]:
+    """The C++ one-matrix entry (or ``None``) and the closed-form policy for this
+    registry ``version``, each decided once."""
+    got = _ENTRIES.get(version)
+    if got is None:
+        solve = native_entry() if _builtin_lapack(version) else None
+        got = _ENTRIES[version] = (solve, _closed_direct(version))
+    return got
+
+
+_ENTRIES: dict[int, tuple[Any, bool]] = {}
+
+
 #: below this size one matrix's LAPACK call uses no threads whatever the setting
 SEQUENTIAL_LAPACK_N = 32
 
@@ -215,6 +246,11 @@ def solve_one(
     ``None``: take the normal route."""
     if type(a) is not torch.Tensor or torch.compiler.is_compiling():
         return None
+    solve, closed = _entry(registry_version())
+    if solve is not None and symmetry_tol is None and forward_ad._current_level < 0:
+        done = solve(a, vectors, check, closed)  # one plain matrix: the C++ entry's call
+        if done is not None:
+            return done
     if a.dim() == 3:  # a handful of matrices: the compiled batch, where the plan is direct
         check_tolerance(symmetry_tol, "symmetry_tol")  # its errors, as on every route
         return _solve_few(a, vectors, check)
@@ -240,7 +276,13 @@ def _solve_few(
         or not _direct(n, b, a.dtype, vectors)
     ):
         return None
-    return native_solve_batch(a, vectors, check)
+    return native_solve_batch(a, vectors, check, _closed_direct(registry_version()))
+
+
+def _closed_real(n: int, dtype: torch.dtype) -> bool:
+    """Whether a real ``n x n`` block is planned on the compiled closed form: only the
+    compiled routes run it (the Python route's LAPACK would not be the plan's bits)."""
+    return n <= 3 and not dtype.is_complex and _closed_direct(registry_version())
 
 
 def _solve_one(
@@ -265,6 +307,8 @@ def _solve_one(
     done = _native_block(a, vectors, check)  # the compiled one-call route, where built
     if done is not None:
         return done
+    if _closed_real(n, a.dtype):
+        return None  # refused or not finite: the full path decides (never LAPACK)
     if check and not torch.equal(a, a.mH):  # exactly Hermitian (and no NaN)
         return None
     # LAPACK's syevd/heevd run sequentially below SEQUENTIAL_LAPACK_N: the same bits on
@@ -318,9 +362,10 @@ def _native_block(
 ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """The compiled route for a ``(n, n)`` or ``(B, n, n)`` block without history: its
     checks, LAPACK calls and gauge in one call; ``None``: the Python route decides."""
+    closed = _closed_direct(registry_version())
     if flat.dim() == 3:
-        return native_solve_batch(flat, vectors, check)
-    done = native_solve(flat, vectors, check)
+        return native_solve_batch(flat, vectors, check, closed)
+    done = native_solve(flat, vectors, check, closed)
     if done is None:
         return None
     w, v, gauged = done
@@ -363,6 +408,8 @@ def solve_direct(a: Any, request: Request) -> tuple[Any, Any] | None:
     if not flat.is_contiguous():
         flat = flat.contiguous()
     solved = None if tracked else _native_block(flat, vectors, check)
+    if solved is None and _closed_real(n, t.dtype):
+        return None  # tracked, refused or not finite: the full path's closed form decides
     if solved is None:
         if check:
             try:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, overload
 import torch
 
 from .._options import check_count, check_positive
+from .._solvers._native import CLOSED_FORM_MAX_N, native_module
 from .._strategies import (
     DEFAULT_STRATEGY,
     STRATEGIES,
@@ -68,10 +69,22 @@ def direct_path(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
     if n >= THREADED_LAPACK_MIN_N or batch > DIRECT_MAX_BATCH or batch < 1:
         return False
     cpu = torch.device("cpu")
-    if preferred(n, dtype, cpu, vectors, batch) is not None:
-        return False
+    claimed = preferred(n, dtype, cpu, vectors, batch)
+    if claimed is not None:
+        return compiled_closed_form(claimed[0], n, dtype)
     return batch < _MIN_PARALLEL_BATCH or batch * matrix_seconds(n, dtype, cpu) < (
         _MIN_PARALLEL_SECONDS
+    )
+
+
+def compiled_closed_form(strategy: str, n: int, dtype: torch.dtype) -> bool:
+    """Whether ``strategy`` on real ``n x n`` CPU matrices is the compiled helper's closed
+    form (``n <= 3``), which the direct path runs in one call, as it runs LAPACK."""
+    return (
+        strategy == "closed-form"
+        and n <= CLOSED_FORM_MAX_N
+        and not dtype.is_complex
+        and native_module() is not None
     )
 
 
@@ -402,15 +415,16 @@ def _plan_cached(ask: Ask, version: int = 0) -> Plan:
     workers, single = _threads(ask, chosen, size, reasons)
     direct = (
         ask.device.type == "cpu"
-        and name == DEFAULT_STRATEGY
+        and (name == DEFAULT_STRATEGY or compiled_closed_form(name, ask.n, ask.dtype))
         and workers == 1
         and size >= ask.batch
         and direct_path(ask.n, ask.batch, ask.dtype, ask.vectors)
     )
     if direct:
+        solver = "LAPACK call" if name == DEFAULT_STRATEGY else "compiled closed form"
         reasons.append(
-            "direct path: a default call runs this one LAPACK call without the pipeline "
-            "(quick check, solve, NumPy gauge)"
+            f"direct path: a default call runs this one {solver} without the pipeline "
+            "(check, solve and gauge in one compiled call where built)"
         )
     return Plan(
         ask.n,

@@ -117,8 +117,9 @@ def native_module() -> Any:
 
 
 def forget_native() -> None:
-    """Forget the decision (tests: ``SPECTRA_NATIVE`` changed)."""
+    """Forget the decisions (tests: ``SPECTRA_NATIVE`` changed)."""
     _loaded.clear()
+    _entry.clear()
 
 
 _UNDECIDED = object()
@@ -168,17 +169,30 @@ def _prototypes(dtype: torch.dtype, n: int) -> tuple[torch.Tensor, torch.Tensor]
     return torch.empty(n, dtype=real_dtype(dtype)), torch.empty_strided((n, n), (1, n), dtype=dtype)
 
 
+#: real matrices up to this size are solved by the compiled closed form (where the plan
+#: says so: the ``closed`` argument), the others by LAPACK
+CLOSED_FORM_MAX_N = 3
+
+
+def _lapack_planned(n: int, dtype: torch.dtype, closed: bool) -> bool:
+    """Whether a real ``n <= 3`` is planned on LAPACK (not ``closed``), which the compiled
+    routes, serving those by the closed form, leave to the Python route."""
+    return not closed and n <= CLOSED_FORM_MAX_N and not dtype.is_complex
+
+
 def native_solve(
-    a: torch.Tensor, vectors: bool, check: bool
+    a: torch.Tensor, vectors: bool, check: bool, closed: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor | None, bool] | None:
     """``(w, v or None, gauged)`` of one plain square 2-D CPU tensor ``a`` of a solver
     dtype (the caller has checked that), or ``None``: the Python route decides (helper
     absent, ``n`` too large, input not exactly Hermitian or not finite, LAPACK failed, a
-    non-finite eigenvalue). ``gauged`` is ``False`` where the eigenvectors still need the
-    Python gauge (squared moduli outside the range the compiled one compares)."""
+    non-finite eigenvalue). Real matrices of ``n <= 3`` are solved by the closed form
+    (the plan's solver where ``closed``; otherwise ``None`` for them). ``gauged`` is
+    ``False`` where the eigenvectors still need the Python gauge (squared moduli outside
+    the range the compiled one compares)."""
     module = native_module()
     n = a.shape[0]
-    if module is None or n > MAX_N:
+    if module is None or n > MAX_N or _lapack_planned(n, a.dtype, closed):
         return None
     dtype = a.dtype
     kind, real = _CONSTANTS[dtype][:2]
@@ -258,17 +272,17 @@ def native_exactly_hermitian(a: torch.Tensor, finite: bool = False) -> bool | No
 
 
 def native_solve_batch(
-    flat: torch.Tensor, vectors: bool, check: bool
+    flat: torch.Tensor, vectors: bool, check: bool, closed: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """``(w, v or None)`` of a plain ``(B, n, n)`` CPU block without history (the caller
     has checked that), every matrix through :func:`native_solve`'s one-call solve in one
     compiled loop (the GIL released), each exactly as the direct path's batched LAPACK call
     solves it (a matrix whose outputs are not 64-byte aligned in scratch buffers, as torch
     solves one matrix); ``None`` (nothing returned) where any matrix is not the helper's:
-    the Python route decides, as for one matrix."""
+    the Python route decides, as for one matrix. ``closed`` as for :func:`native_solve`."""
     module = native_module()
     b, n = flat.shape[0], flat.shape[-1]
-    if module is None or not 0 < n <= MAX_N:
+    if module is None or not 0 < n <= MAX_N or _lapack_planned(n, flat.dtype, closed):
         return None
     kind, real = _CONSTANTS[flat.dtype][:2]
     w = torch.empty((b, n), dtype=real)
@@ -295,3 +309,53 @@ def native_column_counts(indptr: Any, indices: Any, n: int) -> Any:
     if n and not module.column_counts(n, indptr.ctypes.data, indices.ctypes.data, out.ctypes.data):
         raise MemoryError(f"column counts of a {n}-node pattern")
     return out
+
+
+def native_closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> bool:
+    """The closed form of a real CPU block ``a`` ``(B, n, n)``, ``n <= 3``, without history,
+    written into ``w`` ``(B, n)`` and ``v`` (column-major per matrix), in the gauge, by the
+    compiled helper without any check (the executor's into-contract); ``False`` (nothing
+    decided) where the helper is absent, the layouts are not those, or a result is not
+    finite (the numba kernel, which gives the same bits, then runs)."""
+    module = native_module()
+    b, n = a.shape[0], a.shape[-1]
+    if (
+        module is None
+        or a.dtype not in (torch.float32, torch.float64)
+        or not 0 < n <= CLOSED_FORM_MAX_N
+        or not (a.is_cpu and w.is_cpu and w.is_contiguous())
+        or (v is not None and not (v.is_cpu and v.mT.is_contiguous()))
+        or b == 0
+    ):
+        return False
+    a = a.detach()
+    sb, s0, s1 = a.stride()
+    vp = 0 if v is None else v.data_ptr()
+    args = (_KIND[a.dtype], b, n, a.data_ptr(), sb, s0, s1, w.data_ptr(), vp, False)
+    status, _ = module.eigh_batch(*args, *_GAUGE[a.dtype])
+    return bool(status == OK)
+
+
+_entry: list[Any] = []  # [solve or None] once decided
+
+
+def native_entry() -> Any:
+    """The C++ one-matrix entry's ``solve(a, vectors, check, closed)`` (configured on the
+    helper's table), or ``None``: not built, built for another torch, or no helper. It
+    returns ``(w, v or None)`` exactly as :func:`native_solve` and the gauge would, or
+    ``None`` where anything about ``a`` is not plain (the Python route then decides)."""
+    if _entry:
+        return _entry[0]
+    module = native_module()
+    solve = None
+    if module is not None:
+        try:
+            from . import _native_entry  # type: ignore[attr-defined]
+        except ImportError:  # not built, or built against another torch's symbols
+            _native_entry = None
+        if _native_entry is not None and _native_entry.torch_version == torch.__version__:
+            consts = [_GAUGE[dtype] for dtype in sorted(_KIND, key=_KIND.__getitem__)]
+            _native_entry.configure(module.api, consts, SEQUENTIAL_N - 1)
+            solve = _native_entry.solve
+    _entry.append(solve)
+    return solve

@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_native_eigh.h"
+
 typedef struct {
     float re, im;
 } cfloat;
@@ -49,14 +51,6 @@ static syevd_s p_ssyevd = NULL;
 static syevd_d p_dsyevd = NULL;
 static heevd_c p_cheevd = NULL;
 static heevd_z p_zheevd = NULL;
-
-/* status codes, mirrored in _native.py */
-#define ST_OK 0
-#define ST_REJECTED 1  /* not exactly Hermitian, or not finite: the Python route decides */
-#define ST_FAILED 2    /* LAPACK's info, or non-finite eigenvalues */
-#define ST_UNGAUGED 3  /* eigenpairs written, the gauge left to the Python route */
-#define ST_NOT_LOADED 4
-#define ST_NO_MEMORY 5
 
 #define MAX_N 256
 #define ALIGN 64
@@ -297,11 +291,23 @@ static const size_t ITEM[4] = {sizeof(float), sizeof(double), sizeof(cfloat), si
 static const size_t REAL_ITEM[4] = {sizeof(float), sizeof(double), sizeof(float),
                                     sizeof(double)};
 
-/* the whole solve; a, w, v: element pointers (v NULL for eigenvalues only) */
+/* real n <= 3: the closed form (_native_closed_form.c), finiteness and gauge */
+static int solve_closed(int kind, int n, const void *a, Py_ssize_t s0, Py_ssize_t s1, void *w,
+                        void *v, int check, double tol, double keep) {
+    double scratch[9];
+    spectra_closed_form(kind, n, a, s0, s1, w, v ? v : (void *)scratch);
+    if (check && !(kind == 0 ? finite_s(w, n) : finite_d(w, n))) return ST_FAILED;
+    if (!v) return ST_OK;
+    return gauge(kind, v, n, n, tol, keep, 0.0, 0.0, 0.0) ? ST_OK : ST_UNGAUGED;
+}
+
+/* the whole solve, as the plan of one matrix runs it (the closed form for real n <= 3,
+ * LAPACK otherwise); a, w, v: element pointers (v NULL for eigenvalues only) */
 static int solve(int kind, int n, const void *a, Py_ssize_t s0, Py_ssize_t s1, void *w,
                  void *v, int check, double tol, double keep, double keep2, double low,
                  double high) {
     if (check && !check_one(kind, a, n, s0, s1, 1)) return ST_REJECTED;
+    if (kind <= 1 && n <= 3) return solve_closed(kind, n, a, s0, s1, w, v, check, tol, keep);
     const int vec = v != NULL;
     int lwork, lrwork, liwork;
     query(kind, vec, n, &lwork, &lrwork, &liwork);
@@ -393,6 +399,13 @@ static int solve_batch(int kind, Py_ssize_t b, int n, const char *a, Py_ssize_t 
     return status;
 }
 
+static int api_loaded(int kind) {
+    return (kind == 0 ? (void *)p_ssyevd
+            : kind == 1 ? (void *)p_dsyevd
+            : kind == 2 ? (void *)p_cheevd
+                        : (void *)p_zheevd) != NULL;
+}
+
 /* ---- Python ------------------------------------------------------------------------ */
 
 /* eigh(kind, n, a, s0, s1, w, v, check, tol, keep, keep2, low, high) -> status
@@ -420,11 +433,7 @@ static PyObject *py_eigh(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_ValueError, "eigh: kind in 0..3, 0 < n < 256, a and w set");
         return NULL;
     }
-    void *fn = kind == 0   ? (void *)p_ssyevd
-               : kind == 1 ? (void *)p_dsyevd
-               : kind == 2 ? (void *)p_cheevd
-                           : (void *)p_zheevd;
-    if (fn == NULL) return PyLong_FromLong(ST_NOT_LOADED);
+    if (!(kind <= 1 && n <= 3) && !api_loaded((int)kind)) return PyLong_FromLong(ST_NOT_LOADED);
     int status;
     if (n >= 16) {
         Py_BEGIN_ALLOW_THREADS status =
@@ -462,11 +471,8 @@ static PyObject *py_eigh_batch(PyObject *self, PyObject *const *args, Py_ssize_t
         PyErr_SetString(PyExc_ValueError, "eigh_batch: kind in 0..3, 0 < n < 256, a and w set");
         return NULL;
     }
-    void *fn = kind == 0   ? (void *)p_ssyevd
-               : kind == 1 ? (void *)p_dsyevd
-               : kind == 2 ? (void *)p_cheevd
-                           : (void *)p_zheevd;
-    if (fn == NULL) return Py_BuildValue("(in)", ST_NOT_LOADED, (Py_ssize_t)0);
+    if (!(kind <= 1 && n <= 3) && !api_loaded((int)kind))
+        return Py_BuildValue("(in)", ST_NOT_LOADED, (Py_ssize_t)0);
     Py_ssize_t index = -1;
     int status;
     Py_BEGIN_ALLOW_THREADS status = solve_batch((int)kind, b, (int)n, a, sb, s0, s1, w, v, check,
@@ -683,4 +689,26 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__native_eigh(void) { return PyModule_Create(&module); }
+/* ---- the C++ entry's table (_native_entry.cpp) -------------------------------------- */
+
+static int api_eigh(int kind, int n, const void *a, ptrdiff_t s0, ptrdiff_t s1, void *w,
+                    void *v, int check, double tol, double keep, double keep2, double low,
+                    double high) {
+    if (kind < 0 || kind > 3 || n < 1 || n >= MAX_N) return ST_REJECTED;
+    if (!(kind <= 1 && n <= 3) && !api_loaded(kind)) return ST_NOT_LOADED;
+    return solve(kind, n, a, s0, s1, w, v, check, tol, keep, keep2, low, high);
+}
+
+static spectra_native_api api_table = {SPECTRA_NATIVE_API_VERSION, api_eigh, api_loaded};
+
+PyMODINIT_FUNC PyInit__native_eigh(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    PyObject *capsule = PyCapsule_New(&api_table, "spectra.core._solvers._native_eigh.api", NULL);
+    if (capsule == NULL || PyModule_AddObject(m, "api", capsule) < 0) {
+        Py_XDECREF(capsule);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -17,8 +17,14 @@ import torch
 from .._pipeline._cost import DECLINED, Claim
 from .._pipeline._gauge import fix_gauge_
 from .._solvers._kernels import _ready, numba_available, numba_into
-from .._solvers._kernels._choice import closed_form_claim, jacobi_claim, ql_claim
+from .._solvers._kernels._choice import (
+    KERNEL_MIN_BATCH,
+    closed_form_claim,
+    jacobi_claim,
+    ql_claim,
+)
 from .._solvers._kernels._closed_form import eig_small
+from .._solvers._native import native_closed_form_into, native_module
 from .._solvers._torch_lapack import torch_eigh, torch_eigh_into
 from .._support._arrays import real_dtype
 from .._support._memory import CLOSED_FORM_MATRICES, LANE_MATRICES
@@ -137,14 +143,53 @@ def _gated(
 # ---- "closed-form" ---------------------------------------------------------------------
 
 
+def _closed_form_prefers(
+    n: int, dtype: torch.dtype, device: torch.device, vectors: bool
+) -> Claim | None:
+    """``"closed-form"``'s claim: with the compiled helper (``_native_closed_form.c``, no
+    numba needed) real CPU n <= 3 from one matrix (0.4 us against LAPACK's 1.3-2.4 us per
+    call, measured; the kernels' ``lapack`` mode still declines it), otherwise the
+    measured claim behind :func:`gate`."""
+    claim = closed_form_claim(n, dtype, device, vectors)
+    if claim is not None and device.type == "cpu" and not dtype.is_complex and native_module():
+        if _ready.mode() == "lapack":
+            return None
+        return Claim(f"n = {n}: compiled closed form (one call per matrix)", rank=claim.rank)
+    return _gated(closed_form_claim)(n, dtype, device, vectors)
+
+
+#: per 3x3, one thread: the compiled helper's scalar closed form against numba's lanes
+#: (0.23 vs 0.035 us, float64, 4,096 matrices, measured 2026-12-02)
+_SCALAR_SECONDS, _LANE_SECONDS = 2.3e-7, 3.5e-8
+
+
+def _numba_lanes_pay(batch: int, dtype: torch.dtype) -> bool:
+    """Whether numba's lanes run a real closed-form batch rather than the compiled helper
+    (the two give the same bits, ``tests/core/test_native_closed_form.py``): from
+    ``KERNEL_MIN_BATCH`` matrices once numba's kernels are loaded, and where they are only
+    on disk, for a batch on which the lanes win back numba's load."""
+    if batch < KERNEL_MIN_BATCH or not numba_available():
+        return False
+    state = _ready.state(dtype)
+    if state == "loaded":
+        return True
+    saved = batch * (_SCALAR_SECONDS - _LANE_SECONDS)
+    return state == "cached" and saved > NUMBA_LOAD_SECONDS
+
+
 def closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
     """Vectors come out in the core's gauge on every path (the strategy is ``gauged``)."""
     n = a.shape[-1]
     if a.shape[0] == 0:
         return
+    real_cpu = a.device.type == "cpu" and not a.is_complex()
     if n > 3:
         wt, vt = torch_eigh(a, v is not None)
-    elif a.device.type == "cpu" and not a.is_complex() and n >= 2 and numba_available():
+    elif (
+        real_cpu and not _numba_lanes_pay(a.shape[0], a.dtype) and native_closed_form_into(a, w, v)
+    ):
+        return  # the compiled closed form wrote the outputs, in the gauge
+    elif real_cpu and n >= 2 and numba_available():
         from .._solvers._kernels import _numba_closed_form as ncf
         from .._solvers._kernels._numba_gauge import gauge_constants
 
@@ -166,9 +211,9 @@ register(
         ("cpu", "cuda"),
         solve_through(closed_form_into),
         "closed-form eigenpairs for n <= 3 (exact 2x2; robust 3x3 after Kopp 2008/"
-        "Eberly 2014), one lane per matrix (numba on CPU, torch ops elsewhere); "
+        "Eberly 2014): compiled C per matrix or numba lanes on CPU, torch ops elsewhere; "
         "n > 3 goes to torch.linalg.eigh",
-        runs=Runs(fan_out=True, serves=lambda n, dtype: n <= 3, prefers=_gated(closed_form_claim)),
+        runs=Runs(fan_out=True, serves=lambda n, dtype: n <= 3, prefers=_closed_form_prefers),
         cost=Cost(memory=CLOSED_FORM_MATRICES, seconds=closed_form_seconds),
         abilities=Abilities(into=closed_form_into, check=numba_check, gauged=True),
     )

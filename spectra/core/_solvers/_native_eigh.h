@@ -1,0 +1,38 @@
+/* What the compiled helper's sources share (_native_eigh.c, _native_closed_form.c) and
+ * what it hands the C++ entry (_native_entry.cpp) through the capsule
+ * "spectra.core._solvers._native_eigh.api". */
+#ifndef SPECTRA_NATIVE_EIGH_H
+#define SPECTRA_NATIVE_EIGH_H
+#include <stddef.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* status codes, mirrored in _native.py */
+#define ST_OK 0
+#define ST_REJECTED 1  /* not exactly Hermitian, or not finite: the Python route decides */
+#define ST_FAILED 2    /* LAPACK's info, or non-finite eigenvalues */
+#define ST_UNGAUGED 3  /* eigenpairs written, the gauge left to the Python route */
+#define ST_NOT_LOADED 4
+#define ST_NO_MEMORY 5
+
+/* real n = 1..3 (kind 0: float32, 1: float64): eigenvalues at w, eigenvectors (column j =
+ * vector j, column-major) at v unless NULL, not yet in the gauge; 0 if not served */
+int spectra_closed_form(int kind, int n, const void *a, ptrdiff_t s0, ptrdiff_t s1, void *w,
+                        void *v);
+
+#define SPECTRA_NATIVE_API_VERSION 1
+typedef struct {
+    int version;
+    /* one matrix as the direct path solves it (the closed form for real n <= 3, LAPACK
+     * otherwise), with the checks and the gauge: a status */
+    int (*eigh)(int kind, int n, const void *a, ptrdiff_t s0, ptrdiff_t s1, void *w, void *v,
+                int check, double tol, double keep, double keep2, double low, double high);
+    /* whether torch's LAPACK routines were found (load) */
+    int (*loaded)(int kind);
+} spectra_native_api;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,178 @@
+// The one-matrix entry without Python's dispatch: spectra.eigh(a) of one small plain CPU
+// tensor in one call, from the tensor object to the (w, v) pair.
+//
+// The direct path's Python route (spectra/core/_pipeline/_direct.py, _solvers/_native.py)
+// spends most of a small call on Python-level steps around one compiled call: reading the
+// tensor's attributes, two output allocations through torch's Python binding (~0.9 us
+// each), the addresses. Here the same tests are made on the C++ tensor, the outputs are
+// allocated by ATen and the compiled solve (_native_eigh.c, through its capsule) runs on
+// them: the same checks, solver, finiteness test and gauge, so the same bits
+// (tests/core/test_native_entry.py). Whatever is not plain (a subclass, a lazy conjugate or
+// negation, a functorch or dispatch-mode wrapper, history under grad mode, a torch-function
+// or dispatch mode, another device, dtype or layout, n outside 1 .. max_n) returns None, and
+// the Python route decides, as before.
+//
+// It is built only where torch's headers are found at build time (setup.py), for that
+// torch version; _native.py uses it only under the same version.
+#include <Python.h>
+
+#include <ATen/PythonTorchFunctionTLS.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <exception>
+
+#include "_native_eigh.h"
+
+#ifndef SPECTRA_TORCH_VERSION
+#define SPECTRA_TORCH_VERSION "unknown"
+#endif
+
+namespace {
+
+const spectra_native_api* api = nullptr;
+double constants[4][5];  // per kind: tol, 1 - tol, (1 - tol)^2, low, high (the gauge's)
+long max_n = 0;          // the largest n taken (0: not configured)
+c10::DispatchKeySet plain_keys, inference_keys;
+
+int kind_of(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Float:
+      return 0;
+    case c10::ScalarType::Double:
+      return 1;
+    case c10::ScalarType::ComplexFloat:
+      return 2;
+    case c10::ScalarType::ComplexDouble:
+      return 3;
+    default:
+      return -1;
+  }
+}
+
+// configure(capsule, constants, max_n): the compiled solve's table, the gauge's constants
+// (four 5-tuples of floats, by kind) and the largest n; returns True
+PyObject* configure(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "configure takes 3 arguments");
+    return nullptr;
+  }
+  auto* table = static_cast<const spectra_native_api*>(
+      PyCapsule_GetPointer(args[0], "spectra.core._solvers._native_eigh.api"));
+  if (table == nullptr) return nullptr;
+  if (table->version != SPECTRA_NATIVE_API_VERSION) {
+    PyErr_SetString(PyExc_RuntimeError, "the compiled helper's table has another version");
+    return nullptr;
+  }
+  for (int k = 0; k < 4; k++) {
+    PyObject* row = PySequence_GetItem(args[1], k);
+    if (row == nullptr) return nullptr;
+    for (int j = 0; j < 5; j++) {
+      PyObject* x = PySequence_GetItem(row, j);
+      if (x == nullptr) {
+        Py_DECREF(row);
+        return nullptr;
+      }
+      constants[k][j] = PyFloat_AsDouble(x);
+      Py_DECREF(x);
+    }
+    Py_DECREF(row);
+  }
+  long limit = PyLong_AsLong(args[2]);
+  if (PyErr_Occurred()) return nullptr;
+  try {
+    plain_keys = at::empty({1}, at::TensorOptions().dtype(at::kDouble)).key_set();
+    {
+      c10::InferenceMode guard;
+      inference_keys = at::empty({1}, at::TensorOptions().dtype(at::kDouble)).key_set();
+    }
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+  api = table;
+  max_n = limit;
+  Py_RETURN_TRUE;
+}
+
+// solve(a, vectors, check, closed) -> (w, v or None), or None: take the Python route;
+// closed: whether the plan solves real n <= 3 by the closed form (else those return None)
+PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 4 || max_n == 0 || !THPVariable_CheckExact(args[0])) Py_RETURN_NONE;
+  const bool vectors = PyObject_IsTrue(args[1]) == 1;
+  const bool check = PyObject_IsTrue(args[2]) == 1;
+  const bool closed = PyObject_IsTrue(args[3]) == 1;
+  try {
+    const at::Tensor& a = THPVariable_Unpack(args[0]);
+    if (!a.defined() || a.dim() != 2) Py_RETURN_NONE;
+    const c10::DispatchKeySet keys = a.key_set();
+    if (keys != plain_keys && keys != inference_keys) Py_RETURN_NONE;  // conj, neg, wrappers
+    const int kind = kind_of(a.scalar_type());
+    const int64_t n = a.size(0);
+    if (kind < 0 || n != a.size(1) || n < 1 || n > max_n || !a.has_storage()) Py_RETURN_NONE;
+    if (!closed && kind <= 1 && n <= 3) Py_RETURN_NONE;  // the plan's LAPACK: Python's route
+    if (a.requires_grad() && c10::GradMode::is_enabled()) Py_RETURN_NONE;  // the tracked route
+    if (c10::impl::TorchDispatchModeTLS::any_modes_set() ||
+        at::impl::PythonTorchFunctionTLS::stack_len() > 0)
+      Py_RETURN_NONE;  // a mode sees every op of the Python route: it keeps them
+    const auto real = (kind == 0 || kind == 2) ? at::kFloat : at::kDouble;
+    at::Tensor w = at::empty({n}, at::TensorOptions().dtype(real));
+    at::Tensor v;
+    if (vectors) v = at::empty_strided({n, n}, {1, n}, at::TensorOptions().dtype(a.scalar_type()));
+    const double* c = constants[kind];
+    const int status =
+        api->eigh(kind, static_cast<int>(n), a.const_data_ptr(), a.stride(0), a.stride(1),
+                  w.data_ptr(), vectors ? v.data_ptr() : nullptr, check, c[0], c[1], c[2], c[3],
+                  c[4]);
+    if (status != ST_OK) Py_RETURN_NONE;  // refused, failed or ungauged: the Python route
+    PyObject* out = PyTuple_New(2);
+    if (out == nullptr) return nullptr;
+    PyTuple_SET_ITEM(out, 0, THPVariable_Wrap(std::move(w)));
+    if (vectors) {
+      PyTuple_SET_ITEM(out, 1, THPVariable_Wrap(std::move(v)));
+    } else {
+      Py_INCREF(Py_None);
+      PyTuple_SET_ITEM(out, 1, Py_None);
+    }
+    return out;
+  } catch (const std::exception&) {
+    Py_RETURN_NONE;  // e.g. an allocation failure: the Python route reports it
+  }
+}
+
+PyMethodDef methods[] = {
+    {"configure", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(configure)),
+     METH_FASTCALL, "configure(capsule, constants, max_n) -> True"},
+    {"solve", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(solve)), METH_FASTCALL,
+     "solve(a, vectors, check, closed) -> (w, v or None) or None"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    "_native_entry",
+    "The one-matrix entry without Python's dispatch (see _native.py).",
+    -1,
+    methods,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__native_entry(void) {
+  PyObject* m = PyModule_Create(&module);
+  if (m == nullptr) return nullptr;
+  if (PyModule_AddStringConstant(m, "torch_version", SPECTRA_TORCH_VERSION) < 0) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
+}
