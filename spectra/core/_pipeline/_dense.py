@@ -13,10 +13,16 @@ from .._request import Request
 from ._autograd import is_tracked
 from ._checks import InputRejected, PairCheck, check_finite, check_hermitian, quick_check
 from ._execute import Pre, execute
-from ._gauge import fix_gauge, fix_gauge_
+from ._gauge import fix_gauge
 from ._plan import plan
 from ._select import kept_count, select_k
-from ._solve import push_to_top, solve_canonical, solve_cholesky, solve_standard
+from ._solve import (
+    gauge_block_,
+    push_to_top,
+    solve_canonical,
+    solve_cholesky,
+    solve_standard,
+)
 
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 
@@ -114,7 +120,7 @@ def solve_window(
         return None
     if inactive is not None:
         flat = push_to_top(a, inactive).reshape(-1, n, n)
-    w, v = execute(p, flat.contiguous(), pre, fix_gauge_ if vectors else None)
+    w, v = execute(p, flat.contiguous(), pre, gauge_block_ if vectors else None)
     m = w.shape[-1]
     w = w.reshape(*a.shape[:-2], m)
     return w, (v.reshape(*a.shape[:-2], n, m) if vectors and v is not None else None)
