@@ -87,3 +87,11 @@ def batch_that_fans_out(strategy: str, n: int, dtype: torch.dtype, start: int = 
         batch *= 2
         assert batch <= 1 << 17, f"the planner never fans {strategy} out at n = {n}"
     return batch
+
+
+def without_native_entry(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The one-matrix calls take the Python route (the tests of its steps); the C++ entry,
+    which makes the same steps without Python, is tested in test_native_entry.py."""
+    from spectra.core._pipeline import _direct
+
+    monkeypatch.setattr(_direct, "_entry", lambda version: (None, _direct._closed_direct(version)))

@@ -27,7 +27,7 @@ from spectra.core._pipeline._backward_fast import gauge_by_signs, gauge_fresh
 from spectra.core._pipeline._gauge import fix_gauge_small_
 from spectra.core._solvers import _native
 
-from .helpers import random_hermitian, with_spectrum
+from .helpers import random_hermitian, with_spectrum, without_native_entry
 
 REAL = [torch.float32, torch.float64]
 SIZES = [1, 2, 3, 5, 8, 11, 12, 16, 31, 40]  # the Python screen, NumPy's, LAPACK threads
@@ -332,6 +332,7 @@ def test_gauge_fresh_writes_the_gauge_into_torchs_node():
 
 
 def test_the_routes_by_dtype(solved_route, monkeypatch):
+    without_native_entry(monkeypatch)  # the Python route's steps
     calls = _spy(monkeypatch, _direct, "native_solve")
     node = _spy(monkeypatch, _direct, "_solve_native")
     a = random_hermitian((), 5, torch.complex128, seed=18).requires_grad_(True)

@@ -19,7 +19,7 @@ from spectra.core._solvers._native import native_module
 from spectra.core._strategies import _kernels
 from spectra.core._support import _threads
 
-from .helpers import random_hermitian
+from .helpers import random_hermitian, without_native_entry
 
 DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
 
@@ -295,6 +295,7 @@ def test_one_matrix_shortcut_keeps_the_checks_and_options():
 
 def test_a_tracked_small_matrix_takes_torchs_own_node_where_separated(monkeypatch):
     # without the compiled one-call route (tests/core/test_backward_one.py has that one)
+    without_native_entry(monkeypatch)
     monkeypatch.setattr(_direct, "native_solve", lambda *args: None)
     a0 = random_hermitian((1,), 5, torch.float64, seed=21)[0]
     calls = []

@@ -17,6 +17,8 @@ from spectra.core._pipeline import _direct
 from spectra.core._pipeline._gauge import fix_gauge
 from spectra.core._solvers import _native
 
+from .helpers import without_native_entry
+
 MODULE = _native.native_module()
 needs_native = pytest.mark.skipif(MODULE is None, reason="the compiled helper is not built")
 
@@ -97,9 +99,8 @@ def _cases(dtype: torch.dtype) -> Iterator[tuple[str, torch.Tensor]]:
 
 @pytest.fixture(autouse=True)
 def _without_the_entry(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests are about the Python-level compiled route (the C++ entry, which calls
-    the same compiled solve without the Python step, has tests/core/test_native_entry.py)."""
-    monkeypatch.setattr(_direct, "_entry", lambda version: (None, _direct._closed_direct(version)))
+    """These tests are about the Python-level compiled route."""
+    without_native_entry(monkeypatch)
 
 
 class _Spy:

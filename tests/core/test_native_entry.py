@@ -14,9 +14,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import spectra
 from spectra.core._pipeline import _direct
+from spectra.core._pipeline._autograd_one import _TOL64
 from spectra.core._solvers import _native
 
-ENTRY = _native.native_entry()
+ENTRY = _native.native_entry(_TOL64)
 needs_entry = pytest.mark.skipif(ENTRY is None, reason="the C++ entry is not built")
 
 DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
@@ -196,13 +197,13 @@ def test_another_torch_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_native_entry, "torch_version", "0.0.0")
     _native.forget_native()
     try:
-        assert _native.native_entry() is None
+        assert _native.native_entry(_TOL64) is None
         w, _ = spectra.eigh(torch.eye(3, dtype=torch.float64))
         assert w.tolist() == [1.0, 1.0, 1.0]
     finally:
         monkeypatch.undo()
         _native.forget_native()
-    assert _native.native_entry() is not None
+    assert _native.native_entry(_TOL64) is not None
 
 
 @needs_entry
@@ -212,3 +213,59 @@ def test_invalid_tolerance_still_refused(counted: _Counting) -> None:
     with pytest.raises(ValueError, match="symmetry_tol"):
         spectra.eigh(a, symmetry_tol=-1.0)
     assert counted.answered == 0
+
+
+def _tracked(fn: Any, a: torch.Tensor, weights: torch.Tensor) -> tuple[Any, ...]:
+    x = a.clone().requires_grad_()
+    out = fn(x)
+    w, v = (out, None) if isinstance(out, torch.Tensor) else out
+    loss = 0.3 * w.sum() + ((v * weights).sum() if v is not None else 0.0)
+    loss.backward()
+    assert x.grad is not None
+    name = type(w.grad_fn).__name__
+    return w.detach(), None if v is None else v.detach(), x.grad, name
+
+
+@needs_entry
+@pytest.mark.parametrize("n", [4, 5, 8, 16, 31])
+def test_tracked_bitwise_the_python_route(
+    n: int, counted: _Counting, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """float64 under grad mode: torch's own node made in C++, the gauge written into it,
+    the same values, vectors, node and gradient as the Python tracked route; a
+    degenerate spectrum under the core's rule, as there."""
+    weights = torch.randn(n, n, dtype=torch.float64, generator=torch.Generator().manual_seed(n))
+    cases = {"random": _random(n, torch.float64, n), "identity": torch.eye(n, dtype=torch.float64)}
+    for name, a in cases.items():
+        for fn in (spectra.eigh, spectra.eigvalsh):
+            before = counted.answered
+            got = _tracked(fn, a, weights)
+            assert counted.answered == before + 1, (name, fn.__name__)
+            want = _without_entry(monkeypatch, _tracked, fn, a, weights)
+            for x, y in zip(got[:3], want[:3], strict=True):
+                assert (x is None and y is None) or torch.equal(x, y), (name, fn.__name__)
+            assert got[3] == want[3], (name, fn.__name__)
+            rule = "_EighFunctionBackward"
+            assert got[3] == (rule if name == "identity" else "LinalgEighBackward0"), got[3]
+
+
+@needs_entry
+def test_tracked_refusals(counted: _Counting) -> None:
+    """What the tracked route leaves to Python: float32, n <= 3 (the closed form's own
+    node), saved-tensor hooks, a torch.func transform, asymmetric or NaN input."""
+    assert ENTRY is not None
+    x = _random(5, torch.float64, 1).requires_grad_()
+    assert ENTRY(x, True, True, True) is not None
+    assert ENTRY(_random(5, torch.float32, 1).requires_grad_(), True, True, True) is None
+    assert ENTRY(_random(3, torch.float64, 1).requires_grad_(), True, True, True) is None
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        assert ENTRY(x, True, True, True) is None
+    inside = torch.func.grad(lambda y: (ENTRY(x, True, True, True) is None) * y.sum())
+    assert torch.equal(inside(torch.ones(2)), torch.ones(2))  # None inside the transform
+    skew = _random(5, torch.float64, 2)
+    skew[0, 1] += 1.0
+    assert ENTRY(skew.requires_grad_(), True, True, True) is None
+    nan = torch.full((5, 5), float("nan"), dtype=torch.float64)
+    assert ENTRY(nan.requires_grad_(), True, True, True) is None
+    with pytest.raises(ValueError, match=r"(?i)symmetric"):
+        spectra.eigh(skew)

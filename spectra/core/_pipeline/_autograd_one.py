@@ -103,7 +103,17 @@ def eigh_native(a: torch.Tensor, native: Solver) -> tuple[torch.Tensor, torch.Te
         separated = _row_separated(w.tolist(), _TOL64)
     else:
         separated = well_separated(w, _DEFAULT_TOL[a.dtype])
+    w, v = node_or_rule(a, w, v, separated)
+    return w, v, separated
+
+
+def node_or_rule(
+    a: torch.Tensor, w: torch.Tensor, v: torch.Tensor, separated: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(w, v)``, outputs of torch's own eigh node on ``a``: kept where the spectrum is
+    ``separated``, else the same pairs under the core's degenerate-safe rule (the last step
+    of :func:`eigh_native`, which the C++ entry's tracked route leaves to Python)."""
     if separated:
-        return w, v, True
+        return w, v
     w, v = _APPLY(_EighFunction, a, _values(w, v), _resolved(DEFAULT_BACKWARD, a.dtype))
-    return w, v, False
+    return w, v

@@ -39,7 +39,7 @@ from .._solvers._torch_lapack import lapack_aligned, torch_eigh
 from .._strategies import STRATEGIES, registry_version
 from .._support._threads import restore_thread_kernel_threads, set_thread_kernel_threads
 from ._autograd import eigh_with_grad
-from ._autograd_one import eigh_native, with_backward
+from ._autograd_one import _TOL64, eigh_native, node_or_rule, with_backward
 from ._backward_fast import gauge_fresh
 from ._checks import InputRejected, quick_check
 from ._gauge import fix_gauge_small_
@@ -226,7 +226,7 @@ def _entry(version: int) -> tuple[Any, bool]:
     registry ``version``, each decided once."""
     got = _ENTRIES.get(version)
     if got is None:
-        solve = native_entry() if _builtin_lapack(version) else None
+        solve = native_entry(_TOL64) if _builtin_lapack(version) else None
         got = _ENTRIES[version] = (solve, _closed_direct(version))
     return got
 
@@ -250,7 +250,7 @@ def solve_one(
     if solve is not None and symmetry_tol is None and forward_ad._current_level < 0:
         done = solve(a, vectors, check, closed)  # one plain matrix: the C++ entry's call
         if done is not None:
-            return done
+            return done if len(done) == 2 else _entry_tracked(a, vectors, *done)
     if a.dim() == 3:  # a handful of matrices: the compiled batch, where the plan is direct
         check_tolerance(symmetry_tol, "symmetry_tol")  # its errors, as on every route
         return _solve_few(a, vectors, check)
@@ -277,6 +277,15 @@ def _solve_few(
     ):
         return None
     return native_solve_batch(a, vectors, check, _closed_direct(registry_version()))
+
+
+def _entry_tracked(
+    a: torch.Tensor, vectors: bool, w: torch.Tensor, v: torch.Tensor, separated: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The C++ entry's tracked answer (torch's node, made there) as
+    :func:`~._autograd_one.eigh_native` finishes it."""
+    w, v = node_or_rule(a, w, v, separated)
+    return w, (v if vectors else None)
 
 
 def _closed_real(n: int, dtype: torch.dtype) -> bool:

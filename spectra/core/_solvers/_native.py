@@ -339,11 +339,15 @@ def native_closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | 
 _entry: list[Any] = []  # [solve or None] once decided
 
 
-def native_entry() -> Any:
+def native_entry(degenerate_tol: float) -> Any:
     """The C++ one-matrix entry's ``solve(a, vectors, check, closed)`` (configured on the
-    helper's table), or ``None``: not built, built for another torch, or no helper. It
-    returns ``(w, v or None)`` exactly as :func:`native_solve` and the gauge would, or
-    ``None`` where anything about ``a`` is not plain (the Python route then decides)."""
+    helper's table; ``degenerate_tol``: the backward's float64 tolerance, for the tracked
+    route), or ``None``: not built, built for another torch, or no helper. It returns
+    ``(w, v or None)`` exactly as :func:`native_solve` and the gauge would; for a float64
+    ``a`` that requires grad under grad mode ``(w, v, separated)`` as the direct path's
+    ``eigh_native`` would (torch's own node, ``v`` gauged in place where ``vectors``); or
+    ``None`` where anything about ``a`` is not plain (the Python route then decides).
+    Configured once per process (the first ``degenerate_tol`` stands)."""
     if _entry:
         return _entry[0]
     module = native_module()
@@ -355,7 +359,7 @@ def native_entry() -> Any:
             _native_entry = None
         if _native_entry is not None and _native_entry.torch_version == torch.__version__:
             consts = [_GAUGE[dtype] for dtype in sorted(_KIND, key=_KIND.__getitem__)]
-            _native_entry.configure(module.api, consts, SEQUENTIAL_N - 1)
+            _native_entry.configure(module.api, consts, SEQUENTIAL_N - 1, degenerate_tol)
             solve = _native_entry.solve
     _entry.append(solve)
     return solve

@@ -699,7 +699,18 @@ static int api_eigh(int kind, int n, const void *a, ptrdiff_t s0, ptrdiff_t s1, 
     return solve(kind, n, a, s0, s1, w, v, check, tol, keep, keep2, low, high);
 }
 
-static spectra_native_api api_table = {SPECTRA_NATIVE_API_VERSION, api_eigh, api_loaded};
+static int api_hermitian(int kind, const void *a, ptrdiff_t n, ptrdiff_t s0, ptrdiff_t s1,
+                         int finite) {
+    return kind >= 0 && kind <= 3 && check_one(kind, a, n, s0, s1, finite);
+}
+
+static int api_gauge(int kind, void *v, ptrdiff_t n, ptrdiff_t m, double tol, double keep,
+                     double keep2, double low, double high) {
+    return kind >= 0 && kind <= 3 && gauge(kind, v, n, m, tol, keep, keep2, low, high);
+}
+
+static spectra_native_api api_table = {SPECTRA_NATIVE_API_VERSION, api_eigh, api_loaded,
+                                       api_hermitian, api_gauge};
 
 PyMODINIT_FUNC PyInit__native_eigh(void) {
     PyObject *m = PyModule_Create(&module);

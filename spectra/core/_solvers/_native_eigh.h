@@ -21,7 +21,7 @@ extern "C" {
 int spectra_closed_form(int kind, int n, const void *a, ptrdiff_t s0, ptrdiff_t s1, void *w,
                         void *v);
 
-#define SPECTRA_NATIVE_API_VERSION 1
+#define SPECTRA_NATIVE_API_VERSION 2
 typedef struct {
     int version;
     /* one matrix as the direct path solves it (the closed form for real n <= 3, LAPACK
@@ -30,6 +30,13 @@ typedef struct {
                 int check, double tol, double keep, double keep2, double low, double high);
     /* whether torch's LAPACK routines were found (load) */
     int (*loaded)(int kind);
+    /* 1 if the n x n matrix at a equals its conjugate transpose entry for entry (and, with
+     * finite, every entry is finite) */
+    int (*hermitian)(int kind, const void *a, ptrdiff_t n, ptrdiff_t s0, ptrdiff_t s1,
+                     int finite);
+    /* the gauge of m column-major columns of n entries at v, in place: 1 if gauged */
+    int (*gauge)(int kind, void *v, ptrdiff_t n, ptrdiff_t m, double tol, double keep,
+                 double keep2, double low, double high);
 } spectra_native_api;
 
 #ifdef __cplusplus

@@ -17,15 +17,20 @@
 #include <Python.h>
 
 #include <ATen/PythonTorchFunctionTLS.h>
+#include <ATen/SavedTensorHooks.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/linalg_eigh.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <cmath>
 #include <exception>
+#include <tuple>
 
 #include "_native_eigh.h"
 
@@ -38,6 +43,61 @@ namespace {
 const spectra_native_api* api = nullptr;
 double constants[4][5];  // per kind: tol, 1 - tol, (1 - tol)^2, low, high (the gauge's)
 long max_n = 0;          // the largest n taken (0: not configured)
+double degenerate_tol = 0.0;  // the backward's relative gap below which pairs count as tied
+const double tiny64 = 2.2250738585072014e-308;
+
+// _backward_fast._row_separated: every gap of the ascending row above tol * scale (Python's
+// max of max(row), -min(row) and the smallest normal; a NaN gap fails)
+bool row_separated(const double* w, int64_t n) {
+  if (n < 2) return true;
+  double hi = w[0], lo = w[0];
+  for (int64_t i = 1; i < n; i++) {
+    if (w[i] > hi) hi = w[i];
+    if (w[i] < lo) lo = w[i];
+  }
+  double scale = hi;
+  if (-lo > scale) scale = -lo;
+  if (tiny64 > scale) scale = tiny64;
+  const double bound = degenerate_tol * scale;
+  for (int64_t i = 1; i < n; i++)
+    if (!(w[i] - w[i - 1] > bound)) return false;
+  return true;
+}
+
+bool all_finite(const double* w, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (!std::isfinite(w[i])) return false;
+  return true;
+}
+
+// a real float64 matrix that requires grad under grad mode: torch's own eigh node (the
+// Python route's eigh_native), the gauge written into its output, the separation test;
+// (w, v, separated) or None
+PyObject* tracked(const at::Tensor& a, int64_t n, bool vectors, bool check) {
+  const c10::DispatchKeySet included = c10::impl::tls_local_dispatch_key_set().included_;
+  if (included.has(c10::DispatchKey::FuncTorchDynamicLayerFrontMode) ||
+      included.has(c10::DispatchKey::FuncTorchDynamicLayerBackMode) ||
+      at::SavedTensorDefaultHooks::get_hooks().has_value())
+    Py_RETURN_NONE;  // a transform, or hooks that may pack v before the gauge
+  if (check && !api->hermitian(1, a.const_data_ptr(), n, a.stride(0), a.stride(1), 0))
+    Py_RETURN_NONE;  // not exactly symmetric (or NaN): the full path decides
+  at::Tensor w, v;
+  std::tie(w, v) = at::linalg_eigh(a, "L");
+  const double* c = constants[1];
+  if (vectors && !api->gauge(1, v.data_ptr(), n, n, c[0], c[1], c[2], c[3], c[4]))
+    Py_RETURN_NONE;
+  const double* wd = w.const_data_ptr<double>();
+  const bool separated = row_separated(wd, n);
+  if (check && !separated && !all_finite(wd, n)) Py_RETURN_NONE;
+  PyObject* out = PyTuple_New(3);
+  if (out == nullptr) return nullptr;
+  PyTuple_SET_ITEM(out, 0, THPVariable_Wrap(std::move(w)));
+  PyTuple_SET_ITEM(out, 1, THPVariable_Wrap(std::move(v)));
+  PyObject* flag = separated ? Py_True : Py_False;
+  Py_INCREF(flag);
+  PyTuple_SET_ITEM(out, 2, flag);
+  return out;
+}
 c10::DispatchKeySet plain_keys, inference_keys;
 
 int kind_of(c10::ScalarType t) {
@@ -55,11 +115,12 @@ int kind_of(c10::ScalarType t) {
   }
 }
 
-// configure(capsule, constants, max_n): the compiled solve's table, the gauge's constants
-// (four 5-tuples of floats, by kind) and the largest n; returns True
+// configure(capsule, constants, max_n, degenerate_tol): the compiled solve's table, the
+// gauge's constants (four 5-tuples of floats, by kind), the largest n and the backward's
+// float64 degenerate tolerance (0: no tracked route); returns True
 PyObject* configure(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 3) {
-    PyErr_SetString(PyExc_TypeError, "configure takes 3 arguments");
+  if (nargs != 4) {
+    PyErr_SetString(PyExc_TypeError, "configure takes 4 arguments");
     return nullptr;
   }
   auto* table = static_cast<const spectra_native_api*>(
@@ -84,6 +145,7 @@ PyObject* configure(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     Py_DECREF(row);
   }
   long limit = PyLong_AsLong(args[2]);
+  double tol = PyFloat_AsDouble(args[3]);
   if (PyErr_Occurred()) return nullptr;
   try {
     plain_keys = at::empty({1}, at::TensorOptions().dtype(at::kDouble)).key_set();
@@ -97,11 +159,14 @@ PyObject* configure(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
   api = table;
   max_n = limit;
+  degenerate_tol = tol;
   Py_RETURN_TRUE;
 }
 
 // solve(a, vectors, check, closed) -> (w, v or None), or None: take the Python route;
-// closed: whether the plan solves real n <= 3 by the closed form (else those return None)
+// closed: whether the plan solves real n <= 3 by the closed form (else those return None).
+// A float64 a (n >= 4) that requires grad under grad mode: (w, v, separated) from torch's
+// own node (v gauged where vectors; the caller wraps a spectrum not separated).
 PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 4 || max_n == 0 || !THPVariable_CheckExact(args[0])) Py_RETURN_NONE;
   const bool vectors = PyObject_IsTrue(args[1]) == 1;
@@ -116,7 +181,13 @@ PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     const int64_t n = a.size(0);
     if (kind < 0 || n != a.size(1) || n < 1 || n > max_n || !a.has_storage()) Py_RETURN_NONE;
     if (!closed && kind <= 1 && n <= 3) Py_RETURN_NONE;  // the plan's LAPACK: Python's route
-    if (a.requires_grad() && c10::GradMode::is_enabled()) Py_RETURN_NONE;  // the tracked route
+    if (a.requires_grad() && c10::GradMode::is_enabled()) {  // the tracked route
+      if (kind != 1 || n <= 3 || degenerate_tol <= 0.0) Py_RETURN_NONE;
+      if (c10::impl::TorchDispatchModeTLS::any_modes_set() ||
+          at::impl::PythonTorchFunctionTLS::stack_len() > 0)
+        Py_RETURN_NONE;
+      return tracked(a, n, vectors, check);
+    }
     if (c10::impl::TorchDispatchModeTLS::any_modes_set() ||
         at::impl::PythonTorchFunctionTLS::stack_len() > 0)
       Py_RETURN_NONE;  // a mode sees every op of the Python route: it keeps them
@@ -147,9 +218,9 @@ PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 
 PyMethodDef methods[] = {
     {"configure", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(configure)),
-     METH_FASTCALL, "configure(capsule, constants, max_n) -> True"},
+     METH_FASTCALL, "configure(capsule, constants, max_n, degenerate_tol) -> True"},
     {"solve", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(solve)), METH_FASTCALL,
-     "solve(a, vectors, check, closed) -> (w, v or None) or None"},
+     "solve(a, vectors, check, closed) -> (w, v or None), (w, v, separated) or None"},
     {nullptr, nullptr, 0, nullptr},
 };
 
