@@ -95,3 +95,27 @@ def without_native_entry(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from spectra.core._pipeline import _direct
 
     monkeypatch.setattr(_direct, "_entry", lambda version: (None, _direct._closed_direct(version)))
+
+
+def assert_refusals(a, after=None) -> None:  # type: ignore[no-untyped-def]
+    """``spectra.eigh`` refuses ``a`` (real symmetric, n >= 2) with one NaN pair, one Inf
+    on the diagonal, and one asymmetric entry, each with an error naming the problem;
+    ``after()`` runs after the NaN case (e.g. to assert the route a spy saw)."""
+    import pytest
+
+    import spectra
+
+    nan = a.clone()
+    nan[0, 1] = nan[1, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"(?i)nan|finite"):
+        spectra.eigh(nan)
+    if after is not None:
+        after()
+    inf = a.clone()
+    inf[1, 1] = float("inf")
+    with pytest.raises(ValueError, match=r"(?i)inf|finite"):
+        spectra.eigh(inf)
+    skew = a.clone()
+    skew[0, 1] += 1.0
+    with pytest.raises(ValueError, match=r"(?i)symmetric|hermitian"):
+        spectra.eigh(skew)
