@@ -183,3 +183,26 @@ def test_gradient_of_the_reduction_without_symmetrizing(dtype):
     torch.testing.assert_close(w, wr.detach(), atol=1e-12, rtol=0)
     torch.testing.assert_close(ga, ra, atol=1e-9, rtol=1e-9)
     torch.testing.assert_close(gb, rb, atol=1e-9, rtol=1e-9)
+
+
+@pytest.mark.parametrize("operand", ["a", "b"])
+def test_public_call_names_the_bad_indices_of_a_fanned_batch(operand):
+    """Through ``spectra.eigh``: whichever thread checks the values (the caller, or the
+    workers of the fanned pipeline), the error names the operand and its indices."""
+    a, b = _pair(256, 24, torch.complex128, seed=11)
+    assert spectra.plan(24, 256, torch.complex128).workers == 2
+    bad = {"a": a, "b": b}[operand]
+    bad[3, 1, 2] += 1.0
+    kept = bad[250, 4, 4].clone()
+    bad[250, 4, 4] = float("nan")
+    with pytest.raises(spectra.InputError, match="NaN or Inf") as info:
+        spectra.eigh(a.reshape(2, 128, 24, 24), b.reshape(2, 128, 24, 24))
+    assert info.value.what == operand and info.value.indices == [(1, 122)]
+    bad[250, 4, 4] = kept
+    with pytest.raises(spectra.InputError, match="not Hermitian") as info:
+        spectra.eigh(a, b)
+    assert info.value.what == operand and info.value.indices == [(3,)]
+    # unchecked: the lower triangles are read (the strict upper one is where it differs)
+    w = spectra.eigh(a, b, check=False).eigenvalues
+    ref = scipy.linalg.eigh(a[3].numpy(), b[3].numpy(), lower=True, eigvals_only=True)
+    np.testing.assert_allclose(w[3].numpy(), ref, rtol=0, atol=1e-10)
