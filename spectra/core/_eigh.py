@@ -131,8 +131,8 @@ def _run_dense(
         shape = at.shape if bt is None else torch.broadcast_shapes(at.shape, bt.shape)
         batch = math.prod(shape[:-2])
         opts = Options.from_plan(check_plan(plan, n, batch, at.dtype, at.device), opts)
-    # the standard problem checks its input block by block inside the workers
-    pre = BlockCheck(tol) if check and bt is None else None
+    # the input is checked block by block inside the workers (a, and b where given)
+    pre = BlockCheck(tol) if check else None  # (the generalized path: a's and b's blocks)
     try:
         w, v = _solver_errors(solve_dense, at, bt, request, opts, pre=pre)
     except InputRejected:

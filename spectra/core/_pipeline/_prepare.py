@@ -51,7 +51,8 @@ def prepare(
     defer_a_check: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None, Origin]:
     """``a`` (and ``b``) as tensors of one dtype on the solve device, shapes checked, and
-    values checked when ``check`` (``a``'s may be deferred to the workers)."""
+    values checked when ``check`` (or deferred to the solve, which checks them per block
+    in its workers: ``defer_a_check``)."""
     at, origin = as_tensor(a, name)
     check_square(at, name)
     bt = None
@@ -64,9 +65,8 @@ def prepare(
         common = torch.promote_types(at.dtype, bt.dtype)
         at, bt = at.to(common), bt.to(common)
         check_pair(at, bt)
-    if check:
-        if not (defer_a_check and bt is None):
-            check_values(at, symmetry_tol, name)
+    if check and not defer_a_check:  # (deferred: the solve checks a and b per block)
+        check_values(at, symmetry_tol, name)
         if bt is not None:
             check_values(bt, symmetry_tol, b_name(name))
     return at, bt, origin
