@@ -214,11 +214,8 @@ def _closed_direct(version: int) -> bool:
     """Whether one real matrix of ``n <= 3`` is planned on the compiled closed form (the
     built-in ``closed-form`` strategy's claim from one matrix, :func:`direct_path`):
     then the compiled routes solve those by it, otherwise by LAPACK, as the plan says."""
-    return (
-        _builtin_lapack(version)
-        and direct_path(3, 1, torch.float64, True)
-        and (plan(3, 1, torch.float64).strategy == "closed-form")
-    )
+    one = plan(3, 1, torch.float64)
+    return _builtin_lapack(version) and one.direct and one.strategy == "closed-form"
 
 
 def _entry(version: int) -> tuple[Any, bool]:

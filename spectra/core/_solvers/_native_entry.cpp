@@ -181,16 +181,13 @@ PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     const int64_t n = a.size(0);
     if (kind < 0 || n != a.size(1) || n < 1 || n > max_n || !a.has_storage()) Py_RETURN_NONE;
     if (!closed && kind <= 1 && n <= 3) Py_RETURN_NONE;  // the plan's LAPACK: Python's route
-    if (a.requires_grad() && c10::GradMode::is_enabled()) {  // the tracked route
-      if (kind != 1 || n <= 3 || degenerate_tol <= 0.0) Py_RETURN_NONE;
-      if (c10::impl::TorchDispatchModeTLS::any_modes_set() ||
-          at::impl::PythonTorchFunctionTLS::stack_len() > 0)
-        Py_RETURN_NONE;
-      return tracked(a, n, vectors, check);
-    }
     if (c10::impl::TorchDispatchModeTLS::any_modes_set() ||
         at::impl::PythonTorchFunctionTLS::stack_len() > 0)
       Py_RETURN_NONE;  // a mode sees every op of the Python route: it keeps them
+    if (a.requires_grad() && c10::GradMode::is_enabled()) {  // the tracked route
+      if (kind != 1 || n <= 3 || degenerate_tol <= 0.0) Py_RETURN_NONE;
+      return tracked(a, n, vectors, check);
+    }
     const auto real = (kind == 0 || kind == 2) ? at::kFloat : at::kDouble;
     at::Tensor w = at::empty({n}, at::TensorOptions().dtype(real));
     at::Tensor v;
