@@ -185,3 +185,46 @@ def test_lanczos_solves_fewer_columns_than_lobpcg_with_the_same_factor(monkeypat
     assert len(runs) == 1 and len(counts) == 1
     m = 8 + 2  # the LOBPCG block with the factor: k and max(2, k // 4) guards
     assert runs[0][2] * runs[0][1] < counts[0] * m
+
+
+def _tree_like(rng: np.random.Generator, n: int) -> sp.csr_matrix:
+    """A random tree plus ``n // 6`` ring closures (the D&D-like benchmark's graphs): its
+    lowest eigenvalues are small and close together."""
+    parents = [int(rng.integers(0, i)) for i in range(1, n)]
+    rows = list(range(1, n)) + [int(x) for x in rng.integers(0, n, n // 6)]
+    cols = parents + [int(x) for x in rng.integers(0, n, n // 6)]
+    adj = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n)).tocsr()
+    adj = ((adj + adj.T) > 0).astype(float)
+    adj.setdiag(0)
+    adj.eliminate_zeros()
+    return normalized_laplacian(adj)
+
+
+def test_a_batch_of_tree_like_graphs_skips_rayleigh_ritz_steps(monkeypatch, runs):
+    """The D&D-like batch's medium graphs, solved together and deflated as LaplacianPE asks:
+    within the issue's accuracy, with fewer Rayleigh-Ritz steps of the basis than block
+    solves (the steps predicted not to converge skip them, ``_krylov._Skip``), and the
+    basis orthonormal although the first Gram-Schmidt pass only sees the coupled blocks."""
+    rng = np.random.default_rng(70)
+    mats = [_tree_like(rng, n) for n in (160, 230, 290, 310)]
+    refs = [dense_reference(a) for a in mats]
+    nulls = [ref_v[:, :1] for _, ref_v in refs]
+    sizes: list[int] = []
+    real = _krylov.dense_eigh
+
+    def counted(h, *args):
+        sizes.append(h.shape[-1])
+        return real(h, *args)
+
+    monkeypatch.setattr(_krylov, "dense_eigh", counted)
+    ws, vs = spectra.eigh(
+        mats, k=8, spectrum_bound=(0.0, 2.0), deflate=nulls, method="lanczos", check=False
+    )
+    assert len(runs) == 1 and runs[0][0] == 4 and runs[0][3]
+    basis_steps = sum(s > 10 for s in sizes)  # m = 10: the basis' RR, not the Ritz block's
+    assert 0 < basis_steps < runs[0][2] - 3
+    for (ref_w, ref_v), w, v, null in zip(refs, ws, vs, nulls, strict=True):
+        np.testing.assert_allclose(w, ref_w[1:9], rtol=1e-8)
+        full = np.concatenate([null, v], axis=1)
+        assert largest_angle(full, ref_v, ref_w, 9) < 1e-6
+        assert np.abs(full.T @ full - np.eye(9)).max() < 1e-12

@@ -36,6 +36,8 @@ widened (fresh random directions join the pending block) and the iteration goes 
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .._errors import InputError
@@ -50,6 +52,8 @@ CLUSTER = 4.0
 COND = 1e-4
 #: a new direction whose norm Gram-Schmidt cut below this share of ``||T q||`` is dropped
 DEPENDENT = 1e-10
+#: Rayleigh-Ritz is skipped for this share of the steps predicted until convergence
+SKIP_MARGIN = 0.8
 
 
 def _project(w: torch.Tensor, deflate: torch.Tensor | None) -> torch.Tensor:
@@ -117,6 +121,50 @@ def _widest_cluster(theta: torch.Tensor, k: int, gap: torch.Tensor) -> torch.Ten
         run = torch.where(close[:, i], run + 1, torch.ones_like(run))
         best = torch.where(i + 2 - run < k, torch.maximum(best, run), best)
     return best
+
+
+class _Skip:
+    """When the next Rayleigh-Ritz step is due. Each costs a small dense eigh per problem
+    (``O(size^3)``, the basis up to ``room`` vectors) and a product with every matrix (the
+    residual estimate), as much as the rest of a step on graphs of a few hundred nodes, and
+    it can only end the iteration once the estimated residuals are within the tolerance.
+    The estimates fall about geometrically with the steps: from the last two (the worst
+    wanted pair of each problem still iterating, over the tolerance) the steps until the
+    slowest problem could converge are predicted, and the Rayleigh-Ritz steps in between
+    are skipped (a restart, the last step and the first steps once the basis holds ``m``
+    vectors still take one). A prediction that comes late only costs a Rayleigh-Ritz step
+    more; one that would come early is cut to the step before it (``SKIP_MARGIN``).
+
+    >>> s = _Skip(1)
+    >>> s.observe(4, torch.tensor([[1e4]]), torch.tensor([False])); s.due(5)
+    True
+    >>> s.observe(5, torch.tensor([[1e3]]), torch.tensor([False])); s.due(6), s.due(8)
+    (False, True)
+    """
+
+    def __init__(self, problems: int) -> None:
+        self.last = torch.full((problems,), math.inf, dtype=torch.float64)
+        self.at = torch.zeros(problems, dtype=torch.float64)
+        self.next = 0
+
+    def due(self, step: int) -> bool:
+        return step >= self.next
+
+    def hold(self) -> None:
+        self.next = 0
+
+    def observe(self, step: int, ratio: torch.Tensor, done: torch.Tensor) -> None:
+        """``ratio``: ``(G, k)`` estimated residuals over the tolerance at ``step``."""
+        worst = ratio.amax(-1).clamp_min(1e-300)
+        rate = (worst / self.last) ** (1.0 / (step - self.at).clamp_min(1.0))
+        known = torch.isfinite(self.last) & (rate < 1.0) & ~done & (worst > 1.0)
+        self.last = torch.where(done, self.last, worst)
+        self.at = torch.where(done, self.at, torch.full_like(self.at, float(step)))
+        if bool((~done & ~known).any()) or not bool(known.any()):
+            self.next = step + 1  # a problem without a falling estimate: check each step
+            return
+        ahead = (worst.log() / -rate.log())[known]
+        self.next = step + max(1, int(float(ahead.min()) * SKIP_MARGIN))
 
 
 def lanczos(
@@ -199,12 +247,14 @@ def _run(
     h = torch.zeros(G, room, room, dtype=dtype, device=device)
     basis[:, :b] = q.mT
     size, current = b, q
+    local = 0  # where the blocks T Q_j couples to start
     theta = torch.zeros(G, m, dtype=torch.float64, device=device)
     x = torch.zeros(G, n_max, m, dtype=dtype, device=device)
     norms = torch.full((G, m), float("inf"), dtype=torch.float64)
     done, widen = none.clone(), none.clone()
     loose = tolerance if settle is None else torch.maximum(settle[0], tolerance)
     steps = settled = 0
+    skip = _Skip(G)
     while steps < maxiter and not bool(done.all()):
         steps += 1
         width = current.shape[-1]
@@ -212,19 +262,26 @@ def _run(
         w = batch.precondition(current, active)
         before = w.norm(dim=-2)
         q_s = basis[:, :size].mT
-        coef = None
-        for _ in range(2):  # classical Gram-Schmidt twice against [deflate, Q]
-            w = _project(w, deflate)
-            part = q_s.mH @ w
-            w = w - q_s @ part
-            coef = part if coef is None else coef + part
-        assert coef is not None
-        h[:, :size, size - width : size] = coef
+        # classical Gram-Schmidt twice against [deflate, Q]: first against the blocks the
+        # recurrence couples T Q_j to (Q_{j-1} and Q_j; after a restart every kept vector),
+        # then against the whole basis (the rest is rounding: one full pass fixes it)
+        near = basis[:, local:size].mT
+        w = _project(w, deflate)
+        part = near.mH @ w
+        w = w - near @ part
+        h[:, :size, size - width : size] = 0
+        h[:, local:size, size - width : size] = part
+        w = _project(w, deflate)
+        part = q_s.mH @ w
+        w = w - q_s @ part
+        h[:, :size, size - width : size] += part
         # numerically dependent columns (the space is nearly invariant) are dropped
         w = w * (w.norm(dim=-2) > DEPENDENT * before).to(w.dtype).unsqueeze(-2)
         new, kept = _orthonormalize(w)
         sub = new.mH @ w  # Q_{j+1}^H T Q_j
-        if size >= m:
+        restart = size + b > room
+        last = steps >= maxiter or not bool(kept.any())
+        if size >= m and (restart or last or skip.due(steps)):
             sym = h[:, :size, :size]
             batch.check_finite(sym)
             neg, y = dense_eigh(-sym)  # ascending -mu: the largest mu of T first
@@ -234,11 +291,14 @@ def _run(
             c = sub @ y[:, size - width : size, :m]
             est = (c.conj() * ((z.mH @ z) @ c)).sum(-2).real.clamp_min(0).sqrt()
             est = (est / mu.real.clamp_min(1e-300)).double().cpu()
+            skip.observe(steps, est[:, :k] / tolerance.unsqueeze(-1), done)
             wanted = (est[:, :k] <= tolerance.unsqueeze(-1)).all(-1)
             if settle is not None:
                 loose = (est[:, :k] <= settle[0].unsqueeze(-1)).all(-1) | done
                 settled = settled + 1 if bool(loose.all()) else 0
-            give_up = steps >= maxiter or not bool(kept.any())
+                if bool(loose.any()):
+                    skip.hold()  # within the caller's tolerance: every step counts
+            give_up = last
             give_up = give_up or (settle is not None and settled > settle[1])
             check = (wanted | give_up) & ~done
             if bool(check.any()):
@@ -256,7 +316,7 @@ def _run(
                 done = done | ok
             if give_up or bool(done.all()):
                 break
-        if size + b > room:  # thick restart: the leading Ritz vectors and the pending block
+        if restart:  # thick restart: the leading Ritz vectors and the pending block
             keep = max(m, (room - b) // 2)
             basis[:, :keep] = (q_s @ y[..., :keep]).mT
             coupling = sub @ y[:, size - width : size, :keep]
@@ -265,8 +325,10 @@ def _run(
             h[:, idx, idx] = (-neg[..., :keep]).to(dtype)
             h[:, keep : keep + b, :keep] = coupling
             size = keep
+            local = 0  # the pending block couples to every kept vector
         else:
             h[:, size : size + b, size - width : size] = sub
+            local = size - width
         basis[:, size : size + b] = new.mT
         size, current = size + b, new
     if bool(torch.isinf(norms).any()):  # stopped before m Ritz pairs (maxiter): the start block
