@@ -92,11 +92,19 @@ def _orthonormalize(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _ritz(
-    batch: Batch, x: torch.Tensor, skip: torch.Tensor
+    batch: Batch, x: torch.Tensor, skip: torch.Tensor, rows: list[int] | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Rayleigh-Ritz of ``B`` on the span of ``x`` (``(G, n, m)``): ascending values, the
-    rotated vectors and their true residual norms ``(G, m)`` (CPU, float64)."""
-    bx = batch.apply(x, skip)
+    rotated vectors and their true residual norms ``(G, m)`` (CPU, float64). With ``rows``
+    (problem indices), ``x`` holds only those problems (``(len(rows), n, m)``)."""
+    if rows is None:
+        bx = batch.apply(x, skip)
+    else:
+        bx = torch.zeros_like(x)
+        for i, g in enumerate(rows):
+            n = batch.sizes[g]
+            y = batch.ops[g].matmul(x[i, :n])
+            bx[i, :n] = y if batch.sign > 0 else -y
     h = x.mH @ bx
     batch.check_finite(h)
     theta, c = dense_eigh(h)
@@ -302,11 +310,17 @@ def _run(
             give_up = give_up or (settle is not None and settled > settle[1])
             check = (wanted | give_up) & ~done
             if bool(check.any()):
-                t_new, x_new, n_new = _ritz(batch, q_s @ y[..., :m], ~check)
-                rows = check.to(device)
-                theta = torch.where(rows.view(G, 1), t_new, theta)
-                x = torch.where(rows.view(G, 1, 1), x_new, x)
-                norms = torch.where(check.view(G, 1), n_new, norms)
+                # only the problems checked: the others' blocks are neither formed nor
+                # merged (a batch of graphs converges over several steps)
+                picked = check.nonzero().squeeze(-1)
+                at = picked.to(device)
+                basis_at = basis.index_select(0, at)[:, :size].mT
+                t_new, x_new, n_new = _ritz(
+                    batch, basis_at @ y.index_select(0, at)[..., :m], ~check, picked.tolist()
+                )
+                theta[at] = t_new
+                x[at] = x_new
+                norms[picked] = n_new
                 ok = check & (norms[:, :k] <= tolerance.unsqueeze(-1)).all(-1)
                 accepted = check & (norms[:, :k] <= loose.unsqueeze(-1)).all(-1)
                 # copies of one eigenvalue agree within their residuals
