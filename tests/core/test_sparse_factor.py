@@ -225,3 +225,37 @@ def test_plan_of_sparse_input_needs_k_and_explain_shows_it(tmp_path, capsys):
     sp.save_npz(path, dense + dense.T)
     assert main(["explain", "--sparse", str(path), "--k", "4"]) == 0
     assert "dense: density" in capsys.readouterr().out
+
+
+def test_a_list_orders_each_pattern_once_and_keeps_two_after_the_call(monkeypatch):
+    """The plan's orderings of a list of five matrices are the ones its factors use (the
+    cache holds the whole call), and only the last two outlive the call."""
+    from tests.core.sparse_helpers import adjacency_rgg, largest_component, normalized_laplacian
+
+    mats = [
+        normalized_laplacian(largest_component(adjacency_rgg(900 + 40 * i, seed=80 + i)))
+        for i in range(5)
+    ]
+    _factor._ORDERED.items.clear()
+    ordered: list[int] = []
+    real = _factor._mmd_order
+
+    def counted(pattern):
+        ordered.append(pattern.shape[0])
+        return real(pattern)
+
+    real_factorize = _factor._factorize
+
+    def factorize(mat, order="NATURAL"):
+        if order != "NATURAL":  # the plan's trial factorization orders the pattern
+            ordered.append(mat.shape[0])
+        return real_factorize(mat, order)
+
+    monkeypatch.setattr(_factor, "_mmd_order", counted)
+    monkeypatch.setattr(_factor, "_factorize", factorize)
+    ws, _ = spectra.eigh(mats, k=4, method="auto")
+    assert sorted(ordered) == sorted(m.shape[0] for m in mats)
+    assert len(_factor._ORDERED.items) == 2 and _factor._ORDERED.held == 0
+    for a, w in zip(mats, ws, strict=True):
+        ref = np.linalg.eigvalsh(a.toarray())[:4]
+        np.testing.assert_allclose(w, ref, rtol=1e-8, atol=1e-12)

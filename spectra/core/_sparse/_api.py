@@ -26,6 +26,7 @@ from .._support._arrays import real_dtype, restore
 from .._support._memory import memory_budget
 from .._support._threads import single_threaded_kernels
 from ._blocks import split_input
+from ._factor import holding
 from ._krylov import lanczos
 from ._lobpcg import Batch, lobpcg, svqb
 from ._operators import SparseOperator, as_operator, compute_dtype
@@ -158,6 +159,21 @@ def solve_sparse(
                 "k", f"must be in [1, n{extra}) = [1, {room}) for {name} (n = {op.n}), got {k!r}"
             )
     budget = memory_budget(opts.max_memory, ops[0].device)
+    with holding(len(ops)):  # the plan's orderings, kept for the factors
+        return _solve_planned(ops, flats, pres, kk, largest, sopts, single, vectors, budget)
+
+
+def _solve_planned(
+    ops: list[SparseOperator],
+    flats: list[torch.Tensor | None],
+    pres: Any,
+    kk: int,
+    largest: bool,
+    sopts: SparseOptions,
+    single: bool,
+    vectors: bool,
+    budget: int,
+) -> tuple[Any, Any]:
     planned = plan_ops(
         ops,
         kk,
