@@ -7,7 +7,7 @@ round), reporting per-call medians with their quartiles and the paired ratio
 ``spectra / torch`` (the median of the same-round ratios; below 1: spectra is faster):
 
 - ``eigh n``: one ``n x n`` matrix, ``spectra.eigh`` vs ``torch.linalg.eigh``, for
-  n = 2 .. 64, float64, float32 and complex128 (the direct path);
+  n = 2 .. 64, float64, float32, complex128 and complex64 (the direct path);
 - ``eigh B x n``: a handful of matrices in one call (4, 16 and 64 of 8x8), the same pair;
 - ``fwd+bwd n``: one ``n x n`` float64 (n = 3, 5, 8, 16, 32), ``w.sum() + v.sum()`` forward
   and backward, against ``torch.linalg.eigh``'s;
@@ -95,7 +95,11 @@ def run(quick: bool = False, clock: str = "wall") -> list[dict[str, Any]]:
     rounds, calls = (9, 100) if quick else (21, 200)
     rows: list[dict[str, Any]] = []
     sizes = (2, 3, 8, 16, 32, 64) if quick else (2, 3, 5, 8, 16, 32, 50, 64)
-    dtypes = (torch.float64,) if quick else (torch.float64, torch.float32, torch.complex128)
+    dtypes = (
+        (torch.float64,)
+        if quick
+        else (torch.float64, torch.float32, torch.complex128, torch.complex64)
+    )
     for dtype in dtypes:
         for n in sizes:
             a = torch.randn(n, n, dtype=dtype)

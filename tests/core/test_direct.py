@@ -49,7 +49,7 @@ def test_direct_results_are_bitwise_the_planned_path(shape, n, dtype):
     if not p.direct:
         assert batch * n**3 > 3e5, str(p)  # only work enough to fan out leaves the path
         pytest.skip("planned on more than one worker")
-    closed = n <= 3 and not dtype.is_complex and native_module() is not None
+    closed = n <= 3 and native_module() is not None
     assert p.strategy == ("closed-form" if closed else "torch"), str(p)  # compiled closed form
     assert p.workers == 1 and p.n_chunks == 1
     assert _direct.solve_direct(a, Request()) is not None

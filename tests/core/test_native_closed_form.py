@@ -113,15 +113,16 @@ def test_against_scipy(dtype: torch.dtype, n: int) -> None:
 
 @needs_native
 def test_planned_from_one_matrix() -> None:
-    """Real n <= 3 are planned on the compiled closed form from one matrix, and that plan
-    is the direct path; complex n <= 3 and real n = 4 stay on LAPACK below a lane group."""
+    """n <= 3, real or complex, are planned on the compiled closed form from one matrix,
+    and that plan is the direct path; n = 4 stays on LAPACK below a lane group."""
     for n in (1, 2, 3):
-        for dtype in REAL:
+        for dtype in (*REAL, torch.complex64, torch.complex128):
             p = spectra.plan(n, 1, dtype)
             assert p.strategy == "closed-form" and p.direct, (n, dtype)
             assert any("compiled closed form" in r for r in p.reasons)
     assert spectra.plan(3, 10, torch.float64).direct
-    assert spectra.plan(3, 1, torch.complex128).strategy == "torch"
+    assert spectra.plan(3, 100_000, torch.complex128).strategy == "closed-form"
+    assert spectra.plan(4, 1, torch.complex128).strategy == "torch"
     assert spectra.plan(4, 1, torch.float64).strategy == "torch"
     assert spectra.plan(3, 100_000, torch.float64).strategy == "closed-form"
 

@@ -173,10 +173,10 @@ def _tracked_one(
     (:func:`~._autograd_one.eigh_native`: torch's C++ backward where separated); a
     complex one (whose phase-dependent losses torch's node refuses) to the compiled
     one-call route (check, LAPACK, gauge) under the lightest node
-    (:func:`~._autograd_one.with_backward`), where built, and so does a real one of
-    ``n <= 3`` that the plan solves by the compiled closed form (:func:`_closed_real`)."""
+    (:func:`~._autograd_one.with_backward`), where built, and so does one of ``n <= 3``
+    that the plan solves by the compiled closed form (:func:`_closed_small`)."""
     plain = not torch._C._are_functorch_transforms_active()
-    closed = _closed_real(a.shape[0], a.dtype)
+    closed = _closed_small(a.shape[0], a.dtype)
     if closed and not plain:
         return None  # the closed form under a transform: the full path's autograd rule
     if plain and (a.is_complex() or closed):
@@ -211,7 +211,7 @@ def _builtin_lapack(version: int) -> bool:
 
 @functools.lru_cache(maxsize=64)
 def _closed_direct(version: int) -> bool:
-    """Whether one real matrix of ``n <= 3`` is planned on the compiled closed form (the
+    """Whether one matrix of ``n <= 3`` is planned on the compiled closed form (the
     built-in ``closed-form`` strategy's claim from one matrix, :func:`direct_path`):
     then the compiled routes solve those by it, otherwise by LAPACK, as the plan says."""
     one = plan(3, 1, torch.float64)
@@ -285,10 +285,11 @@ def _entry_tracked(
     return w, (v if vectors else None)
 
 
-def _closed_real(n: int, dtype: torch.dtype) -> bool:
-    """Whether a real ``n x n`` block is planned on the compiled closed form: only the
-    compiled routes run it (the Python route's LAPACK would not be the plan's bits)."""
-    return n <= 3 and not dtype.is_complex and _closed_direct(registry_version())
+def _closed_small(n: int, dtype: torch.dtype) -> bool:
+    """Whether an ``n x n`` block (real or complex) is planned on the compiled closed
+    form: only the compiled routes run it (the Python route's LAPACK would not be the
+    plan's bits). ``dtype`` does not change the answer: the claim is the same for all."""
+    return n <= 3 and _closed_direct(registry_version())
 
 
 def _solve_one(
@@ -313,7 +314,7 @@ def _solve_one(
     done = _native_block(a, vectors, check)  # the compiled one-call route, where built
     if done is not None:
         return done
-    if _closed_real(n, a.dtype):
+    if _closed_small(n, a.dtype):
         return None  # refused or not finite: the full path decides (never LAPACK)
     if check and not torch.equal(a, a.mH):  # exactly Hermitian (and no NaN)
         return None
@@ -414,7 +415,7 @@ def solve_direct(a: Any, request: Request) -> tuple[Any, Any] | None:
     if not flat.is_contiguous():
         flat = flat.contiguous()
     solved = None if tracked else _native_block(flat, vectors, check)
-    if solved is None and _closed_real(n, t.dtype):
+    if solved is None and _closed_small(n, t.dtype):
         return None  # tracked, refused or not finite: the full path's closed form decides
     if solved is None:
         if check:

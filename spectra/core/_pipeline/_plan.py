@@ -78,14 +78,10 @@ def direct_path(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
 
 
 def compiled_closed_form(strategy: str, n: int, dtype: torch.dtype) -> bool:
-    """Whether ``strategy`` on real ``n x n`` CPU matrices is the compiled helper's closed
-    form (``n <= 3``), which the direct path runs in one call, as it runs LAPACK."""
-    return (
-        strategy == "closed-form"
-        and n <= CLOSED_FORM_MAX_N
-        and not dtype.is_complex
-        and native_module() is not None
-    )
+    """Whether ``strategy`` on ``n x n`` CPU matrices (real or complex) is the compiled
+    helper's closed form (``n <= 3``), which the direct path runs in one call, as it runs
+    LAPACK."""
+    return strategy == "closed-form" and n <= CLOSED_FORM_MAX_N and native_module() is not None
 
 
 #: at most this many matrices take the direct path (``direct_path``): with the compiled

@@ -169,15 +169,15 @@ def _prototypes(dtype: torch.dtype, n: int) -> tuple[torch.Tensor, torch.Tensor]
     return torch.empty(n, dtype=real_dtype(dtype)), torch.empty_strided((n, n), (1, n), dtype=dtype)
 
 
-#: real matrices up to this size are solved by the compiled closed form (where the plan
-#: says so: the ``closed`` argument), the others by LAPACK
+#: matrices up to this size (real or complex) are solved by the compiled closed form
+#: (where the plan says so: the ``closed`` argument), the others by LAPACK
 CLOSED_FORM_MAX_N = 3
 
 
 def _lapack_planned(n: int, dtype: torch.dtype, closed: bool) -> bool:
-    """Whether a real ``n <= 3`` is planned on LAPACK (not ``closed``), which the compiled
+    """Whether an ``n <= 3`` is planned on LAPACK (not ``closed``), which the compiled
     routes, serving those by the closed form, leave to the Python route."""
-    return not closed and n <= CLOSED_FORM_MAX_N and not dtype.is_complex
+    return not closed and n <= CLOSED_FORM_MAX_N
 
 
 def native_solve(
@@ -186,7 +186,7 @@ def native_solve(
     """``(w, v or None, gauged)`` of one plain square 2-D CPU tensor ``a`` of a solver
     dtype (the caller has checked that), or ``None``: the Python route decides (helper
     absent, ``n`` too large, input not exactly Hermitian or not finite, LAPACK failed, a
-    non-finite eigenvalue). Real matrices of ``n <= 3`` are solved by the closed form
+    non-finite eigenvalue). Matrices of ``n <= 3`` are solved by the closed form
     (the plan's solver where ``closed``; otherwise ``None`` for them). ``gauged`` is
     ``False`` where the eigenvectors still need the Python gauge (squared moduli outside
     the range the compiled one compares)."""
@@ -312,7 +312,7 @@ def native_column_counts(indptr: Any, indices: Any, n: int) -> Any:
 
 
 def native_closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> bool:
-    """The closed form of a real CPU block ``a`` ``(B, n, n)``, ``n <= 3``, without history,
+    """The closed form of a CPU block ``a`` ``(B, n, n)``, ``n <= 3``, without history,
     written into ``w`` ``(B, n)`` and ``v`` (column-major per matrix), in the gauge, by the
     compiled helper without any check (the executor's into-contract); ``False`` (nothing
     decided) where the helper is absent, the layouts are not those, or a result is not
@@ -321,7 +321,7 @@ def native_closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | 
     b, n = a.shape[0], a.shape[-1]
     if (
         module is None
-        or a.dtype not in (torch.float32, torch.float64)
+        or a.dtype not in _CONSTANTS
         or not 0 < n <= CLOSED_FORM_MAX_N
         or not (a.is_cpu and w.is_cpu and w.is_contiguous())
         or (v is not None and not (v.is_cpu and v.mT.is_contiguous()))

@@ -1,4 +1,5 @@
-/* The closed forms of real 1x1, 2x2 and 3x3 symmetric matrices for one matrix at a time:
+/* The closed forms of real 1x1, 2x2 and 3x3 symmetric matrices for one matrix at a time
+ * (and of complex Hermitian ones, reduced to real ones first: complex_small below):
  * spectra/core/_solvers/_kernels/_numba_closed_form.py (``sym2``, ``lanes3``, the gauge)
  * written again in C, operation for operation and in the same order, so that one matrix
  * here and a batch in numba's lanes give the same bits (tests/core/test_native_closed_form.py).
@@ -132,13 +133,139 @@ static void eig3(const double dd[3], const double oo[3], double w[3], double vec
     vec[6] = top ? v0 : x20, vec[7] = top ? v1 : x21, vec[8] = top ? v2 : x22;
 }
 
-/* one real n x n matrix (n = 1, 2, 3; kind 0: float32, 1: float64) at a with element
- * strides s0, s1 (its lower triangle is read) -> eigenvalues at w (n) and, where v is not
- * NULL, eigenvectors at v (column j = vector j, column-major, leading dimension n), not yet
- * in the gauge. Returns 0 for n outside 1..3 or a complex kind, 1 otherwise. */
+/* a complex entry, read in double */
+typedef struct {
+    double re, im;
+} cplx;
+
+/* |z| without overflow or underflow */
+static double cabs_(cplx z) { return hypot(z.re, z.im); }
+
+/* one complex Hermitian n x n matrix (n = 1, 2, 3), every entry already divided by the
+ * power of two sc (so that no product below overflows) -> eigenvalues ww (times sc) and
+ * eigenvectors vec (9 complex, column-major, leading dimension n). The matrix is made
+ * real by exact-in-structure unitary steps and handed to the real closed form:
+ * - n = 2: A = D R D^H, D = diag(1, p), p = a10 / |a10| (1 for a10 = 0), R real with
+ *   off-diagonal |a10|; vectors D u;
+ * - n = 3: a rotation G = [[conj g0, conj g1], [-g1, g0]] of rows and columns 1, 2
+ *   (g = (a10, a20) / rho, rho = ||(a10, a20)||) zeroes a20 (Givens, backward stable),
+ *   then D = diag(1, 1, q), q the phase of the rotated a21, makes the tridiagonal real:
+ *   A = U^H D T D^H U with U = diag(1, G); vectors U^H D u. */
+static void complex_small(int n, const cplx *e, double sc, double ww[3], cplx vec[9]) {
+    if (n == 1) {
+        ww[0] = e[0].re * sc;
+        vec[0].re = 1.0, vec[0].im = 0.0;
+        return;
+    }
+    if (n == 2) {
+        double a00 = e[0].re, a11 = e[3].re;
+        cplx b = e[1]; /* a10 */
+        double r = cabs_(b);
+        double pr = r > 0.0 ? b.re / r : 1.0, pi = r > 0.0 ? b.im / r : 0.0;
+        double s = pow2(pmax(pmax(fabs(a00), r), fabs(a11)));
+        double g[4];
+        eig2(a00 / s, r / s, a11 / s, g);
+        ww[0] = g[0] * s * sc, ww[1] = g[1] * s * sc;
+        double u[4] = {-g[3], g[2], g[2], g[3]}; /* vector 0 = (-y, x), vector 1 = (x, y) */
+        for (int j = 0; j < 2; j++) {
+            vec[2 * j].re = u[2 * j], vec[2 * j].im = 0.0;
+            vec[2 * j + 1].re = pr * u[2 * j + 1], vec[2 * j + 1].im = pi * u[2 * j + 1];
+        }
+        return;
+    }
+    double d0 = e[0].re, d1 = e[4].re, d2 = e[8].re;
+    cplx x0 = e[1], x1 = e[2], c = e[5]; /* a10, a20, a21 */
+    double rho = hypot(cabs_(x0), cabs_(x1));
+    cplx g0 = {1.0, 0.0}, g1 = {0.0, 0.0};
+    if (rho > 0.0) {
+        g0.re = x0.re / rho, g0.im = x0.im / rho;
+        g1.re = x1.re / rho, g1.im = x1.im / rho;
+    }
+    double n0 = g0.re * g0.re + g0.im * g0.im, n1 = g1.re * g1.re + g1.im * g1.im;
+    /* h = conj(g0) g1 conj(c) */
+    double hr0 = g0.re * g1.re + g0.im * g1.im, hi0 = g0.re * g1.im - g0.im * g1.re;
+    double hr = hr0 * c.re + hi0 * c.im;
+    double t11 = (d1 * n0 + d2 * n1) + 2.0 * hr;
+    double t22 = (d1 * n1 + d2 * n0) - 2.0 * hr;
+    /* beta = (d2 - d1) g0 g1 + c g0^2 - conj(c) g1^2 */
+    double pr_ = g0.re * g1.re - g0.im * g1.im, pi_ = g0.re * g1.im + g0.im * g1.re;
+    double s0r = g0.re * g0.re - g0.im * g0.im, s0i = 2.0 * g0.re * g0.im;
+    double s1r = g1.re * g1.re - g1.im * g1.im, s1i = 2.0 * g1.re * g1.im;
+    double dd = d2 - d1;
+    double br = dd * pr_ + (c.re * s0r - c.im * s0i) - (c.re * s1r + c.im * s1i);
+    double bi = dd * pi_ + (c.re * s0i + c.im * s0r) - (c.re * s1i - c.im * s1r);
+    double beta = hypot(br, bi);
+    double qr = beta > 0.0 ? br / beta : 1.0, qi = beta > 0.0 ? bi / beta : 0.0;
+    double t[3] = {d0, t11, t22}, o[3] = {rho, 0.0, beta}, u[9];
+    eig3(t, o, ww, u);
+    for (int i = 0; i < 3; i++) ww[i] = ww[i] * sc;
+    for (int j = 0; j < 3; j++) {
+        double u0 = u[3 * j], u1 = u[3 * j + 1], u2 = u[3 * j + 2];
+        double zr = qr * u2, zi = qi * u2; /* q u2 */
+        /* v1 = g0 u1 - conj(g1) q u2, v2 = g1 u1 + conj(g0) q u2 */
+        vec[3 * j].re = u0, vec[3 * j].im = 0.0;
+        vec[3 * j + 1].re = g0.re * u1 - (g1.re * zr + g1.im * zi);
+        vec[3 * j + 1].im = g0.im * u1 - (g1.re * zi - g1.im * zr);
+        vec[3 * j + 2].re = g1.re * u1 + (g0.re * zr + g0.im * zi);
+        vec[3 * j + 2].im = g1.im * u1 + (g0.re * zi - g0.im * zr);
+    }
+}
+
+/* the complex kinds (2: complex64, 3: complex128) of spectra_closed_form */
+static void closed_form_complex(int kind, int n, const void *a, ptrdiff_t s0, ptrdiff_t s1,
+                                void *w, void *v) {
+    cplx e[9];
+    double peak = 0.0;
+    for (int j = 0; j < n; j++)
+        for (int i = j; i < n; i++) { /* the lower triangle, as LAPACK's 'L' reads it */
+            ptrdiff_t at = i * s0 + j * s1;
+            cplx z;
+            if (kind == 2) {
+                z.re = ((const float *)a)[2 * at], z.im = ((const float *)a)[2 * at + 1];
+            } else {
+                z.re = ((const double *)a)[2 * at], z.im = ((const double *)a)[2 * at + 1];
+            }
+            if (i == j) z.im = 0.0;
+            e[j * n + i] = z; /* column-major */
+            peak = pmax(pmax(peak, fabs(z.re)), fabs(z.im));
+        }
+    /* an exact power of two: entries at most 2 in modulus, none of the products overflow */
+    double sc = pow2(peak);
+    for (int j = 0; j < n; j++)
+        for (int i = j; i < n; i++) e[j * n + i].re /= sc, e[j * n + i].im /= sc;
+    double ww[3];
+    cplx vec[9];
+    complex_small(n, e, sc, ww, vec);
+    const int m = n * n;
+    if (kind == 2) {
+        for (int i = 0; i < n; i++) ((float *)w)[i] = (float)ww[i];
+        if (v != NULL)
+            for (int i = 0; i < m; i++) {
+                ((float *)v)[2 * i] = (float)vec[i].re;
+                ((float *)v)[2 * i + 1] = (float)vec[i].im;
+            }
+    } else {
+        for (int i = 0; i < n; i++) ((double *)w)[i] = ww[i];
+        if (v != NULL)
+            for (int i = 0; i < m; i++) {
+                ((double *)v)[2 * i] = vec[i].re;
+                ((double *)v)[2 * i + 1] = vec[i].im;
+            }
+    }
+}
+
+/* one n x n matrix (n = 1, 2, 3; kind 0: float32, 1: float64, 2: complex64, 3:
+ * complex128) at a with element strides s0, s1 (its lower triangle is read; complex
+ * strides count complex elements) -> eigenvalues at w (n) and, where v is not NULL,
+ * eigenvectors at v (column j = vector j, column-major, leading dimension n), not yet in
+ * the gauge. Returns 0 for n outside 1..3 or an unknown kind, 1 otherwise. */
 int spectra_closed_form(int kind, int n, const void *a, ptrdiff_t s0, ptrdiff_t s1, void *w,
                         void *v) {
-    if (kind > 1 || n < 1 || n > 3) return 0;
+    if (kind < 0 || kind > 3 || n < 1 || n > 3) return 0;
+    if (kind >= 2) {
+        closed_form_complex(kind, n, a, s0, s1, w, v);
+        return 1;
+    }
     double e[9], ww[3], vec[9];
 #define ENTRY(i, j)                                                                       \
     (kind == 0 ? (double)((const float *)a)[(i) * s0 + (j) * s1]                           \

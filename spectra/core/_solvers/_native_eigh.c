@@ -291,23 +291,24 @@ static const size_t ITEM[4] = {sizeof(float), sizeof(double), sizeof(cfloat), si
 static const size_t REAL_ITEM[4] = {sizeof(float), sizeof(double), sizeof(float),
                                     sizeof(double)};
 
-/* real n <= 3: the closed form (_native_closed_form.c), finiteness and gauge */
+/* n <= 3: the closed form (_native_closed_form.c), finiteness and gauge */
 static int solve_closed(int kind, int n, const void *a, Py_ssize_t s0, Py_ssize_t s1, void *w,
-                        void *v, int check, double tol, double keep) {
-    double scratch[9];
+                        void *v, int check, double tol, double keep, double keep2, double low,
+                        double high) {
+    double scratch[18];
     spectra_closed_form(kind, n, a, s0, s1, w, v ? v : (void *)scratch);
-    if (check && !(kind == 0 ? finite_s(w, n) : finite_d(w, n))) return ST_FAILED;
+    if (check && !((kind == 0 || kind == 2) ? finite_s(w, n) : finite_d(w, n))) return ST_FAILED;
     if (!v) return ST_OK;
-    return gauge(kind, v, n, n, tol, keep, 0.0, 0.0, 0.0) ? ST_OK : ST_UNGAUGED;
+    return gauge(kind, v, n, n, tol, keep, keep2, low, high) ? ST_OK : ST_UNGAUGED;
 }
 
-/* the whole solve, as the plan of one matrix runs it (the closed form for real n <= 3,
+/* the whole solve, as the plan of one matrix runs it (the closed form for n <= 3,
  * LAPACK otherwise); a, w, v: element pointers (v NULL for eigenvalues only) */
 static int solve(int kind, int n, const void *a, Py_ssize_t s0, Py_ssize_t s1, void *w,
                  void *v, int check, double tol, double keep, double keep2, double low,
                  double high) {
     if (check && !check_one(kind, a, n, s0, s1, 1)) return ST_REJECTED;
-    if (kind <= 1 && n <= 3) return solve_closed(kind, n, a, s0, s1, w, v, check, tol, keep);
+    if (n <= 3) return solve_closed(kind, n, a, s0, s1, w, v, check, tol, keep, keep2, low, high);
     const int vec = v != NULL;
     int lwork, lrwork, liwork;
     query(kind, vec, n, &lwork, &lrwork, &liwork);
@@ -433,7 +434,7 @@ static PyObject *py_eigh(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_ValueError, "eigh: kind in 0..3, 0 < n < 256, a and w set");
         return NULL;
     }
-    if (!(kind <= 1 && n <= 3) && !api_loaded((int)kind)) return PyLong_FromLong(ST_NOT_LOADED);
+    if (n > 3 && !api_loaded((int)kind)) return PyLong_FromLong(ST_NOT_LOADED);
     int status;
     if (n >= 16) {
         Py_BEGIN_ALLOW_THREADS status =
@@ -471,7 +472,7 @@ static PyObject *py_eigh_batch(PyObject *self, PyObject *const *args, Py_ssize_t
         PyErr_SetString(PyExc_ValueError, "eigh_batch: kind in 0..3, 0 < n < 256, a and w set");
         return NULL;
     }
-    if (!(kind <= 1 && n <= 3) && !api_loaded((int)kind))
+    if (n > 3 && !api_loaded((int)kind))
         return Py_BuildValue("(in)", ST_NOT_LOADED, (Py_ssize_t)0);
     Py_ssize_t index = -1;
     int status;
@@ -695,7 +696,7 @@ static int api_eigh(int kind, int n, const void *a, ptrdiff_t s0, ptrdiff_t s1, 
                     void *v, int check, double tol, double keep, double keep2, double low,
                     double high) {
     if (kind < 0 || kind > 3 || n < 1 || n >= MAX_N) return ST_REJECTED;
-    if (!(kind <= 1 && n <= 3) && !api_loaded(kind)) return ST_NOT_LOADED;
+    if (n > 3 && !api_loaded(kind)) return ST_NOT_LOADED;
     return solve(kind, n, a, s0, s1, w, v, check, tol, keep, keep2, low, high);
 }
 

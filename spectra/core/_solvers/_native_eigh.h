@@ -16,15 +16,16 @@ extern "C" {
 #define ST_NOT_LOADED 4
 #define ST_NO_MEMORY 5
 
-/* real n = 1..3 (kind 0: float32, 1: float64): eigenvalues at w, eigenvectors (column j =
- * vector j, column-major) at v unless NULL, not yet in the gauge; 0 if not served */
+/* n = 1..3 (kind 0: float32, 1: float64, 2: complex64, 3: complex128): eigenvalues at w,
+ * eigenvectors (column j = vector j, column-major) at v unless NULL, not yet in the
+ * gauge; 0 if not served */
 int spectra_closed_form(int kind, int n, const void *a, ptrdiff_t s0, ptrdiff_t s1, void *w,
                         void *v);
 
 #define SPECTRA_NATIVE_API_VERSION 2
 typedef struct {
     int version;
-    /* one matrix as the direct path solves it (the closed form for real n <= 3, LAPACK
+    /* one matrix as the direct path solves it (the closed form for n <= 3, LAPACK
      * otherwise), with the checks and the gauge: a status */
     int (*eigh)(int kind, int n, const void *a, ptrdiff_t s0, ptrdiff_t s1, void *w, void *v,
                 int check, double tol, double keep, double keep2, double low, double high);

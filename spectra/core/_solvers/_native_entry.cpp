@@ -164,7 +164,7 @@ PyObject* configure(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 // solve(a, vectors, check, closed) -> (w, v or None), or None: take the Python route;
-// closed: whether the plan solves real n <= 3 by the closed form (else those return None).
+// closed: whether the plan solves n <= 3 by the closed form (else those return None).
 // A float64 a (n >= 4) that requires grad under grad mode: (w, v, separated) from torch's
 // own node (v gauged where vectors; the caller wraps a spectrum not separated).
 PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
@@ -180,7 +180,7 @@ PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     const int kind = kind_of(a.scalar_type());
     const int64_t n = a.size(0);
     if (kind < 0 || n != a.size(1) || n < 1 || n > max_n || !a.has_storage()) Py_RETURN_NONE;
-    if (!closed && kind <= 1 && n <= 3) Py_RETURN_NONE;  // the plan's LAPACK: Python's route
+    if (!closed && n <= 3) Py_RETURN_NONE;  // the plan's LAPACK: Python's route
     if (c10::impl::TorchDispatchModeTLS::any_modes_set() ||
         at::impl::PythonTorchFunctionTLS::stack_len() > 0)
       Py_RETURN_NONE;  // a mode sees every op of the Python route: it keeps them

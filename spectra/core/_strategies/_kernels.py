@@ -24,7 +24,7 @@ from .._solvers._kernels._choice import (
     ql_claim,
 )
 from .._solvers._kernels._closed_form import eig_small
-from .._solvers._native import native_closed_form_into, native_module
+from .._solvers._native import CLOSED_FORM_MAX_N, native_closed_form_into, native_module
 from .._solvers._torch_lapack import torch_eigh, torch_eigh_into
 from .._support._arrays import real_dtype
 from .._support._memory import CLOSED_FORM_MATRICES, LANE_MATRICES
@@ -147,14 +147,14 @@ def _closed_form_prefers(
     n: int, dtype: torch.dtype, device: torch.device, vectors: bool
 ) -> Claim | None:
     """``"closed-form"``'s claim: with the compiled helper (``_native_closed_form.c``, no
-    numba needed) real CPU n <= 3 from one matrix (0.4 us against LAPACK's 1.3-2.4 us per
-    call, measured; the kernels' ``lapack`` mode still declines it), otherwise the
+    numba needed) CPU n <= 3, real or complex, from one matrix (real: 0.4 us against
+    LAPACK's 1.3-2.4 us per call; complex 3x3: 0.3 against 2.3 us and numba's lanes'
+    0.5 us, measured; the kernels' ``lapack`` mode still declines it), otherwise the
     measured claim behind :func:`gate`."""
-    claim = closed_form_claim(n, dtype, device, vectors)
-    if claim is not None and device.type == "cpu" and not dtype.is_complex and native_module():
+    if n <= CLOSED_FORM_MAX_N and device.type == "cpu" and native_module():
         if _ready.mode() == "lapack":
             return None
-        return Claim(f"n = {n}: compiled closed form (one call per matrix)", rank=claim.rank)
+        return Claim(f"n = {n}: compiled closed form (one call per matrix)")
     return _gated(closed_form_claim)(n, dtype, device, vectors)
 
 
@@ -182,13 +182,17 @@ def closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -
     n = a.shape[-1]
     if a.shape[0] == 0:
         return
-    real_cpu = a.device.type == "cpu" and not a.is_complex()
+    cpu = a.device.type == "cpu"
+    real_cpu = cpu and not a.is_complex()
     if n > 3:
         wt, vt = torch_eigh(a, v is not None)
     elif (
-        real_cpu and not _numba_lanes_pay(a.shape[0], a.dtype) and native_closed_form_into(a, w, v)
+        cpu
+        and not (real_cpu and _numba_lanes_pay(a.shape[0], a.dtype))
+        and native_closed_form_into(a, w, v)
     ):
-        return  # the compiled closed form wrote the outputs, in the gauge
+        return  # the compiled closed form wrote the outputs, in the gauge (no numba lanes
+        # for complex: the compiled one serves every complex batch, one matrix's bits)
     elif real_cpu and n >= 2 and numba_available():
         from .._solvers._kernels import _numba_closed_form as ncf
         from .._solvers._kernels._numba_gauge import gauge_constants
@@ -279,6 +283,19 @@ def ql_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
             v[idx] = vi
 
 
+_ql_measured = _gated(ql_claim)
+
+
+def _ql_prefers(n: int, dtype: torch.dtype, device: torch.device, vectors: bool) -> Claim | None:
+    """``"numba-ql"``'s measured claim, less the complex ``n <= 3`` that the compiled
+    closed form owns at every batch size where it is built (one implementation, so one
+    matrix and any batch give the same bits; 8,192 complex128 3x3: 5.0 ms against the
+    lanes' 4.3 ms once numba is loaded, measured 2026-12-02, and no numba load)."""
+    if n <= CLOSED_FORM_MAX_N and _closed_form_prefers(n, dtype, device, vectors) is not None:
+        return None
+    return _ql_measured(n, dtype, device, vectors)
+
+
 register(
     Strategy(
         "numba-ql",
@@ -286,7 +303,7 @@ register(
         solve_through(ql_into),
         "Householder tridiagonalization + implicit QL with per-lane convergence masks, one "
         "SIMD lane per matrix (numba; real symmetric and complex Hermitian)",
-        runs=Runs(available=numba_available, fan_out=True, prefers=_gated(ql_claim)),
+        runs=Runs(available=numba_available, fan_out=True, prefers=_ql_prefers),
         cost=Cost(memory=LANE_MATRICES, seconds=lane_seconds),
         abilities=Abilities(into=ql_into, check=numba_check),
     )
