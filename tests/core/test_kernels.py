@@ -100,7 +100,7 @@ def test_kernel_accuracy_real(strategy, n, dtype, kind):
 
 
 COMPLEX_CASES = [("closed-form", n) for n in (1, 2, 3)] + [
-    ("numba-ql", n) for n in (1, 2, 3, 4, 8, 12, 16)
+    ("numba-ql", n) for n in (1, 2, 3, 4, 8, 12, 16, 20)
 ]
 
 

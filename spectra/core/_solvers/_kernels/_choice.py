@@ -28,10 +28,12 @@ eigenvalues-only batches take numba-ql up to n = 28 (was 20), eigenpairs up to 3
 
 float32 behaves alike (the kernels compute in float64 and stop at float32 accuracy).
 Complex input: the torch-lane closed form wins at n = 2 (0.3 vs 3.2 us) and loses at n = 3
-(16 vs 11 us); the complex Hermitian QL kernel wins for 3 <= n <= 12 (see below) and is
-even at 16 (1.08x paired, quiet machine) and 20 (0.95x). Only where a kernel was clearly
-faster is it picked: near the crossover the fan-out of LAPACK stays (the goal is never to
-be slower).
+(16 vs 11 us), and the compiled closed form (where built) takes every complex n <= 3; the
+complex Hermitian QL kernel was even at 16 (1.08x paired, quiet machine, 2026-11-30) and
+wins at 16 and 20 since (2026-12-02: 1.3-1.6x with eigenvectors; see below), so it takes
+3 <= n <= 20 with eigenvectors and 3 <= n <= 12 for eigenvalues only. Only where a kernel
+was clearly faster is it picked: near the crossover the fan-out of LAPACK stays (the goal
+is never to be slower).
 """
 
 from __future__ import annotations
@@ -43,9 +45,13 @@ from . import numba_available
 
 #: (largest n with eigenvectors, largest n for eigenvalues only) where numba-ql is picked
 QL_MAX_N = (32, 28)
-#: largest complex Hermitian n where numba-ql is picked (complex128, eigenpairs: 0.5 vs 2.7 us
-#: at n = 3, 18 vs 48 at 8, 65 vs 96 at 12, 157 vs 169 at 16, 500 vs 390 at 24)
-COMPLEX_QL_MAX_N = 12
+#: (largest complex Hermitian n with eigenvectors, largest for eigenvalues only) where
+#: numba-ql is picked (complex128, eigenpairs: 0.5 vs 2.7 us at n = 3, 18 vs 48 at 8, 65 vs
+#: 96 at 12, 157 vs 169 at 16, 500 vs 390 at 24; re-measured 2026-12-02 against the thread
+#: fan-out, interleaved, paired medians of 9 rounds, load ~2.6: eigenpairs n = 16 1.42-1.62x
+#: (complex64 1.29-1.32x), 20 1.53x (1.12x), 24 1.18x (0.77x); eigenvalues only against the
+#: ``torch`` strategy: 12 2.9x, 16 1.12x (complex64 0.95x), 20 1.29x (1.21x), 24 0.80x)
+COMPLEX_QL_MAX_N = (20, 12)
 #: numba-jacobi below this size (at n = 4, 5 its fewer passes beat the reduction)
 JACOBI_BELOW = 6
 #: Batches smaller than this stay on LAPACK: a kernel computes whole groups of 64 lanes
@@ -81,11 +87,11 @@ def jacobi_claim(n: int, dtype: torch.dtype, device: torch.device, vectors: bool
 
 def ql_claim(n: int, dtype: torch.dtype, device: torch.device, vectors: bool) -> Claim | None:
     """``"numba-ql"``'s claim: real ``JACOBI_BELOW <= n <= QL_MAX_N``, complex
-    ``3 <= n <= COMPLEX_QL_MAX_N``, on the CPU."""
+    ``3 <= n <= COMPLEX_QL_MAX_N`` (20 with eigenvectors, 12 without), on the CPU."""
     if device.type != "cpu" or not numba_available():
         return None
     if dtype.is_complex:
-        if 2 < n <= COMPLEX_QL_MAX_N:
+        if 2 < n <= COMPLEX_QL_MAX_N[0 if vectors else 1]:
             return _lane_claim(f"n = {n}: lane-per-matrix Hermitian Householder + QL")
         return None
     if JACOBI_BELOW <= n <= QL_MAX_N[0 if vectors else 1]:
