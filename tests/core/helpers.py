@@ -119,3 +119,13 @@ def assert_refusals(a, after=None) -> None:  # type: ignore[no-untyped-def]
     skew[0, 1] += 1.0
     with pytest.raises(ValueError, match=r"(?i)symmetric|hermitian"):
         spectra.eigh(skew)
+
+
+def tracked_grads(base, fn, loss):  # type: ignore[no-untyped-def]
+    """``(w, v, grad)``: ``fn`` (an eigh) on a tracked copy of ``base``, ``loss(w, v)``
+    differentiated back to it; ``w`` and ``v`` detached."""
+    a = base.clone().requires_grad_()
+    w, v = fn(a)
+    loss(w, v).backward()
+    assert a.grad is not None
+    return w.detach(), v.detach(), a.grad

@@ -19,7 +19,7 @@ from spectra.core._solvers import _native
 from spectra.core._solvers._kernels import numba_available
 from spectra.core._strategies import _kernels
 
-from .helpers import assert_refusals
+from .helpers import assert_refusals, tracked_grads
 
 MODULE = _native.native_module()
 needs_native = pytest.mark.skipif(MODULE is None, reason="the compiled helper is not built")
@@ -169,12 +169,10 @@ def test_tracked_gradient_is_the_pipelines() -> None:
     base = torch.randn(3, 3, generator=g, dtype=torch.float64)
     base = base + base.mT
 
+    weights = torch.arange(9.0, dtype=base.dtype).reshape(3, 3)
+
     def grad(fn):  # type: ignore[no-untyped-def]
-        a = base.clone().requires_grad_()
-        w, v = fn(a)
-        (w.sum() + (v * torch.arange(9.0, dtype=v.dtype).reshape(3, 3)).sum()).backward()
-        assert a.grad is not None
-        return w.detach(), v.detach(), a.grad
+        return tracked_grads(base, fn, lambda w, v: w.sum() + (v * weights).sum())
 
     one = grad(spectra.eigh)
     piped = grad(lambda a: spectra.eigh(a, workers=1))
