@@ -17,13 +17,18 @@ from ._parts import Part
 
 #: the keywords of the core's sparse path a caller may pass in ``eigh_options``
 SPARSE_OPTIONS = frozenset({"tol", "maxiter", "precondition", "method", "on_fail"})
-#: about where the cost model below puts the crossover (the per-Data rule's bound)
+#: the per-Data rule's bound: a graph alone pays the iteration's per-step overhead that a
+#: list of graphs shares (the cost model below is per graph of a list)
 SPARSE_FROM = 600
 #: bytes a dense solve holds per matrix entry: the matrix, its eigenvectors, LAPACK's
 #: workspace and our padded copy, in float64 (the core's own dense estimate: 4 n^2 entries)
 DENSE_BYTES_PER_ENTRY = 4 * 8
 #: dense solves up to this size run on one kernel thread (see ``_spectrum``)
 ONE_THREAD_MAX_N = 1024
+#: the core's sparse path densifies matrices up to this size (a full dense eigh, costlier
+#: than the partial one the graph domain runs itself): smaller graphs never go sparse by
+#: the cost model (``spectra.core._sparse._plan.DENSE_MAX_N``, tested equal)
+CORE_DENSE_MAX_N = 512
 
 
 def dense_seconds(n: int, k: int | None = None) -> float:
@@ -37,7 +42,7 @@ def dense_seconds(n: int, k: int | None = None) -> float:
     ``n = 300, k = 9``, 19 ms at ``550, 17``, 52 ms at ``800, 9``): the tridiagonal
     reduction plus a per-eigenpair term.
 
-    >>> dense_seconds(700, 9) < sparse_seconds(700) < dense_seconds(700)
+    >>> sparse_seconds(700) < dense_seconds(700, 9) < dense_seconds(700)
     True
     """
     if k is None:
@@ -48,14 +53,15 @@ def dense_seconds(n: int, k: int | None = None) -> float:
 
 def sparse_seconds(n: int) -> float:
     """The core's sparse path for the ``k ~ 8`` lowest eigenpairs of a normalized graph
-    Laplacian, per graph of a list solved together. Refitted 2026-12-02 to the core's
-    Lanczos path (b01673e): the core's solve inside ``LaplacianPE(8)`` on random geometric
-    graphs of mean degree 10 took 0.108 s at 3,000 nodes and 0.652 s at 20,000 (load 4.4;
-    the LOBPCG path before it: 0.015 + 5e-5 n, 0.17-0.2 s and 0.84-1.2 s). It crosses the
-    full dense solve near 485 nodes, the partial one of 9 eigenpairs near 730; the D&D-like
-    batch with the cut at 550, 700 and 890 nodes: 0.63 s, 0.71 s and 1.21 s (medians of 9
-    interleaved rounds, load 3.5)."""
-    return 0.012 + 3.2e-5 * n
+    Laplacian, per graph of a list solved together. Refitted 2026-12-02 (evening) to the
+    Lanczos path that skips the Rayleigh-Ritz steps it predicts cannot converge (7c90afd):
+    CPU seconds of the core's call on the D&D-like batch's tree-like graphs, deflated,
+    loaded machine: 40 graphs of 100-206 nodes 0.16-0.18 s (4.2 ms each), 41 of 206-430
+    0.30-0.34 s, 17 of 430-1,009 0.20-0.25 s (13 ms each), the 5,748-node geometric graph
+    0.09-0.11 s (the fit before, ``0.012 + 3.2e-5 n``, held 12 ms of fixed cost per graph).
+    It crosses the partial dense solve of 9 eigenpairs near 430 nodes, below the core's
+    own dense bound (:data:`CORE_DENSE_MAX_N`), which :func:`takes_sparse` keeps."""
+    return 0.0015 + 1.8e-5 * n
 
 
 def takes_sparse(
@@ -63,14 +69,14 @@ def takes_sparse(
 ) -> bool:
     """Whether a graph of ``n`` nodes whose feature needs only its lowest eigenpairs goes
     to the sparse path: from ``sparse_from`` nodes when given, else where the cost model
-    says the sparse solve is cheaper (from about 485 nodes against the full dense solve,
-    about 730 against the partial one of ``dense_k = 9`` eigenpairs); and always when its
-    dense working set would not fit ``max_memory`` (``budget``)."""
+    says the sparse solve is cheaper and the core would not densify it (from 513 nodes,
+    against the full dense solve and the partial one of ``dense_k = 9`` eigenpairs alike);
+    and always when its dense working set would not fit ``max_memory`` (``budget``)."""
     if budget is not None and DENSE_BYTES_PER_ENTRY * n * n > budget:
         return True
     if sparse_from is not None:
         return n >= sparse_from
-    return sparse_seconds(n) < dense_seconds(n, dense_k)
+    return n > CORE_DENSE_MAX_N and sparse_seconds(n) < dense_seconds(n, dense_k)
 
 
 @dataclass(frozen=True)

@@ -156,22 +156,23 @@ def test_magnetic_and_walk_transforms_on_mixed_sizes():
 
 
 def test_cost_model_sends_large_graphs_to_the_sparse_path():
+    from spectra.core._sparse._plan import DENSE_MAX_N
     from spectra.graph._sparse_path import (
+        CORE_DENSE_MAX_N,
         DENSE_BYTES_PER_ENTRY,
         dense_seconds,
         sparse_seconds,
         takes_sparse,
     )
 
-    # the crossover of the two measured models sits near 485 nodes
-    assert sparse_seconds(450) > dense_seconds(450)
-    assert sparse_seconds(700) < dense_seconds(700)
-    assert not takes_sparse(450, None, None) and takes_sparse(700, None, None)
-    assert all(takes_sparse(n, None, None) for n in range(700, 30000, 97))  # monotone
+    # the measured models cross below the core's dense bound: the sparse path from there
+    assert CORE_DENSE_MAX_N == DENSE_MAX_N
+    assert sparse_seconds(450) < dense_seconds(450, 9) and sparse_seconds(300) > dense_seconds(300)
+    assert not takes_sparse(450, None, None) and not takes_sparse(512, None, None, 9)
+    assert takes_sparse(513, None, None) and takes_sparse(513, None, None, 9)
+    assert all(takes_sparse(n, None, None) for n in range(513, 30000, 97))  # monotone
+    assert all(takes_sparse(n, None, None, 9) for n in range(513, 30000, 97))
     assert takes_sparse(300, 200, None) and not takes_sparse(5000, 10**9, None)  # sparse_from
-    # against the core's partial solve of 9 eigenpairs the crossover moves to ~730 nodes
-    assert not takes_sparse(650, None, None, 9) and takes_sparse(800, None, None, 9)
-    assert all(takes_sparse(n, None, None, 9) for n in range(800, 30000, 97))
     # a dense working set beyond max_memory goes sparse whatever sparse_from says
     n = 400
     assert takes_sparse(n, 10**9, DENSE_BYTES_PER_ENTRY * n * n - 1)
