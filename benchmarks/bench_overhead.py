@@ -10,7 +10,8 @@ round), reporting per-call medians with their quartiles and the paired ratio
   n = 2 .. 64, float64, float32, complex128 and complex64 (the direct path);
 - ``eigh B x n``: a handful of matrices in one call (4, 16 and 64 of 8x8), the same pair;
 - ``fwd+bwd n``: one ``n x n`` float64 (n = 3, 5, 8, 16, 32), ``w.sum() + v.sum()`` forward
-  and backward, against ``torch.linalg.eigh``'s;
+  and backward, against ``torch.linalg.eigh``'s; and float32, complex128, complex64 at
+  n = 3, 8 (complex: ``w.sum() + (|v|^2 weights).sum()``, phase free);
 - ``fwd+bwd B x n``: the same on a batch, 4,096 x 16x16, 1,024 x 32x32, 64 x 128x128 and
   8 x 512x512 float64, on the wall clock whatever ``--clock`` says (``--only backward``
   runs just the forward + backward rows);
@@ -149,12 +150,22 @@ def run(quick: bool = False, clock: str = "wall") -> list[dict[str, Any]]:
 
 
 def _fwd_bwd(x0: torch.Tensor, solve: Callable[[torch.Tensor], Any]) -> Callable[[], None]:
+    """One forward + backward of ``w.sum() + v.sum()`` (complex: ``w.sum() +
+    (|v|^2 weights).sum()``, a phase-free loss, which torch's backward accepts)."""
+    n = x0.shape[-1]
+    weights = torch.arange(n * n, dtype=x0.real.dtype).reshape(n, n) / (n * n)
+
     def step() -> None:
         x = x0.clone().requires_grad_(True)
         w, v = solve(x)
         (w.sum() + v.sum()).backward()
 
-    return step
+    def step_complex() -> None:
+        x = x0.clone().requires_grad_(True)
+        w, v = solve(x)
+        (w.sum() + (v.abs().square() * weights).sum()).backward()
+
+    return step_complex if x0.is_complex() else step
 
 
 def _sides(x0: torch.Tensor) -> dict[str, Callable[[], None]]:
@@ -215,6 +226,16 @@ def backward_rows(quick: bool, tick: Callable[[], float]) -> list[dict[str, Any]
             rows[-1]["before_ratio"] = {"median": statistics.median(ratios), "q1": q[0], "q3": q[2]}
             line += f"  (before {statistics.median(ratios):.2f}x [{q[0]:.2f}, {q[2]:.2f}])"
         print(line, flush=True)
+    for dtype in () if quick else (torch.float32, torch.complex128, torch.complex64):
+        for n in (3, 8):
+            x0 = torch.randn(n, n, dtype=dtype)
+            x0 = x0 + x0.mH
+            per = max(10, calls // 2)
+            name = str(dtype)[6:]
+            rows.append(
+                {"row": f"fwd+bwd {n}", "dtype": name, **_paired(_sides(x0), rounds, per, tick)}
+            )
+            print(_line(rows[-1]), flush=True)
     for batch, n in BATCHED_BACKWARD[:2] if quick else BATCHED_BACKWARD:
         x0 = torch.randn(batch, n, n, dtype=torch.float64)
         x0 = x0 + x0.mT

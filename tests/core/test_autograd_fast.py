@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -363,3 +364,88 @@ def test_the_general_route_of_a_large_batch_fans_out_with_the_same_bits(monkeypa
         else:
             assert not nan_rows.any()
         parts.clear()
+
+
+def _numpy_separated(w: torch.Tensor, tol: float) -> bool:
+    """:func:`well_separated`'s NumPy test (its answer for rows it does not screen)."""
+    y = w.numpy()
+    scale = np.maximum(np.abs(y).max(-1, keepdims=True), np.finfo(y.dtype).tiny)
+    return bool((np.diff(y, axis=-1) > tol * scale).all())
+
+
+def test_the_float32_screen_of_one_row_decides_as_the_numpy_test():
+    """One float32 row is screened in float64 (``_row_separated_f32``): where it answers,
+    the float32 NumPy test answers the same, at and around the bound, for tiny, huge,
+    NaN and Inf rows; near the bound it abstains."""
+    tol = degenerate_default(torch.float32)
+    g = torch.Generator().manual_seed(4)
+    abstained = 0
+    for scale in (1e-30, 1e-3, 1.0, 1e20):
+        for _ in range(200):
+            w = torch.sort(torch.randn(5, generator=g, dtype=torch.float64) * scale).values
+            top = float(w.abs().max())
+            for factor in (0.0, 0.999, 1.0, 1.000001, 1.0001, 1.5, 1e3):
+                x = w.clone()
+                x[3] = x[2] + factor * tol * top
+                x = torch.sort(x.to(torch.float32)).values
+                sure = _backward_fast._row_separated_f32(x.tolist(), tol)
+                if sure is None:
+                    abstained += 1
+                else:
+                    assert sure == _numpy_separated(x, tol), (scale, factor, x.tolist())
+                assert well_separated(x, tol) == _numpy_separated(x, tol)
+    assert abstained > 0  # the near-bound rows were met and left to NumPy
+    for bad in ([1.0, float("nan"), 3.0], [1.0, float("inf")], [float("-inf"), 0.0]):
+        x = torch.tensor(bad, dtype=torch.float32)
+        assert _backward_fast._row_separated_f32(x.tolist(), tol) is False
+        assert not _numpy_separated(x, tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_the_phase_screen_of_one_matrix_decides_as_torchs_test(dtype):
+    """``_phase_free_one`` (NumPy) against :func:`phase_free`'s torch test, on gradients
+    of a phase-free loss, of a phase-dependent one, and tuned to the bound."""
+    a = random_hermitian((), 4, dtype, seed=21)
+    _, v = torch.linalg.eigh(a)
+    g = torch.Generator().manual_seed(6)
+    eps = torch.finfo(a.real.dtype).eps
+    decided = 0
+    for k in range(300):
+        gv = v * torch.randn(4, generator=g, dtype=torch.float64).to(a.real.dtype)  # phase free
+        d = (v.conj() * gv).sum(-2)
+        bound = 1e3 * eps * float(d.abs().max())
+        tilt = (k % 30) / 10.0  # 0 .. 2.9 times the bound, in the imaginary part
+        gv = gv + 1j * tilt * bound * v / 4
+        want = not bool(
+            (
+                (v.conj() * gv).sum(-2).imag.abs()
+                > 1e3 * eps * (v.conj() * gv).sum(-2).abs().amax()
+            ).any()
+        )
+        sure = _backward_fast._phase_free_one(v, gv)
+        if sure is not None:
+            decided += 1
+            assert sure == want, (k, tilt)
+        assert _backward_fast.phase_free(v, gv) == want
+    assert decided > 100
+    assert _backward_fast._phase_free_one(v, v.clone().requires_grad_()) is None
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 16])
+def test_one_complex_matrix_backward_is_torchs_gradient_bitwise(monkeypatch, dtype, n):
+    """One complex matrix, a phase-free loss: the short route's one-matrix formula
+    (``mm`` and ``mH``) gives torch's gradient bit for bit, through the short route."""
+    a = random_hermitian((), n, dtype, seed=30 + n)
+    weights = torch.randn(n, n, generator=torch.Generator().manual_seed(2)).to(a.real.dtype)
+
+    def grad(solve):
+        x = a.clone().requires_grad_(True)
+        w, v = solve(x)
+        ((w * torch.arange(n, dtype=w.dtype)).sum() + (v.abs().square() * weights).sum()).backward()
+        return x.grad
+
+    one = _spy(monkeypatch, _backward_fast, "_torch_backward_one")
+    got = grad(lambda x: eigh_with_grad(x, torch.linalg.eigh))
+    assert one == ["_torch_backward_one"]  # the one-matrix formula ran
+    assert torch.equal(got, grad(torch.linalg.eigh))

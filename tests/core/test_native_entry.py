@@ -14,10 +14,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import spectra
 from spectra.core._pipeline import _direct
-from spectra.core._pipeline._autograd_one import _TOL64
+from spectra.core._pipeline._autograd_one import _TOL32, _TOL64
 from spectra.core._solvers import _native
 
-ENTRY = _native.native_entry(_TOL64)
+ENTRY = _native.native_entry(_TOL64, _TOL32)
 needs_entry = pytest.mark.skipif(ENTRY is None, reason="the C++ entry is not built")
 
 DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
@@ -197,13 +197,13 @@ def test_another_torch_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_native_entry, "torch_version", "0.0.0")
     _native.forget_native()
     try:
-        assert _native.native_entry(_TOL64) is None
+        assert _native.native_entry(_TOL64, _TOL32) is None
         w, _ = spectra.eigh(torch.eye(3, dtype=torch.float64))
         assert w.tolist() == [1.0, 1.0, 1.0]
     finally:
         monkeypatch.undo()
         _native.forget_native()
-    assert _native.native_entry(_TOL64) is not None
+    assert _native.native_entry(_TOL64, _TOL32) is not None
 
 
 @needs_entry
@@ -226,16 +226,30 @@ def _tracked(fn: Any, a: torch.Tensor, weights: torch.Tensor) -> tuple[Any, ...]
     return w.detach(), None if v is None else v.detach(), x.grad, name
 
 
+def _at_the_bound(n: int, dtype: torch.dtype, factor: float) -> torch.Tensor:
+    """A diagonal matrix (exact eigenvalues) with one gap ``factor`` times the backward's
+    degenerate bound (``tol * max|w|``, the largest eigenvalue ``n``)."""
+    tol = _TOL64 if dtype == torch.float64 else _TOL32
+    d = torch.arange(1.0, n + 1, dtype=torch.float64)
+    d[1] = d[0] + factor * tol * n
+    return torch.diag(d).to(dtype)
+
+
 @needs_entry
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=str)
 @pytest.mark.parametrize("n", [4, 5, 8, 16, 31])
 def test_tracked_bitwise_the_python_route(
-    n: int, counted: _Counting, monkeypatch: pytest.MonkeyPatch
+    n: int, dtype: torch.dtype, counted: _Counting, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """float64 under grad mode: torch's own node made in C++, the gauge written into it,
-    the same values, vectors, node and gradient as the Python tracked route; a
-    degenerate spectrum under the core's rule, as there."""
+    """Real input under grad mode: torch's own node made in C++, the gauge written into
+    it, the same values, vectors, node and gradient as the Python tracked route; a
+    degenerate spectrum (and one gap at, just below and just above the bound) under the
+    core's rule exactly where the Python route's separation test puts it."""
     weights = torch.randn(n, n, dtype=torch.float64, generator=torch.Generator().manual_seed(n))
-    cases = {"random": _random(n, torch.float64, n), "identity": torch.eye(n, dtype=torch.float64)}
+    weights = weights.to(dtype)
+    cases = {"random": _random(n, dtype, n), "identity": torch.eye(n, dtype=dtype)}
+    for factor in (0.5, 0.999999, 1.0, 1.000001, 1.01, 1.1, 2.0):
+        cases[f"gap {factor} x bound"] = _at_the_bound(n, dtype, factor)
     for name, a in cases.items():
         for fn in (spectra.eigh, spectra.eigvalsh):
             before = counted.answered
@@ -246,18 +260,21 @@ def test_tracked_bitwise_the_python_route(
                 assert (x is None and y is None) or torch.equal(x, y), (name, fn.__name__)
             assert got[3] == want[3], (name, fn.__name__)
             rule = "_EighFunctionBackward"
-            assert got[3] == (rule if name == "identity" else "LinalgEighBackward0"), got[3]
+            if name in ("identity", "random"):
+                assert got[3] == (rule if name == "identity" else "LinalgEighBackward0"), got[3]
 
 
 @needs_entry
 def test_tracked_refusals(counted: _Counting) -> None:
-    """What the tracked route leaves to Python: float32, n <= 3 (the closed form's own
-    node), saved-tensor hooks, a torch.func transform, asymmetric or NaN input."""
+    """What the tracked route leaves to Python: complex input, n <= 3 (the closed form's
+    own node), saved-tensor hooks, a torch.func transform, asymmetric or NaN input."""
     assert ENTRY is not None
     x = _random(5, torch.float64, 1).requires_grad_()
     assert ENTRY(x, True, True, True) is not None
-    assert ENTRY(_random(5, torch.float32, 1).requires_grad_(), True, True, True) is None
+    assert ENTRY(_random(5, torch.float32, 1).requires_grad_(), True, True, True) is not None
+    assert ENTRY(_random(5, torch.complex128, 1).requires_grad_(), True, True, True) is None
     assert ENTRY(_random(3, torch.float64, 1).requires_grad_(), True, True, True) is None
+    assert ENTRY(_random(3, torch.float32, 1).requires_grad_(), True, True, True) is None
     with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
         assert ENTRY(x, True, True, True) is None
     inside = torch.func.grad(lambda y: (ENTRY(x, True, True, True) is None) * y.sum())

@@ -31,10 +31,17 @@ from ._autograd import (
     _values,
     degenerate_default,
 )
-from ._backward_fast import _row_separated, short_backward, torch_backward, well_separated
+from ._backward_fast import (
+    _row_separated,
+    phase_free,
+    short_backward,
+    torch_backward,
+    well_separated,
+)
 
 _DEFAULT_TOL = {d: degenerate_default(d) for d in (torch.float32, torch.float64)}
 _TOL64 = _DEFAULT_TOL[torch.float64]
+_TOL32 = _DEFAULT_TOL[torch.float32]
 _wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 
 
@@ -58,8 +65,12 @@ class _EighSolved(torch.autograd.Function):
         w, v = ctx.saved_tensors
         if gv is None:  # no gap enters: torch's formula is the rule's value
             return (None if gw is None else torch_backward(w, v, gw, None)), None
-        if v.dtype == torch.float64 and v.dim() == 2 and not _wrapped(gv):  # one real matrix
-            if _row_separated(w.tolist(), _TOL64):
+        if v.dim() == 2 and not _wrapped(gv) and (gw is None or not _wrapped(gw)):  # one matrix
+            if v.dtype == torch.float64:
+                separated = _row_separated(w.tolist(), _TOL64)
+            else:
+                separated = well_separated(w, _DEFAULT_TOL[w.dtype])
+            if separated and (not v.is_complex() or phase_free(v, gv)):
                 return torch_backward(w, v, gw, gv), None
             return _backward(w, v, gw, gv, _resolved(DEFAULT_BACKWARD, w.dtype)), None
         opts = _resolved(DEFAULT_BACKWARD, w.dtype)

@@ -51,8 +51,13 @@ def well_separated(w: torch.Tensor, tol: float) -> bool:
     >>> well_separated(torch.tensor([1.0, 1.0, 3.0], dtype=torch.float64), 1e-13)
     False
     """
-    if w.dim() == 1 and w.dtype == torch.float64 and w.is_cpu and len(w) <= _PYTHON_ROWS_MAX:
-        return _row_separated(w.tolist(), tol)  # one matrix: one tolist, no detach
+    if w.dim() == 1 and w.is_cpu and len(w) <= _PYTHON_ROWS_MAX:
+        if w.dtype == torch.float64:
+            return _row_separated(w.tolist(), tol)  # one matrix: one tolist, no detach
+        if w.dtype == torch.float32:
+            sure = _row_separated_f32(w.tolist(), tol)
+            if sure is not None:
+                return sure
     n = w.shape[-1]
     if n < 2 or w.numel() == 0:
         return True
@@ -81,9 +86,41 @@ def _row_separated(row: list[float], tol: float) -> bool:
     return True
 
 
+#: the float64 screen of float32 gaps decides only this far (relative) from the bound: the
+#: float32 rounding of a gap and of the bound moves each by at most ~1.2e-7 of itself
+_F32_MARGIN = 1e-5
+#: below this bound (float32 subnormal territory once multiplied out) the screen abstains
+_F32_SMALLEST_BOUND = 1e-30
+
+
+def _row_separated_f32(row: list[float], tol: float) -> bool | None:
+    """:func:`well_separated`'s float32 answer for one ascending row (Python floats holding
+    float32 values), computed in float64 where no float32 rounding could change it, else
+    ``None`` (the NumPy test decides). NaN or Inf anywhere: ``False``, as there."""
+    if len(row) < 2:
+        return True
+    if any(x != x for x in row):
+        return False
+    bound = tol * max(max(row), -min(row), _TINY32)
+    if not bound > _F32_SMALLEST_BOUND:
+        return None
+    sure, unsure = bound * (1 + _F32_MARGIN), bound * (1 - _F32_MARGIN)
+    verdict: bool | None = True
+    prev = row[0]
+    for cur in row[1:]:
+        gap = cur - prev
+        if not gap > sure:
+            if not gap > unsure:  # (an Inf bound lands here too: no gap exceeds it)
+                return False
+            verdict = None
+        prev = cur
+    return verdict
+
+
 #: up to this many eigenvalues :func:`well_separated` reads them as Python floats
 _PYTHON_ROWS_MAX = 256
 _TINY64 = torch.finfo(torch.float64).tiny
+_TINY32 = float(torch.finfo(torch.float32).tiny)
 
 
 def torch_backward(w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad) -> torch.Tensor:
@@ -97,7 +134,7 @@ def torch_backward(w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad) -> torc
     >>> bool(torch.allclose(g, torch.eye(2, dtype=a.dtype)))
     True
     """
-    if v.dim() == 2 and gv is not None and not v.is_complex():
+    if v.dim() == 2 and gv is not None:
         return _torch_backward_one(w, v, gw, gv)
     vh = v.mH
     if gv is None:
@@ -121,15 +158,16 @@ def torch_backward(w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: Grad) -> torc
 def _torch_backward_one(
     w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: torch.Tensor
 ) -> torch.Tensor:
-    """:func:`torch_backward` for one real matrix: the same operations with fewer Python
-    calls (``mm``, which 2-D ``matmul`` calls; ``.T``, what ``mH`` is for real ``v``;
-    ``w`` broadcast against its column), so the same bits."""
-    vt = v.T
+    """:func:`torch_backward` for one matrix: the same operations with fewer Python calls
+    (``mm``, which 2-D ``matmul`` calls; ``.T``, what ``mH`` is for real ``v``; ``w``
+    broadcast against its column), so the same bits."""
+    complex_ = v.is_complex()
+    vt = v.mH if complex_ else v.T
     m = torch.mm(vt, gv)
     gap = w - w.unsqueeze(-1)  # gap[i, j] = w_j - w_i
     if torch.is_grad_enabled():
         gap.fill_diagonal_(1.0)
-    inner = (m - m.T).mul_(0.5).div_(gap)
+    inner = (m - (m.mH if complex_ else m.T)).mul_(0.5).div_(gap)
     if gw is not None:
         inner.diagonal().copy_(gw)
     else:
@@ -141,9 +179,32 @@ def phase_free(v: torch.Tensor, gv: torch.Tensor) -> bool:
     """Whether :func:`~._autograd._unresolved`'s phase test flags no matrix, from ``diag(V^H gV)``
     alone (``n^2`` work): its peak is at most the whole matrix's, so a diagonal below
     this bound is below the detector's (the general route decides anything else)."""
+    if v.dim() == 2 and v.is_cpu and v.numel() <= _PYTHON_GAUGE_MAX_ENTRIES:
+        sure = _phase_free_one(v, gv)
+        if sure is not None:
+            return sure
     d = (v.conj() * gv).sum(-2)  # diag(V^H gV)
     peak = d.abs().amax(-1, keepdim=True)
     return not bool((d.imag.abs() > 1e3 * torch.finfo(peak.dtype).eps * peak).any())
+
+
+def _phase_free_one(v: torch.Tensor, gv: torch.Tensor) -> bool | None:
+    """:func:`phase_free` of one small CPU matrix in a few NumPy calls (torch's dozen ops
+    on tiny tensors cost more than the backward's arithmetic), or ``None`` where its
+    rounding could decide otherwise than torch's (within a factor of two of the bound:
+    the two sums of ``n`` products differ by a few ``eps * peak``, the bound is
+    ``1e3 eps * peak``), a NaN, or a gradient that is itself tracked (double backward)."""
+    if gv.requires_grad or gv.is_conj() or gv.is_neg() or not gv.is_cpu:
+        return None
+    vn, gn = v.detach().numpy(), gv.detach().numpy()
+    d = np.einsum("ij,ij->j", vn.conj(), gn)  # diag(V^H gV)
+    bound = 1e3 * float(np.finfo(d.real.dtype).eps) * float(np.abs(d).max())
+    worst = float(np.abs(d.imag).max())
+    if worst < 0.5 * bound:
+        return True
+    if worst > 2.0 * bound:
+        return False
+    return None
 
 
 def _in_fan_out() -> bool:

@@ -39,7 +39,7 @@ from .._solvers._torch_lapack import lapack_aligned, torch_eigh
 from .._strategies import STRATEGIES, registry_version
 from .._support._threads import restore_thread_kernel_threads, set_thread_kernel_threads
 from ._autograd import eigh_with_grad
-from ._autograd_one import _TOL64, eigh_native, node_or_rule, with_backward
+from ._autograd_one import _TOL32, _TOL64, eigh_native, node_or_rule, with_backward
 from ._backward_fast import gauge_fresh
 from ._checks import InputRejected, quick_check
 from ._gauge import fix_gauge_small_
@@ -223,7 +223,7 @@ def _entry(version: int) -> tuple[Any, bool]:
     registry ``version``, each decided once."""
     got = _ENTRIES.get(version)
     if got is None:
-        solve = native_entry(_TOL64) if _builtin_lapack(version) else None
+        solve = native_entry(_TOL64, _TOL32) if _builtin_lapack(version) else None
         got = _ENTRIES[version] = (solve, _closed_direct(version))
     return got
 

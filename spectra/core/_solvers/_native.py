@@ -339,12 +339,13 @@ def native_closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | 
 _entry: list[Any] = []  # [solve or None] once decided
 
 
-def native_entry(degenerate_tol: float) -> Any:
+def native_entry(degenerate_tol: float, degenerate_tol32: float = 0.0) -> Any:
     """The C++ one-matrix entry's ``solve(a, vectors, check, closed)`` (configured on the
-    helper's table; ``degenerate_tol``: the backward's float64 tolerance, for the tracked
-    route), or ``None``: not built, built for another torch, or no helper. It returns
-    ``(w, v or None)`` exactly as :func:`native_solve` and the gauge would; for a float64
-    ``a`` that requires grad under grad mode ``(w, v, separated)`` as the direct path's
+    helper's table; ``degenerate_tol``, ``degenerate_tol32``: the backward's float64 and
+    float32 tolerances, for the tracked route; 0: none for that dtype), or ``None``: not
+    built, built for another torch, or no helper. It returns ``(w, v or None)`` exactly
+    as :func:`native_solve` and the gauge would; for a real ``a`` (n >= 4) that requires
+    grad under grad mode ``(w, v, separated)`` as the direct path's
     ``eigh_native`` would (torch's own node, ``v`` gauged in place where ``vectors``); or
     ``None`` where anything about ``a`` is not plain (the Python route then decides).
     Configured once per process (the first ``degenerate_tol`` stands)."""
@@ -359,7 +360,9 @@ def native_entry(degenerate_tol: float) -> Any:
             _native_entry = None
         if _native_entry is not None and _native_entry.torch_version == torch.__version__:
             consts = [_GAUGE[dtype] for dtype in sorted(_KIND, key=_KIND.__getitem__)]
-            _native_entry.configure(module.api, consts, SEQUENTIAL_N - 1, degenerate_tol)
+            _native_entry.configure(
+                module.api, consts, SEQUENTIAL_N - 1, degenerate_tol, degenerate_tol32
+            )
             solve = _native_entry.solve
     _entry.append(solve)
     return solve

@@ -44,7 +44,9 @@ const spectra_native_api* api = nullptr;
 double constants[4][5];  // per kind: tol, 1 - tol, (1 - tol)^2, low, high (the gauge's)
 long max_n = 0;          // the largest n taken (0: not configured)
 double degenerate_tol = 0.0;  // the backward's relative gap below which pairs count as tied
+float degenerate_tol32 = 0.0f;  // the same for float32 (0: no float32 tracked route)
 const double tiny64 = 2.2250738585072014e-308;
+const float tiny32 = 1.17549435e-38f;
 
 // _backward_fast._row_separated: every gap of the ascending row above tol * scale (Python's
 // max of max(row), -min(row) and the smallest normal; a NaN gap fails)
@@ -64,31 +66,57 @@ bool row_separated(const double* w, int64_t n) {
   return true;
 }
 
+// _backward_fast.well_separated's float32 test (NumPy's, in float32: the gaps, the scale
+// max(|w|) or the smallest normal, the bound float32(tol) * scale; a NaN fails)
+bool row_separated32(const float* w, int64_t n) {
+  if (n < 2) return true;
+  float scale = 0.0f;
+  for (int64_t i = 0; i < n; i++) {
+    const float x = std::fabs(w[i]);
+    if (!(x <= scale)) scale = x;  // NaN propagates, as NumPy's max
+  }
+  if (tiny32 > scale) scale = tiny32;
+  const float bound = degenerate_tol32 * scale;
+  for (int64_t i = 1; i < n; i++) {
+    const float gap = w[i] - w[i - 1];
+    if (!(gap > bound)) return false;
+  }
+  return true;
+}
+
 bool all_finite(const double* w, int64_t n) {
   for (int64_t i = 0; i < n; i++)
     if (!std::isfinite(w[i])) return false;
   return true;
 }
 
-// a real float64 matrix that requires grad under grad mode: torch's own eigh node (the
-// Python route's eigh_native), the gauge written into its output, the separation test;
-// (w, v, separated) or None
-PyObject* tracked(const at::Tensor& a, int64_t n, bool vectors, bool check) {
+// a real matrix (kind 0: float32, 1: float64) that requires grad under grad mode: torch's
+// own eigh node (the Python route's eigh_native), the gauge written into its output, the
+// separation test; (w, v, separated) or None
+PyObject* tracked(const at::Tensor& a, int kind, int64_t n, bool vectors, bool check) {
   const c10::DispatchKeySet included = c10::impl::tls_local_dispatch_key_set().included_;
   if (included.has(c10::DispatchKey::FuncTorchDynamicLayerFrontMode) ||
       included.has(c10::DispatchKey::FuncTorchDynamicLayerBackMode) ||
       at::SavedTensorDefaultHooks::get_hooks().has_value())
     Py_RETURN_NONE;  // a transform, or hooks that may pack v before the gauge
-  if (check && !api->hermitian(1, a.const_data_ptr(), n, a.stride(0), a.stride(1), 0))
+  if (check && !api->hermitian(kind, a.const_data_ptr(), n, a.stride(0), a.stride(1), 0))
     Py_RETURN_NONE;  // not exactly symmetric (or NaN): the full path decides
   at::Tensor w, v;
   std::tie(w, v) = at::linalg_eigh(a, "L");
-  const double* c = constants[1];
-  if (vectors && !api->gauge(1, v.data_ptr(), n, n, c[0], c[1], c[2], c[3], c[4]))
+  const double* c = constants[kind];
+  if (vectors && !api->gauge(kind, v.data_ptr(), n, n, c[0], c[1], c[2], c[3], c[4]))
     Py_RETURN_NONE;
-  const double* wd = w.const_data_ptr<double>();
-  const bool separated = row_separated(wd, n);
-  if (check && !separated && !all_finite(wd, n)) Py_RETURN_NONE;
+  bool separated, finite = true;
+  if (kind == 1) {
+    const double* wd = w.const_data_ptr<double>();
+    separated = row_separated(wd, n);
+    if (check && !separated) finite = all_finite(wd, n);
+  } else {
+    const float* wf = w.const_data_ptr<float>();
+    separated = row_separated32(wf, n);
+    for (int64_t i = 0; check && !separated && i < n; i++) finite = finite && std::isfinite(wf[i]);
+  }
+  if (!finite) Py_RETURN_NONE;
   PyObject* out = PyTuple_New(3);
   if (out == nullptr) return nullptr;
   PyTuple_SET_ITEM(out, 0, THPVariable_Wrap(std::move(w)));
@@ -115,12 +143,13 @@ int kind_of(c10::ScalarType t) {
   }
 }
 
-// configure(capsule, constants, max_n, degenerate_tol): the compiled solve's table, the
-// gauge's constants (four 5-tuples of floats, by kind), the largest n and the backward's
-// float64 degenerate tolerance (0: no tracked route); returns True
+// configure(capsule, constants, max_n, degenerate_tol, degenerate_tol32): the compiled
+// solve's table, the gauge's constants (four 5-tuples of floats, by kind), the largest n
+// and the backward's float64 and float32 degenerate tolerances (0: no tracked route for
+// that dtype); returns True
 PyObject* configure(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 4) {
-    PyErr_SetString(PyExc_TypeError, "configure takes 4 arguments");
+  if (nargs != 5) {
+    PyErr_SetString(PyExc_TypeError, "configure takes 5 arguments");
     return nullptr;
   }
   auto* table = static_cast<const spectra_native_api*>(
@@ -146,6 +175,7 @@ PyObject* configure(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
   long limit = PyLong_AsLong(args[2]);
   double tol = PyFloat_AsDouble(args[3]);
+  double tol32 = PyFloat_AsDouble(args[4]);
   if (PyErr_Occurred()) return nullptr;
   try {
     plain_keys = at::empty({1}, at::TensorOptions().dtype(at::kDouble)).key_set();
@@ -160,6 +190,7 @@ PyObject* configure(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   api = table;
   max_n = limit;
   degenerate_tol = tol;
+  degenerate_tol32 = static_cast<float>(tol32);  // NumPy's weak Python float: cast first
   Py_RETURN_TRUE;
 }
 
@@ -185,8 +216,9 @@ PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         at::impl::PythonTorchFunctionTLS::stack_len() > 0)
       Py_RETURN_NONE;  // a mode sees every op of the Python route: it keeps them
     if (a.requires_grad() && c10::GradMode::is_enabled()) {  // the tracked route
-      if (kind != 1 || n <= 3 || degenerate_tol <= 0.0) Py_RETURN_NONE;
-      return tracked(a, n, vectors, check);
+      const bool has_tol = kind == 1 ? degenerate_tol > 0.0 : degenerate_tol32 > 0.0f;
+      if (kind > 1 || n <= 3 || !has_tol) Py_RETURN_NONE;
+      return tracked(a, kind, n, vectors, check);
     }
     const auto real = (kind == 0 || kind == 2) ? at::kFloat : at::kDouble;
     at::Tensor w = at::empty({n}, at::TensorOptions().dtype(real));
@@ -215,7 +247,8 @@ PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 
 PyMethodDef methods[] = {
     {"configure", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(configure)),
-     METH_FASTCALL, "configure(capsule, constants, max_n, degenerate_tol) -> True"},
+     METH_FASTCALL,
+     "configure(capsule, constants, max_n, degenerate_tol, degenerate_tol32) -> True"},
     {"solve", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(solve)), METH_FASTCALL,
      "solve(a, vectors, check, closed) -> (w, v or None), (w, v, separated) or None"},
     {nullptr, nullptr, 0, nullptr},
