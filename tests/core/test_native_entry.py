@@ -143,8 +143,6 @@ def test_what_is_not_plain_goes_the_python_route() -> None:
         "conjugate view": a.conj(),
         "negative view": torch._neg_view(r),
         "subclass": r.as_subclass(_Sub),
-        "parameter": torch.nn.Parameter(r.clone()),
-        "tracked under grad mode": r.clone().requires_grad_(),
         "batch": r.expand(2, 3, 3),
         "vector": r[0],
         "empty": torch.zeros(0, 0, dtype=torch.float64),
@@ -161,6 +159,16 @@ def test_what_is_not_plain_goes_the_python_route() -> None:
     }
     for name, x in refused.items():
         assert ENTRY(x, True, True, True) is None, name
+    # tracked n <= 3 (the closed form), a Parameter too (torch counts it as an exact
+    # tensor; spectra.eigh's shortcut takes only exact torch.Tensor): pairs without
+    # history, for the caller's light node
+    for name, x in {
+        "parameter": torch.nn.Parameter(r.clone()),
+        "tracked under grad mode": r.clone().requires_grad_(),
+    }.items():
+        got = ENTRY(x, True, True, True)
+        assert got is not None and len(got) == 3 and got[2] is None, name
+        assert not got[0].requires_grad and not got[1].requires_grad, name
     assert ENTRY(r, True, True, False) is None  # real n <= 3 planned on LAPACK
     assert ENTRY(_random(4, torch.float64, 2), True, True, False) is not None
     with _Functions():
@@ -219,7 +227,12 @@ def _tracked(fn: Any, a: torch.Tensor, weights: torch.Tensor) -> tuple[Any, ...]
     x = a.clone().requires_grad_()
     out = fn(x)
     w, v = (out, None) if isinstance(out, torch.Tensor) else out
-    loss = 0.3 * w.sum() + ((v * weights).sum() if v is not None else 0.0)
+    if v is None:
+        loss = 0.3 * w.sum()
+    elif v.is_complex():  # a phase-free loss
+        loss = 0.3 * w.sum() + (v.abs().square() * weights).sum()
+    else:
+        loss = 0.3 * w.sum() + (v * weights).sum()
     loss.backward()
     assert x.grad is not None
     name = type(w.grad_fn).__name__
@@ -266,15 +279,26 @@ def test_tracked_bitwise_the_python_route(
 
 @needs_entry
 def test_tracked_refusals(counted: _Counting) -> None:
-    """What the tracked route leaves to Python: complex input, n <= 3 (the closed form's
-    own node), saved-tensor hooks, a torch.func transform, asymmetric or NaN input."""
+    """The tracked routes: torch's node for real n >= 4, pairs without history (for the
+    light node) for complex input and n <= 3, under saved-tensor hooks too; what they
+    leave to Python: hooks on torch's node, a torch.func transform, asymmetric or NaN
+    input."""
     assert ENTRY is not None
     x = _random(5, torch.float64, 1).requires_grad_()
-    assert ENTRY(x, True, True, True) is not None
-    assert ENTRY(_random(5, torch.float32, 1).requires_grad_(), True, True, True) is not None
-    assert ENTRY(_random(5, torch.complex128, 1).requires_grad_(), True, True, True) is None
-    assert ENTRY(_random(3, torch.float64, 1).requires_grad_(), True, True, True) is None
-    assert ENTRY(_random(3, torch.float32, 1).requires_grad_(), True, True, True) is None
+    assert len(ENTRY(x, True, True, True)) == 3
+    assert ENTRY(_random(5, torch.float32, 1).requires_grad_(), True, True, True)[2] is not None
+    for light in (
+        _random(5, torch.complex128, 1),
+        _random(3, torch.float64, 1),
+        _random(3, torch.float32, 1),
+        _random(2, torch.complex64, 1),
+    ):
+        got = ENTRY(light.requires_grad_(), False, True, True)  # vectors made anyway
+        assert got is not None and got[1] is not None and got[2] is None, light.dtype
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+            assert ENTRY(light, True, True, True) is not None
+        inside = torch.func.grad(lambda y, a=light: (ENTRY(a, True, True, True) is None) * y.sum())
+        assert torch.equal(inside(torch.ones(2)), torch.ones(2))  # None inside the transform
     with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
         assert ENTRY(x, True, True, True) is None
     inside = torch.func.grad(lambda y: (ENTRY(x, True, True, True) is None) * y.sum())
@@ -286,3 +310,31 @@ def test_tracked_refusals(counted: _Counting) -> None:
     assert ENTRY(nan.requires_grad_(), True, True, True) is None
     with pytest.raises(ValueError, match=r"(?i)symmetric"):
         spectra.eigh(skew)
+
+
+@needs_entry
+@pytest.mark.parametrize(
+    ("dtype", "n"),
+    [(torch.complex128, n) for n in (1, 2, 3, 5, 8, 31)]
+    + [(torch.complex64, n) for n in (2, 3, 8)]
+    + [(torch.float64, n) for n in (1, 2, 3)]
+    + [(torch.float32, n) for n in (2, 3)],
+)
+def test_light_tracked_bitwise_the_python_route(
+    dtype: torch.dtype, n: int, counted: _Counting, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Complex input and the closed form's n <= 3 under grad mode: the entry's pairs under
+    the light node give the Python tracked route's values, vectors, node and gradient
+    bit for bit (a degenerate spectrum under the core's rule, as there)."""
+    g = torch.Generator().manual_seed(n)
+    weights = torch.randn(n, n, dtype=torch.float64, generator=g).to(dtype).real
+    cases = {"random": _random(n, dtype, n), "identity": torch.eye(n, dtype=dtype)}
+    for name, a in cases.items():
+        for fn in (spectra.eigh, spectra.eigvalsh):
+            before = counted.answered
+            got = _tracked(fn, a, weights)
+            assert counted.answered == before + 1, (name, fn.__name__)
+            want = _without_entry(monkeypatch, _tracked, fn, a, weights)
+            for x, y in zip(got[:3], want[:3], strict=True):
+                assert (x is None and y is None) or torch.equal(x, y), (name, fn.__name__)
+            assert got[3] == want[3] == "_EighSolvedBackward", (name, got[3])

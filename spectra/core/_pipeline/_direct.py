@@ -247,7 +247,12 @@ def solve_one(
     if solve is not None and symmetry_tol is None and forward_ad._current_level < 0:
         done = solve(a, vectors, check, closed)  # one plain matrix: the C++ entry's call
         if done is not None:
-            return done if len(done) == 2 else _entry_tracked(a, vectors, *done)
+            if len(done) == 2:
+                return done
+            if done[2] is None:  # complex or n <= 3: the light node over pairs without history
+                w, v = with_backward(a, done[0], done[1])
+                return w, (v if vectors else None)
+            return _entry_tracked(a, vectors, *done)
     if a.dim() == 3:  # a handful of matrices: the compiled batch, where the plan is direct
         check_tolerance(symmetry_tol, "symmetry_tol")  # its errors, as on every route
         return _solve_few(a, vectors, check)

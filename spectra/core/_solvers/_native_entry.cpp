@@ -196,8 +196,10 @@ PyObject* configure(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 
 // solve(a, vectors, check, closed) -> (w, v or None), or None: take the Python route;
 // closed: whether the plan solves n <= 3 by the closed form (else those return None).
-// A float64 a (n >= 4) that requires grad under grad mode: (w, v, separated) from torch's
-// own node (v gauged where vectors; the caller wraps a spectrum not separated).
+// A real a (n >= 4) that requires grad under grad mode: (w, v, separated) from torch's
+// own node (v gauged where vectors; the caller wraps a spectrum not separated); a complex
+// one, or a real one of n <= 3 (the closed form): (w, v, None), the eigenpairs without
+// history, which the caller puts under its light node.
 PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 4 || max_n == 0 || !THPVariable_CheckExact(args[0])) Py_RETURN_NONE;
   const bool vectors = PyObject_IsTrue(args[1]) == 1;
@@ -215,21 +217,41 @@ PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     if (c10::impl::TorchDispatchModeTLS::any_modes_set() ||
         at::impl::PythonTorchFunctionTLS::stack_len() > 0)
       Py_RETURN_NONE;  // a mode sees every op of the Python route: it keeps them
-    if (a.requires_grad() && c10::GradMode::is_enabled()) {  // the tracked route
-      const bool has_tol = kind == 1 ? degenerate_tol > 0.0 : degenerate_tol32 > 0.0f;
-      if (kind > 1 || n <= 3 || !has_tol) Py_RETURN_NONE;
-      return tracked(a, kind, n, vectors, check);
+    bool light = false;  // eigenpairs for Python's light node (_autograd_one.with_backward)
+    if (a.requires_grad() && c10::GradMode::is_enabled()) {  // the tracked routes
+      if (kind <= 1 && n > 3) {
+        const bool has_tol = kind == 1 ? degenerate_tol > 0.0 : degenerate_tol32 > 0.0f;
+        if (!has_tol) Py_RETURN_NONE;
+        return tracked(a, kind, n, vectors, check);
+      }
+      // complex, or the closed form's n <= 3: solved without history, with vectors (the
+      // backward needs them), under no torch.func transform (its rule is the full path's)
+      const c10::DispatchKeySet included = c10::impl::tls_local_dispatch_key_set().included_;
+      if (included.has(c10::DispatchKey::FuncTorchDynamicLayerFrontMode) ||
+          included.has(c10::DispatchKey::FuncTorchDynamicLayerBackMode))
+        Py_RETURN_NONE;
+      light = true;
     }
+    const bool want_v = vectors || light;
     const auto real = (kind == 0 || kind == 2) ? at::kFloat : at::kDouble;
     at::Tensor w = at::empty({n}, at::TensorOptions().dtype(real));
     at::Tensor v;
-    if (vectors) v = at::empty_strided({n, n}, {1, n}, at::TensorOptions().dtype(a.scalar_type()));
+    if (want_v) v = at::empty_strided({n, n}, {1, n}, at::TensorOptions().dtype(a.scalar_type()));
     const double* c = constants[kind];
     const int status =
         api->eigh(kind, static_cast<int>(n), a.const_data_ptr(), a.stride(0), a.stride(1),
-                  w.data_ptr(), vectors ? v.data_ptr() : nullptr, check, c[0], c[1], c[2], c[3],
+                  w.data_ptr(), want_v ? v.data_ptr() : nullptr, check, c[0], c[1], c[2], c[3],
                   c[4]);
     if (status != ST_OK) Py_RETURN_NONE;  // refused, failed or ungauged: the Python route
+    if (light) {  // (w, v, None): Python puts them under its light node
+      PyObject* out = PyTuple_New(3);
+      if (out == nullptr) return nullptr;
+      PyTuple_SET_ITEM(out, 0, THPVariable_Wrap(std::move(w)));
+      PyTuple_SET_ITEM(out, 1, THPVariable_Wrap(std::move(v)));
+      Py_INCREF(Py_None);
+      PyTuple_SET_ITEM(out, 2, Py_None);
+      return out;
+    }
     PyObject* out = PyTuple_New(2);
     if (out == nullptr) return nullptr;
     PyTuple_SET_ITEM(out, 0, THPVariable_Wrap(std::move(w)));
