@@ -449,3 +449,21 @@ def test_one_complex_matrix_backward_is_torchs_gradient_bitwise(monkeypatch, dty
     got = grad(lambda x: eigh_with_grad(x, torch.linalg.eigh))
     assert one == ["_torch_backward_one"]  # the one-matrix formula ran
     assert torch.equal(got, grad(torch.linalg.eigh))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("n", [1, 2, 3, 8, 16, 20])
+def test_the_light_nodes_complex_backward_is_the_one_matrix_formula(dtype, n):
+    """``complex_backward_one`` (the light node's complex route, its phase test read off
+    ``V^H gV``): the one-matrix formula's bits for a phase-free gradient (beyond the
+    screen's size too), ``None`` (the general route) for a phase-dependent one."""
+    a = random_hermitian((), n, dtype, seed=50 + n)
+    w, v = torch.linalg.eigh(a)
+    g = torch.Generator().manual_seed(n)
+    gw = torch.randn(n, generator=g, dtype=torch.float64).to(w.dtype)
+    gv = v * torch.randn(n, generator=g, dtype=torch.float64).to(w.dtype)  # phase free
+    got = _backward_fast.complex_backward_one(w, v, gw, gv)
+    assert got is not None
+    assert torch.equal(got, _backward_fast._torch_backward_one(w, v, gw, gv))
+    phased = gv + 1j * v  # diag(V^H gV) gains an imaginary part: phase dependent
+    assert _backward_fast.complex_backward_one(w, v, gw, phased) is None

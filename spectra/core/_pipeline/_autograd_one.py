@@ -33,6 +33,7 @@ from ._autograd import (
 )
 from ._backward_fast import (
     _row_separated,
+    complex_backward_one,
     phase_free,
     short_backward,
     torch_backward,
@@ -70,7 +71,13 @@ class _EighSolved(torch.autograd.Function):
                 separated = _row_separated(w.tolist(), _TOL64)
             else:
                 separated = well_separated(w, _DEFAULT_TOL[w.dtype])
-            if separated and (not v.is_complex() or phase_free(v, gv)):
+            if separated and not v.is_complex():
+                return torch_backward(w, v, gw, gv), None
+            if separated and v.is_cpu:
+                done = complex_backward_one(w, v, gw, gv)
+                if done is not None:
+                    return done, None
+            elif separated and phase_free(v, gv):
                 return torch_backward(w, v, gw, gv), None
             return _backward(w, v, gw, gv, _resolved(DEFAULT_BACKWARD, w.dtype)), None
         opts = _resolved(DEFAULT_BACKWARD, w.dtype)

@@ -163,7 +163,13 @@ def _torch_backward_one(
     broadcast against its column), so the same bits."""
     complex_ = v.is_complex()
     vt = v.mH if complex_ else v.T
-    m = torch.mm(vt, gv)
+    return _finish_one(w, v, vt, torch.mm(vt, gv), gw, complex_)
+
+
+def _finish_one(
+    w: torch.Tensor, v: torch.Tensor, vt: torch.Tensor, m: torch.Tensor, gw: Grad, complex_: bool
+) -> torch.Tensor:
+    """:func:`_torch_backward_one` from ``m = V^H gV`` on."""
     gap = w - w.unsqueeze(-1)  # gap[i, j] = w_j - w_i
     if torch.is_grad_enabled():
         gap.fill_diagonal_(1.0)
@@ -198,6 +204,36 @@ def _phase_free_one(v: torch.Tensor, gv: torch.Tensor) -> bool | None:
         return None
     vn, gn = v.detach().numpy(), gv.detach().numpy()
     d = np.einsum("ij,ij->j", vn.conj(), gn)  # diag(V^H gV)
+    bound = 1e3 * float(np.finfo(d.real.dtype).eps) * float(np.abs(d).max())
+    worst = float(np.abs(d.imag).max())
+    if worst < 0.5 * bound:
+        return True
+    if worst > 2.0 * bound:
+        return False
+    return None
+
+
+def complex_backward_one(
+    w: torch.Tensor, v: torch.Tensor, gw: Grad, gv: torch.Tensor
+) -> torch.Tensor | None:
+    """For one complex CPU matrix on a separated spectrum: :func:`torch_backward` where
+    :func:`phase_free` holds (its test read off the diagonal of ``V^H gV``, which the
+    formula computes anyway, where that decides as torch's test would; else torch's
+    test), ``None`` where it does not (the general route then decides, and warns)."""
+    vt = v.mH
+    m = torch.mm(vt, gv)
+    free = _phase_free_diagonal(m) if v.numel() <= _PYTHON_GAUGE_MAX_ENTRIES else None
+    if free is None:
+        free = phase_free(v, gv)
+    return _finish_one(w, v, vt, m, gw, True) if free else None
+
+
+def _phase_free_diagonal(m: torch.Tensor) -> bool | None:
+    """:func:`_phase_free_one` from ``m = V^H gV`` itself (its diagonal: the same sums,
+    rounded in another order, so the same margin)."""
+    if m.requires_grad or not m.is_cpu:
+        return None
+    d = m.numpy().diagonal()
     bound = 1e3 * float(np.finfo(d.real.dtype).eps) * float(np.abs(d).max())
     worst = float(np.abs(d.imag).max())
     if worst < 0.5 * bound:
