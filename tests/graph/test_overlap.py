@@ -17,7 +17,7 @@ from spectra.graph._overlap import Job, guided_chunks, run_jobs
 
 from .graphs import batch_of, dense_adj, random_graph, ref_eigh, ref_laplacian
 
-#: graphs of a few hundred nodes go to the sparse path (the real cut is ~730)
+#: graphs of a few hundred nodes go to the sparse path (the cost model's cut is 513)
 SPARSE_FROM = 200
 SIZES = [30, 45, 150, 260, 35, 330, 180, 240]
 
