@@ -239,6 +239,26 @@ def _tracked(fn: Any, a: torch.Tensor, weights: torch.Tensor) -> tuple[Any, ...]
     return w.detach(), None if v is None else v.detach(), x.grad, name
 
 
+def _entry_like_python(
+    fn: Any,
+    a: torch.Tensor,
+    weights: torch.Tensor,
+    counted: _Counting,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+) -> tuple[Any, ...]:
+    """:func:`_tracked` through the entry (which must answer) and through the Python
+    route: the same values, vectors, gradient and node; the entry's answer."""
+    before = counted.answered
+    got = _tracked(fn, a, weights)
+    assert counted.answered == before + 1, (name, fn.__name__)
+    want = _without_entry(monkeypatch, _tracked, fn, a, weights)
+    for x, y in zip(got[:3], want[:3], strict=True):
+        assert (x is None and y is None) or torch.equal(x, y), (name, fn.__name__)
+    assert got[3] == want[3], (name, fn.__name__)
+    return got
+
+
 def _at_the_bound(n: int, dtype: torch.dtype, factor: float) -> torch.Tensor:
     """A diagonal matrix (exact eigenvalues) with one gap ``factor`` times the backward's
     degenerate bound (``tol * max|w|``, the largest eigenvalue ``n``)."""
@@ -265,13 +285,7 @@ def test_tracked_bitwise_the_python_route(
         cases[f"gap {factor} x bound"] = _at_the_bound(n, dtype, factor)
     for name, a in cases.items():
         for fn in (spectra.eigh, spectra.eigvalsh):
-            before = counted.answered
-            got = _tracked(fn, a, weights)
-            assert counted.answered == before + 1, (name, fn.__name__)
-            want = _without_entry(monkeypatch, _tracked, fn, a, weights)
-            for x, y in zip(got[:3], want[:3], strict=True):
-                assert (x is None and y is None) or torch.equal(x, y), (name, fn.__name__)
-            assert got[3] == want[3], (name, fn.__name__)
+            got = _entry_like_python(fn, a, weights, counted, monkeypatch, name)
             rule = "_EighFunctionBackward"
             if name in ("identity", "random"):
                 assert got[3] == (rule if name == "identity" else "LinalgEighBackward0"), got[3]
@@ -331,10 +345,5 @@ def test_light_tracked_bitwise_the_python_route(
     cases = {"random": _random(n, dtype, n), "identity": torch.eye(n, dtype=dtype)}
     for name, a in cases.items():
         for fn in (spectra.eigh, spectra.eigvalsh):
-            before = counted.answered
-            got = _tracked(fn, a, weights)
-            assert counted.answered == before + 1, (name, fn.__name__)
-            want = _without_entry(monkeypatch, _tracked, fn, a, weights)
-            for x, y in zip(got[:3], want[:3], strict=True):
-                assert (x is None and y is None) or torch.equal(x, y), (name, fn.__name__)
-            assert got[3] == want[3] == "_EighSolvedBackward", (name, got[3])
+            got = _entry_like_python(fn, a, weights, counted, monkeypatch, name)
+            assert got[3] == "_EighSolvedBackward", (name, got[3])

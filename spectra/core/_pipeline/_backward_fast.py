@@ -204,6 +204,12 @@ def _phase_free_one(v: torch.Tensor, gv: torch.Tensor) -> bool | None:
         return None
     vn, gn = v.detach().numpy(), gv.detach().numpy()
     d = np.einsum("ij,ij->j", vn.conj(), gn)  # diag(V^H gV)
+    return _phase_decision(d)
+
+
+def _phase_decision(d: np.ndarray) -> bool | None:
+    """:func:`phase_free`'s test on a diagonal ``d`` of ``V^H gV`` rounded otherwise than
+    torch's: decided only beyond a factor of two of the bound, else ``None``."""
     bound = 1e3 * float(np.finfo(d.real.dtype).eps) * float(np.abs(d).max())
     worst = float(np.abs(d.imag).max())
     if worst < 0.5 * bound:
@@ -234,13 +240,7 @@ def _phase_free_diagonal(m: torch.Tensor) -> bool | None:
     if m.requires_grad or not m.is_cpu:
         return None
     d = m.numpy().diagonal()
-    bound = 1e3 * float(np.finfo(d.real.dtype).eps) * float(np.abs(d).max())
-    worst = float(np.abs(d.imag).max())
-    if worst < 0.5 * bound:
-        return True
-    if worst > 2.0 * bound:
-        return False
-    return None
+    return _phase_decision(d)
 
 
 def _in_fan_out() -> bool:

@@ -71,13 +71,13 @@ def direct_path(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
     cpu = torch.device("cpu")
     claimed = preferred(n, dtype, cpu, vectors, batch)
     if claimed is not None:
-        return compiled_closed_form(claimed[0], n, dtype)
+        return compiled_closed_form(claimed[0], n)
     return batch < _MIN_PARALLEL_BATCH or batch * matrix_seconds(n, dtype, cpu) < (
         _MIN_PARALLEL_SECONDS
     )
 
 
-def compiled_closed_form(strategy: str, n: int, dtype: torch.dtype) -> bool:
+def compiled_closed_form(strategy: str, n: int) -> bool:
     """Whether ``strategy`` on ``n x n`` CPU matrices (real or complex) is the compiled
     helper's closed form (``n <= 3``), which the direct path runs in one call, as it runs
     LAPACK."""
@@ -411,7 +411,7 @@ def _plan_cached(ask: Ask, version: int = 0) -> Plan:
     workers, single = _threads(ask, chosen, size, reasons)
     direct = (
         ask.device.type == "cpu"
-        and (name == DEFAULT_STRATEGY or compiled_closed_form(name, ask.n, ask.dtype))
+        and (name == DEFAULT_STRATEGY or compiled_closed_form(name, ask.n))
         and workers == 1
         and size >= ask.batch
         and direct_path(ask.n, ask.batch, ask.dtype, ask.vectors)
