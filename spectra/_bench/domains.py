@@ -11,7 +11,6 @@ The SciPy per-k loop's solves come from :mod:`spectra.core.baselines`; the other
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
 from collections.abc import Callable
 from functools import partial
@@ -21,29 +20,12 @@ import numpy as np
 import torch
 
 from ..core import baselines
-from .timing import Cell, Impl, Timer
+from .cases import PEERS_EXTRA, case_row, missing, molecule_like
+from .one_call import STEPS as ONE_CALL_STEPS
+from .one_call import one_call
+from .timing import Impl, Timer
 
-PEERS_EXTRA = "pip install 'torch-spectra[peers]'"
-
-
-def missing(module: str, extra: str = PEERS_EXTRA) -> dict[str, str] | None:
-    """``None`` when ``module`` imports, else a skip entry naming the extra to install."""
-    if importlib.util.find_spec(module) is not None:
-        return None
-    return {"peer": module, "reason": f"{module} is not installed ({extra})"}
-
-
-def case_row(name: str, cells: dict[str, Cell], attempts: int, **details: Any) -> dict[str, Any]:
-    """A domain row: cells, and each peer's time over the first spectra column's."""
-    base = next(k for k in cells if k.startswith("spectra"))
-    ours = cells[base].median
-    return {
-        "case": name,
-        "cells": {k: c.to_json() for k, c in cells.items()},
-        "ratios": {k: c.median / ours for k, c in cells.items() if not k.startswith("spectra")},
-        "attempts": attempts,
-        **details,
-    }
+__all__ = ["DOMAINS", "PEERS_EXTRA", "STEPS", "case_row", "missing", "molecule_like"]
 
 
 def pca(quick: bool, timer: Timer, step: Callable[[str], None]) -> dict[str, Any]:
@@ -153,16 +135,6 @@ def tightbinding(quick: bool, timer: Timer, step: Callable[[str], None]) -> dict
     return table
 
 
-def _molecule_like(rng: np.random.Generator, n: int) -> torch.Tensor:
-    """An undirected connected sparse graph: a random tree plus a few ring closures."""
-    edges = [(i, int(rng.integers(0, i))) for i in range(1, n)]
-    for _ in range(max(1, n // 6)):
-        a, b = (int(v) for v in rng.choice(n, 2, replace=False))
-        edges.append((a, b))
-    e = np.array(sorted({(min(a, b), max(a, b)) for a, b in edges}), dtype=np.int64).T
-    return torch.from_numpy(np.concatenate([e, e[::-1]], axis=1).copy())
-
-
 def graph(quick: bool, timer: Timer, step: Callable[[str], None]) -> dict[str, Any]:
     table: dict[str, Any] = {
         "title": "graph: LaplacianPE vs PyG AddLaplacianEigenvectorPE",
@@ -183,7 +155,7 @@ def graph(quick: bool, timer: Timer, step: Callable[[str], None]) -> dict[str, A
     step(f"LaplacianPE {count} graphs")
     rng = np.random.default_rng(0)
     sizes = rng.integers(10, 41, size=count)
-    graphs = [Data(edge_index=_molecule_like(rng, int(s)), num_nodes=int(s)) for s in sizes]
+    graphs = [Data(edge_index=molecule_like(rng, int(s)), num_nodes=int(s)) for s in sizes]
     batch = Batch.from_data_list(graphs)
     ours, pyg = LaplacianPE(k), AddLaplacianEigenvectorPE(k, is_undirected=True)
 
@@ -280,6 +252,13 @@ DOMAINS: dict[str, Callable[[bool, Timer, Callable[[str], None]], dict[str, Any]
     "tightbinding": tightbinding,
     "graph": graph,
     "stiefel": stiefel,
+    "one_call": one_call,
 }
 #: progress steps per domain (quick, full)
-STEPS = {"pca": (1, 2), "tightbinding": (2, 2), "graph": (1, 1), "stiefel": (2, 2)}
+STEPS = {
+    "pca": (1, 2),
+    "tightbinding": (2, 2),
+    "graph": (1, 1),
+    "stiefel": (2, 2),
+    "one_call": (ONE_CALL_STEPS, ONE_CALL_STEPS),
+}
