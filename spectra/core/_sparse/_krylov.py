@@ -56,12 +56,20 @@ DEPENDENT = 1e-10
 SKIP_MARGIN = 0.8
 
 
-def _project_(w: torch.Tensor, deflate: torch.Tensor | None) -> None:
-    """``w`` against the orthonormal ``deflate`` in place (``baddbmm_``: no temporaries of
-    ``w``'s size; on this 2-core VM each fresh block of a few hundred KiB cost its page
-    faults, ~0.3 ms at ``(11, 1009, 3)``)."""
-    if deflate is not None and deflate.shape[-1]:
-        w.baddbmm_(deflate, deflate.mH @ w, alpha=-1)
+def _project_(rows: torch.Tensor, against: torch.Tensor) -> torch.Tensor:
+    """The block whose columns are the rows of ``rows`` (``(G, b, n)``, contiguous) against
+    the orthonormal vectors that are the rows of ``against`` (``(G, s, n)``), in place;
+    returns the coefficients ``(G, s, b)``.
+
+    Both stay as rows: ``rows -= c^T against`` with ``c = conj(against) rows^T`` reads each
+    operand along its contiguous dimension, 2-9x faster than the same products on the
+    columns (``(11, 1009, 44)`` basis, 3 vectors: 0.44 against 1.0 ms; 47 x 512: 0.78
+    against 3.7 ms); ``baddbmm_`` makes no temporary of the block's size (each fresh block
+    of a few hundred KiB cost its page faults on this 2-core VM, ~0.3 ms at
+    ``(11, 1009, 3)``)."""
+    part = against.conj() @ rows.mT
+    rows.baddbmm_(part.mT, against, alpha=-1)
+    return part
 
 
 def _orthonormal(
@@ -251,6 +259,9 @@ def _run(
     sig = sigma.to(device=device, dtype=dtype).view(G, 1, 1)
     none = torch.zeros(G, dtype=torch.bool)
     q, kept = _orthonormal(x0[..., :b], [deflate])
+    deflate_rows = None
+    if deflate is not None and deflate.shape[-1]:
+        deflate_rows = deflate.mT.contiguous()
     if not bool(kept.all()):
         raise InputError("k", "leaves too few vectors: the start block is rank deficient")
     basis = torch.zeros(G, room, n_max, dtype=dtype, device=device)  # rows: the basis
@@ -269,24 +280,22 @@ def _run(
         steps += 1
         width = current.shape[-1]
         active = (~done).view(G, 1).expand(G, width).to(device)
-        w = batch.precondition(current, active)
-        if w.data_ptr() == current.data_ptr():  # an identity preconditioner: our own copy
-            w = w.clone()
+        solved = batch.precondition(current, active)
+        # our own copy (an identity preconditioner returns its input), stored as rows
+        rows = solved.mT.clone(memory_format=torch.contiguous_format)
+        w = rows.mT
         before = w.norm(dim=-2)
-        q_s = basis[:, :size].mT
         # classical Gram-Schmidt twice against [deflate, Q]: first against the blocks the
         # recurrence couples T Q_j to (Q_{j-1} and Q_j; after a restart every kept vector),
         # then against the whole basis (the rest is rounding: one full pass fixes it)
-        near = basis[:, local:size].mT
-        _project_(w, deflate)
-        part = near.mH @ w
-        w.baddbmm_(near, part, alpha=-1)
+        if deflate_rows is not None:
+            _project_(rows, deflate_rows)
+        part = _project_(rows, basis[:, local:size])
         h[:, :size, size - width : size] = 0
         h[:, local:size, size - width : size] = part
-        _project_(w, deflate)
-        part = q_s.mH @ w
-        w.baddbmm_(q_s, part, alpha=-1)
-        h[:, :size, size - width : size] += part
+        if deflate_rows is not None:
+            _project_(rows, deflate_rows)
+        h[:, :size, size - width : size] += _project_(rows, basis[:, :size])
         # numerically dependent columns (the space is nearly invariant) are dropped
         w.mul_((w.norm(dim=-2) > DEPENDENT * before).to(w.dtype).unsqueeze(-2))
         new, kept = _orthonormalize(w)
@@ -336,7 +345,7 @@ def _run(
                 break
         if restart:  # thick restart: the leading Ritz vectors and the pending block
             keep = max(m, (room - b) // 2)
-            basis[:, :keep] = (q_s @ y[..., :keep]).mT
+            basis[:, :keep] = y[..., :keep].mT @ basis[:, :size]
             coupling = sub @ y[:, size - width : size, :keep]
             h.zero_()
             idx = torch.arange(keep, device=device)

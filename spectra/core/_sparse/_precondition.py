@@ -146,6 +146,36 @@ class FactorSolve:
         return self.solver.apply(r.cpu()).to(device=self.device, dtype=self.dtype)
 
 
+def factor_solve_batch(
+    pres: list[Preconditioner | None], sizes: list[int], r: torch.Tensor, active: torch.Tensor
+) -> torch.Tensor | None:
+    """The shift-invert solves of a padded CPU batch ``r`` (``(G, n_max, c)``) in NumPy, one
+    solve per problem whose columns are all ``active`` (``(G, c)``; the others stay zero),
+    or ``None`` where a problem is not a CPU :class:`FactorSolve` of ``r``'s dtype or is
+    only partly active (the caller's per-problem route decides).
+
+    The same numbers as each :class:`FactorSolve` on its own block: per problem one gather,
+    the solve and one scatter, where the tensor route took a dozen small operations
+    (~60 us a graph against the solve's ~15 us at a few hundred nodes, 28 steps on each).
+    """
+    if r.device.type != "cpu" or r.requires_grad:
+        return None
+    full = active.all(-1)
+    if not bool((full | ~active.any(-1)).all()):
+        return None
+    for pre in pres:
+        if not isinstance(pre, FactorSolve) or pre.device.type != "cpu" or pre.dtype != r.dtype:
+            return None
+    x = r.detach().resolve_conj().contiguous().numpy()
+    out = np.zeros_like(x)
+    for g in full.nonzero().squeeze(-1).tolist():
+        n = sizes[g]
+        solver = pres[g]
+        assert isinstance(solver, FactorSolve)
+        solver.solver.solve_into(x[g, :n], out[g, :n])
+    return torch.from_numpy(out)
+
+
 def _callable(op: SparseOperator, fn: Callable[[Any], Any]) -> Preconditioner:
     numpy_family = op.origin.kind == "numpy"
     device, dtype = op.device, op.work_dtype
