@@ -191,3 +191,46 @@ def test_a_list_of_graphs_by_lanczos_against_arpack(monkeypatch):
         np.testing.assert_allclose(wi, np.sort(ref_w), rtol=1e-8, atol=1e-10)
         resid = a @ vi - vi * wi
         assert np.abs(resid).max() < 1e-7
+
+
+def test_orthonormalize_keeps_a_converged_problem_zero_on_the_cholesky_route(monkeypatch):
+    """A converged problem's all-zero block no longer sends the batch to SVQB."""
+    gen = torch.Generator().manual_seed(4)
+    w = torch.randn(3, 60, 3, generator=gen, dtype=torch.float64)
+    w[1] = 0.0
+    calls = []
+    real = _krylov.svqb
+    monkeypatch.setattr(_krylov, "svqb", lambda q: calls.append(1) or real(q))
+    q, kept = _krylov._orthonormalize(w)
+    assert calls == []  # Cholesky QR twice for the whole batch
+    assert kept.tolist() == [[True] * 3, [False] * 3, [True] * 3]
+    assert not bool(q[1].any())
+    for g in (0, 2):
+        torch.testing.assert_close(q[g].mT @ q[g], torch.eye(3, dtype=torch.float64))
+        # the same span: q = w R^-1
+        coef = torch.linalg.lstsq(w[g], q[g]).solution
+        torch.testing.assert_close(w[g] @ coef, q[g], atol=1e-12, rtol=0)
+        # and the same bits as the problem alone
+        alone, _ = _krylov._orthonormalize(w[g : g + 1])
+        assert torch.equal(alone[0], q[g])
+    # a dependent column of a live problem still takes SVQB (and is dropped)
+    w[2, :, 2] = w[2, :, 0]
+    q, kept = _krylov._orthonormalize(w)
+    assert calls and kept[2].sum() == 2 and kept[1].sum() == 0
+
+
+def test_projected_eigh_solves_only_the_live_problems():
+    gen = torch.Generator().manual_seed(5)
+    h = torch.randn(4, 20, 20, generator=gen, dtype=torch.float64)
+    h = h + h.mT
+    done = torch.tensor([False, True, False, True])
+    neg, y = _krylov._projected_eigh(h, done)
+    full_neg, full_y = dense_eigh(-h)
+    for g in (0, 2):  # bitwise what the whole batch gives them
+        assert torch.equal(neg[g], full_neg[g]) and torch.equal(y[g], full_y[g])
+        np.testing.assert_allclose(neg[g].numpy(), np.sort(-sla.eigvalsh(h[g].numpy())), atol=1e-11)
+    for g in (1, 3):
+        assert not bool(neg[g].any())
+        assert torch.equal(y[g], torch.eye(20, dtype=torch.float64))
+    neg0, y0 = _krylov._projected_eigh(h, torch.ones(4, dtype=torch.bool))
+    assert not bool(neg0.any()) and torch.equal(y0[2], torch.eye(20, dtype=torch.float64))
