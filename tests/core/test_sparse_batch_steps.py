@@ -234,3 +234,36 @@ def test_projected_eigh_solves_only_the_live_problems():
         assert torch.equal(y[g], torch.eye(20, dtype=torch.float64))
     neg0, y0 = _krylov._projected_eigh(h, torch.ones(4, dtype=torch.bool))
     assert not bool(neg0.any()) and torch.equal(y0[2], torch.eye(20, dtype=torch.float64))
+
+
+def test_a_list_is_solved_in_groups_whose_basis_fits_the_budget(monkeypatch):
+    """Sizes within 2x still share a group only up to GROUP_BYTES of padded basis: the
+    spy sees the groups, and every graph's pairs are the ones ARPACK finds."""
+    from spectra.core._sparse import _api
+
+    mats = _laplacians(sizes=(600, 650, 700, 800), seed=21)
+    seen: list[int] = []
+    real = _api._iterate
+
+    def spy(ops, *args, **kwargs):
+        seen.append(len(ops))
+        return real(ops, *args, **kwargs)
+
+    monkeypatch.setattr(_api, "_iterate", spy)
+    spectra.eigh(mats, k=6, largest=False, method="lanczos")
+    assert seen == [4]  # 4 x ~800 nodes: well within the budget
+    seen.clear()
+    one = 800 * _api.BASIS_VECTORS * _lobpcg_block(6) * 8
+    monkeypatch.setattr(_api, "GROUP_BYTES", 2 * one)
+    w, v = spectra.eigh(mats, k=6, largest=False, method="lanczos")
+    assert seen == [2, 2]
+    for a, wi, vi in zip(mats, w, v, strict=True):
+        ref_w, _ = ssla.eigsh(a, k=6, sigma=-1e-3, which="LM", tol=1e-14)
+        np.testing.assert_allclose(wi, np.sort(ref_w), rtol=1e-8, atol=1e-10)
+        assert np.abs(a @ vi - vi * wi).max() < 1e-7
+
+
+def _lobpcg_block(k: int) -> int:
+    from spectra.core._sparse._plan import block_size
+
+    return block_size(k, k + max(4, k // 2))

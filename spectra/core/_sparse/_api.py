@@ -44,6 +44,15 @@ SPARSE_KEYWORDS = (
     "on_fail",
 )
 DEFAULT_MAXITER = 1000
+#: a CPU group's padded Krylov basis stays within this many bytes (about a shared cache):
+#: one call on 64 graphs of 5,000 nodes (a 112 MiB basis) took 4.4 s, in groups of four
+#: (7 MiB each) 3.1-3.4 s, and 32 of them 2.0 s in one group, 1.7-1.9 s in groups of 1-16
+#: (2-core AMD EPYC VM, k = 9); the graphs of a D&D-like batch's groups fit (11 of <= 1,009
+#: nodes: 3.9 MiB)
+GROUP_BYTES = 16 << 20
+#: basis vectors per block vector the group estimate counts (the Lanczos basis holds
+#: ``4 m``)
+BASIS_VECTORS = 4
 #: CPU problems whose block has fewer entries than this iterate on one OpenMP thread
 #: (per-thread setting): the many small dense steps fork-join a thread team each, which
 #: dominated on a loaded machine (n = 3,000: 0.36 s per iteration on the loaded 2-core
@@ -187,7 +196,7 @@ def _solve_planned(
     for i in [i for i, d in enumerate(dense) if d]:
         results[i] = _dense(ops[i], flats[i], kk, largest, sopts)
     sparse_ids = [i for i, d in enumerate(dense) if not d]
-    for group in _groups(ops, sparse_ids, planned.methods):
+    for group in _groups(ops, sparse_ids, planned.methods, kk):
         pre_specs = [planned.preconditioners[i] for i in group]
         solved = _iterate(
             [ops[i] for i in group],
@@ -266,16 +275,39 @@ def _dense(
     return w, fix_gauge_(v.clone())
 
 
-def _groups(ops: list[SparseOperator], ids: list[int], methods: tuple[str, ...]) -> list[list[int]]:
-    """Problems solved together: same method, device and compute dtype, sizes within 2x."""
+def _groups(
+    ops: list[SparseOperator], ids: list[int], methods: tuple[str, ...], k: int = 8
+) -> list[list[int]]:
+    """Problems solved together: same method, device and compute dtype, sizes within 2x,
+    and on the CPU a padded basis (``G x n_max x`` :data:`BASIS_VECTORS` ``m`` vectors,
+    ``m`` the block for ``k``) of at most :data:`GROUP_BYTES`.
+
+    >>> import scipy.sparse as sp
+    >>> from ._operators import as_operator
+    >>> ops = [as_operator(sp.identity(n, format="csr"), "a", True, None, None)
+    ...        for n in (300, *[5000] * 9, 300)]
+    >>> [len(g) for g in _groups(ops, list(range(11)), ("lanczos",) * 11, 9)]
+    [2, 8, 1]
+    """
     out: list[list[int]] = []
     key = lambda i: (methods[i], str(ops[i].device), str(ops[i].work_dtype), ops[i].n)  # noqa: E731
+    per_node = BASIS_VECTORS * block_size(k, k + max(4, k // 2)) * 8
     for i in sorted(ids, key=key):
         last = out[-1] if out else None
-        if last is not None and key(last[0])[:3] == key(i)[:3] and ops[i].n <= 2 * ops[last[0]].n:
-            last.append(i)
-        else:
-            out.append([i])
+        same = last is not None and key(last[0])[:3] == key(i)[:3]
+        if same and last is not None and ops[i].n <= 2 * ops[last[0]].n:
+            fits = (
+                ops[i].device.type != "cpu"
+                or (len(last) + 1)
+                * ops[i].n
+                * per_node
+                * (2 if ops[i].work_dtype.is_complex else 1)
+                <= GROUP_BYTES
+            )
+            if fits:
+                last.append(i)
+                continue
+        out.append([i])
     return out
 
 
