@@ -267,3 +267,60 @@ def _lobpcg_block(k: int) -> int:
     from spectra.core._sparse._plan import block_size
 
     return block_size(k, k + max(4, k // 2))
+
+
+def _four_groups(monkeypatch):
+    from spectra.core._sparse import _api
+
+    mats = _laplacians(sizes=(600, 650, 700, 800), seed=21)
+    one = 800 * _api.BASIS_VECTORS * _lobpcg_block(6) * 8
+    monkeypatch.setattr(_api, "GROUP_BYTES", one)  # one graph per group
+    return _api, mats
+
+
+def test_groups_run_on_the_workers_with_the_same_bits(monkeypatch):
+    """Several CPU groups go to the core's threads (the spy sees the fan-out), and each
+    graph's result is bitwise what the call on one thread gives."""
+    _api, mats = _four_groups(monkeypatch)
+    threads = []
+    real = _api.fan_out
+
+    def spy(fn, total, workers, *args, **kwargs):
+        threads.append(workers)
+        return real(fn, total, workers, *args, **kwargs)
+
+    monkeypatch.setattr(_api, "fan_out", spy)
+    w2, v2 = spectra.eigh(mats, k=6, largest=False, method="lanczos", workers=2)
+    assert threads == [2]
+    w1, v1 = spectra.eigh(mats, k=6, largest=False, method="lanczos", workers=1)
+    assert threads == [2]  # workers=1: in turn, no fan-out
+    for a, b, c, d in zip(w1, w2, v1, v2, strict=True):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(c, d)
+    for a, wi in zip(mats, w2, strict=True):
+        ref_w, _ = ssla.eigsh(a, k=6, sigma=-1e-3, which="LM", tol=1e-14)
+        np.testing.assert_allclose(wi, np.sort(ref_w), rtol=1e-8, atol=1e-10)
+
+
+def test_group_threads_plan(monkeypatch):
+    _api, mats = _four_groups(monkeypatch)
+    ops = [as_operator(a, f"a[{i}]", True, None, "cpu") for i, a in enumerate(mats)]
+    groups = _api._groups(ops, list(range(4)), ("lanczos",) * 4, 6)
+    assert [len(g) for g in groups] == [1, 1, 1, 1]
+    assert _api._group_workers(groups, ops, 6, 2) == 2
+    assert _api._group_workers(groups, ops, 6, 8) == 4  # no more threads than groups
+    assert _api._group_workers(groups, ops, 6, 1) == 1
+    assert _api._group_workers(groups[:1], ops, 6, 2) == 1
+    monkeypatch.setattr(_api, "SMALL_BLOCK_ENTRIES", 100)  # blocks that thread themselves
+    assert _api._group_workers(groups, ops, 6, 2) == 1
+
+
+def test_a_failing_group_on_a_worker_raises_as_in_turn(monkeypatch):
+    _api, mats = _four_groups(monkeypatch)
+    errors = []
+    for workers in (2, 1):
+        with pytest.raises(spectra.LinAlgError) as info:
+            spectra.eigh(mats, k=6, largest=False, method="lanczos", maxiter=2, workers=workers)
+        errors.append(str(info.value))
+    assert "did not converge" in errors[0]
+    assert errors[0] == errors[1]
