@@ -29,6 +29,20 @@ from tests.core.sparse_helpers import adjacency_rgg, largest_component, normaliz
 SIZES = (40, 73, 120)
 
 
+def _spy_route(monkeypatch, module, name):
+    """Record, per call of ``module.name``, whether it served the call (returned a value)."""
+    served: list[bool] = []
+    real = getattr(module, name)
+
+    def spy(*args):
+        out = real(*args)
+        served.append(out is not None)
+        return out
+
+    monkeypatch.setattr(module, name, spy)
+    return served
+
+
 def _laplacians(sizes=SIZES, seed=3):
     return [
         normalized_laplacian(largest_component(adjacency_rgg(n, seed=seed + i)))
@@ -103,15 +117,7 @@ def test_the_batch_takes_the_fused_solves(monkeypatch):
     mats = _laplacians()
     pres = _solvers(mats)
     ops = [as_operator(sp.csr_matrix(a), f"a[{i}]", True, None, "cpu") for i, a in enumerate(mats)]
-    calls = []
-    real = _lobpcg.factor_solve_batch
-
-    def spy(*args):
-        out = real(*args)
-        calls.append(out is not None)
-        return out
-
-    monkeypatch.setattr(_lobpcg, "factor_solve_batch", spy)
+    calls = _spy_route(monkeypatch, _lobpcg, "factor_solve_batch")
     r = _padded(mats, 2)
     Batch(ops, 1.0, pres).precondition(r, torch.ones(3, 2, dtype=torch.bool))
     assert calls == [True]
@@ -142,15 +148,7 @@ def test_dense_eigh_of_a_batch_against_scipy(dtype, s):
 
 @pytest.mark.skipif(native_module() is None, reason="the compiled helper is not built")
 def test_dense_eigh_takes_the_compiled_batch(monkeypatch):
-    seen = []
-    real = _lobpcg.native_solve_batch
-
-    def spy(*args):
-        out = real(*args)
-        seen.append(out is not None)
-        return out
-
-    monkeypatch.setattr(_lobpcg, "native_solve_batch", spy)
+    seen = _spy_route(monkeypatch, _lobpcg, "native_solve_batch")
     h = torch.randn(5, 9, 9, dtype=torch.float64)
     dense_eigh(h)
     assert seen == [True]
@@ -175,15 +173,7 @@ def test_a_list_of_graphs_by_lanczos_against_arpack(monkeypatch):
     """The whole iteration with the new steps: every graph of a list, against shift-invert
     ARPACK, and the fused solves served every step of it."""
     mats = _laplacians(sizes=(600, 700, 900), seed=11)
-    used = []
-    real = _lobpcg.factor_solve_batch
-
-    def spy(*args):
-        out = real(*args)
-        used.append(out is not None)
-        return out
-
-    monkeypatch.setattr(_lobpcg, "factor_solve_batch", spy)
+    used = _spy_route(monkeypatch, _lobpcg, "factor_solve_batch")
     w, v = spectra.eigh(mats, k=6, largest=False, method="lanczos")
     assert used and all(used)
     for a, wi, vi in zip(mats, w, v, strict=True):
