@@ -314,3 +314,31 @@ def test_a_failing_group_on_a_worker_raises_as_in_turn(monkeypatch):
         errors.append(str(info.value))
     assert "did not converge" in errors[0]
     assert errors[0] == errors[1]
+
+
+def test_rayleigh_ritz_follows_each_problems_forecast(monkeypatch):
+    """Problems converging at different steps take their Rayleigh-Ritz steps on their own
+    forecasts: fewer projected problems are solved than with a step for every problem
+    still iterating at every step (the schedule forced), and every graph still matches
+    ARPACK."""
+    mats = _laplacians(sizes=(500, 650, 800, 900, 1000), seed=31)
+    solved: list[int] = []
+    real = _krylov._projected_eigh
+
+    def spy(sym, skip):
+        solved.append(int((~skip).sum()))
+        return real(sym, skip)
+
+    monkeypatch.setattr(_krylov, "_projected_eigh", spy)
+    w, _ = spectra.eigh(mats, k=6, largest=False, method="lanczos", workers=1)
+    forecast = sum(solved)
+    solved.clear()
+    monkeypatch.setattr(
+        _krylov._Skip, "due", lambda self, step: torch.ones_like(self.next, dtype=torch.bool)
+    )
+    w_every, _ = spectra.eigh(mats, k=6, largest=False, method="lanczos", workers=1)
+    assert 0 < forecast < sum(solved)
+    for a, wi, we in zip(mats, w, w_every, strict=True):
+        ref_w, _ = ssla.eigsh(a, k=6, sigma=-1e-3, which="LM", tol=1e-14)
+        np.testing.assert_allclose(wi, np.sort(ref_w), rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(we, np.sort(ref_w), rtol=1e-8, atol=1e-10)
