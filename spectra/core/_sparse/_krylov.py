@@ -95,12 +95,13 @@ def _orthonormalize(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     SVQB from the first converged problem on (11 graphs of 500-1,000 nodes: SVQB in 12 of
     28 steps)."""
     q = w
-    idle: torch.Tensor | None = None
+    idle: torch.Tensor | None = None  # (one problem alone: its zero block ends the run)
     for _ in range(2):
         gram = q.mH @ q
-        if idle is None:
+        if idle is None and w.shape[0] > 1:
             idle = gram.abs().flatten(1).amax(-1) == 0
-        if bool(idle.any()):
+            idle = idle if bool(idle.any()) else None
+        if idle is not None:
             eye = torch.eye(gram.shape[-1], dtype=gram.dtype, device=gram.device)
             gram = torch.where(idle.view(-1, 1, 1), eye, gram)
         factor, info = torch.linalg.cholesky_ex(gram)
@@ -110,8 +111,9 @@ def _orthonormalize(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             q, kept = svqb(q)
             return q, kept
         q = torch.linalg.solve_triangular(factor.mH, q, upper=True, left=False)
-    assert idle is not None
-    kept = (~idle).cpu().view(-1, 1).expand(w.shape[0], w.shape[-1]).clone()
+    kept = torch.ones(w.shape[0], w.shape[-1], dtype=torch.bool)
+    if idle is not None:
+        kept[idle.cpu()] = False
     return q, kept
 
 
@@ -200,14 +202,26 @@ class _Skip:
         self.last = torch.full((problems,), math.inf, dtype=torch.float64)
         self.at = torch.zeros(problems, dtype=torch.float64)
         self.next = torch.zeros(problems, dtype=torch.float64)
+        self.soonest = 0.0
 
     def due(self, step: int) -> torch.Tensor:
         """``(G,)``: whose Rayleigh-Ritz step is due at ``step``."""
         return self.next <= step
 
+    def any_due(self, step: int) -> bool:
+        """Whether any problem's step is due (a float compare: no tensor operation on the
+        steps in between, which a single small problem's call would feel)."""
+        return step >= self.soonest
+
     def hold(self, which: torch.Tensor) -> None:
         """``which`` (``(G,)``) take a Rayleigh-Ritz step at every step from now on."""
         self.next = torch.where(which, torch.zeros_like(self.next), self.next)
+        self.soonest = float(self.next.min())
+
+    def retire(self, done: torch.Tensor) -> None:
+        """Problems ``done`` (``(G,)``) take no more Rayleigh-Ritz steps."""
+        self.next = torch.where(done, math.inf, self.next)
+        self.soonest = float(self.next.min())
 
     def observe(self, step: int, ratio: torch.Tensor, seen: torch.Tensor) -> None:
         """``ratio``: ``(G, k)`` estimated residuals over the tolerance at ``step``, read
@@ -220,6 +234,7 @@ class _Skip:
         self.next = torch.where(seen, step + gap, self.next)
         self.last = torch.where(seen, worst, self.last)
         self.at = torch.where(seen, torch.full_like(self.at, float(step)), self.at)
+        self.soonest = float(self.next.min())
 
 
 def lanczos(
@@ -341,8 +356,10 @@ def _run(
         restart = size + b > room
         last = steps >= maxiter or not bool(kept.any())
         # every problem at a restart (its Ritz vectors are kept) and at the last step
-        due = ~done if (restart or last) else skip.due(steps) & ~done
-        if size >= m and bool(due.any()):
+        due = ~done if (restart or last) else None
+        if due is None and size >= m and skip.any_due(steps):
+            due = skip.due(steps) & ~done
+        if size >= m and due is not None and bool(due.any()):
             sym = h[:, :size, :size]
             batch.check_finite(sym)
             # ascending -mu, the largest mu of T first (the problems not due: identity)
@@ -384,6 +401,7 @@ def _run(
                 crowded = _widest_cluster(theta, k, gap) >= b
                 widen = widen | (accepted & crowded) if b < m else widen
                 done = done | ok
+                skip.retire(done)
             if give_up or bool(done.all()):
                 break
         if restart:  # thick restart: the leading Ritz vectors and the pending block
