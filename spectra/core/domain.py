@@ -47,7 +47,7 @@ from ._support._memory import (
 )
 from ._support._moments import Moments, combine_moments
 from ._support._solver_names import EIGENSOLVER_CALLS, TORCH_EIGH
-from ._support._threads import cpu_count, fan_out
+from ._support._threads import cpu_count, fan_out, pull
 from ._support._versions import torch_version
 
 __all__ = [
@@ -85,6 +85,7 @@ __all__ = [
     "matrix_bytes",
     "memory_budget",
     "orthonormality_error",
+    "pull",
     "real_dtype",
     "register_collection_op",
     "restore",

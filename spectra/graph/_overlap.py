@@ -18,12 +18,11 @@ worker (``workers=1`` inside: no nested fan-out, no oversubscription).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from ..core.domain import fan_out
+from ..core.domain import pull
 
 T = TypeVar("T")
 
@@ -52,23 +51,11 @@ def run_jobs(jobs: Sequence[Job[T]], workers: int) -> list[T]:
         return [x for job in jobs for x in job.run()]
     order = sorted(range(len(jobs)), key=lambda i: -jobs[i].seconds)
     results: list[list[T] | None] = [None] * len(jobs)
-    lock = threading.Lock()
-    state = {"next": 0, "failed": False}
 
-    def worker(lo: int, hi: int) -> None:
-        while True:
-            with lock:
-                if state["failed"] or state["next"] >= len(order):
-                    return
-                i = order[state["next"]]
-                state["next"] += 1
-            try:
-                results[i] = jobs[i].run()
-            except BaseException:
-                state["failed"] = True
-                raise
+    def run(i: int) -> None:
+        results[i] = jobs[i].run()
 
-    fan_out(worker, min(workers, len(jobs)), min(workers, len(jobs)))
+    pull(order, run, workers)
     return [x for got in results if got is not None for x in got]
 
 

@@ -273,13 +273,13 @@ def test_groups_run_on_the_workers_with_the_same_bits(monkeypatch):
     graph's result is bitwise what the call on one thread gives."""
     _api, mats = _four_groups(monkeypatch)
     threads = []
-    real = _api.fan_out
+    real = _api.pull
 
-    def spy(fn, total, workers, *args, **kwargs):
+    def spy(order, run, workers, *args, **kwargs):
         threads.append(workers)
-        return real(fn, total, workers, *args, **kwargs)
+        return real(order, run, workers, *args, **kwargs)
 
-    monkeypatch.setattr(_api, "fan_out", spy)
+    monkeypatch.setattr(_api, "pull", spy)
     w2, v2 = spectra.eigh(mats, k=6, largest=False, method="lanczos", workers=2)
     assert threads == [2]
     w1, v1 = spectra.eigh(mats, k=6, largest=False, method="lanczos", workers=1)

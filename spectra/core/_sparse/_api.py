@@ -10,7 +10,7 @@ them (solved together). Small problems are densified and go through the core's d
 from __future__ import annotations
 
 import math
-import threading
+import sys
 import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
@@ -25,7 +25,7 @@ from .._pipeline._gauge import fix_gauge_
 from .._pipeline._solve import solve_standard
 from .._support._arrays import real_dtype, restore
 from .._support._memory import memory_budget
-from .._support._threads import cpu_count, fan_out, single_threaded_kernels
+from .._support._threads import cpu_count, pull, single_threaded_kernels
 from ._blocks import split_input
 from ._factor import holding
 from ._krylov import lanczos
@@ -186,7 +186,7 @@ def _solve_planned(
     single: bool,
     vectors: bool,
     budget: int,
-    workers: int = 1,
+    workers: int,
 ) -> tuple[Any, Any]:
     planned = plan_ops(
         ops,
@@ -292,7 +292,7 @@ def _group_workers(groups: list[list[int]], ops: list[SparseOperator], k: int, w
     so groups running side by side stay within ``max_memory``."""
     if workers < 2 or len(groups) < 2:
         return 1
-    m = block_size(k, k + max(4, k // 2))
+    m = block_size(k, sys.maxsize)
     for group in groups:
         if any(ops[i].device.type != "cpu" or ops[i].n * m >= SMALL_BLOCK_ENTRIES for i in group):
             return 1
@@ -311,29 +311,11 @@ def _run_groups(groups: list[list[int]], sizes: list[int], solve: Any, workers: 
             solve(group)
         return
     order = sorted(range(len(groups)), key=lambda j: -sum(sizes[i] for i in groups[j]))
-    lock = threading.Lock()
-    state = {"next": 0}
-    errors: dict[int, Exception] = {}
-
-    def worker(lo: int, hi: int) -> None:
-        while True:
-            with lock:
-                if state["next"] >= len(order):
-                    return
-                j = order[state["next"]]
-                state["next"] += 1
-            try:
-                solve(groups[j])
-            except Exception as exc:  # raised below, in turn's order
-                errors[j] = exc
-
-    fan_out(worker, workers, workers)
-    if errors:
-        raise errors[min(errors)]
+    pull(order, lambda j: solve(groups[j]), workers, finish=True)
 
 
 def _groups(
-    ops: list[SparseOperator], ids: list[int], methods: tuple[str, ...], k: int = 8
+    ops: list[SparseOperator], ids: list[int], methods: tuple[str, ...], k: int
 ) -> list[list[int]]:
     """Problems solved together: same method, device and compute dtype, sizes within 2x,
     and on the CPU a padded basis (``G x n_max x`` :data:`BASIS_VECTORS` ``m`` vectors,
@@ -348,7 +330,7 @@ def _groups(
     """
     out: list[list[int]] = []
     key = lambda i: (methods[i], str(ops[i].device), str(ops[i].work_dtype), ops[i].n)  # noqa: E731
-    per_node = BASIS_VECTORS * block_size(k, k + max(4, k // 2)) * 8
+    per_node = BASIS_VECTORS * block_size(k, sys.maxsize) * 8
     for i in sorted(ids, key=key):
         last = out[-1] if out else None
         same = last is not None and key(last[0])[:3] == key(i)[:3]

@@ -385,6 +385,8 @@ class ShiftInvert:
                 break
         del b
         self.sigma, self.lu = sigma, lu
+        #: the factor's dtype (its solves return it)
+        self.dtype = eye.dtype
         #: entries of ``L`` and ``U`` together, as SuperLU stores them
         self.fill = int(lu.nnz)
 
@@ -394,14 +396,12 @@ class ShiftInvert:
 
     def apply(self, r: torch.Tensor) -> torch.Tensor:
         """The solve on a block ``r`` (``(n, c)``, CPU), returned as a tensor of ``r``'s dtype."""
-        solved = np.asarray(self.lu.solve(np.asfortranarray(r.numpy()[self.order])))
-        x = np.empty_like(solved)
-        x[self.order] = solved
+        x = np.empty(tuple(r.shape), dtype=self.dtype)
+        self.solve_into(r.numpy(), x)
         return torch.from_numpy(x).to(dtype=r.dtype)
 
     def solve_into(self, r: np.ndarray, out: np.ndarray) -> None:
-        """:meth:`apply` on the NumPy block ``r`` (``(n, c)``), written into ``out`` (the
-        same shape; cast to its dtype as :meth:`apply`'s tensor is): the same numbers,
-        without the tensor round trips (the batched Lanczos path solves ~10 graphs a step).
-        """
+        """The solve on the NumPy block ``r`` (``(n, c)``), written into ``out`` (the same
+        shape, cast to its dtype): no tensor round trips (the batched Lanczos path solves
+        ~10 graphs a step this way)."""
         out[self.order] = self.lu.solve(np.asfortranarray(r[self.order]))

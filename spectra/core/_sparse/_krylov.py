@@ -355,11 +355,12 @@ def _run(
         sub = new.mH @ w  # Q_{j+1}^H T Q_j
         restart = size + b > room
         last = steps >= maxiter or not bool(kept.any())
-        # every problem at a restart (its Ritz vectors are kept) and at the last step
-        due = ~done if (restart or last) else None
-        if due is None and size >= m and skip.any_due(steps):
+        due = None  # whose Rayleigh-Ritz step this is
+        if size >= m and (restart or last):
+            due = ~done  # every problem: its Ritz vectors are kept, or it is the last step
+        elif size >= m and skip.any_due(steps):
             due = skip.due(steps) & ~done
-        if size >= m and due is not None and bool(due.any()):
+        if due is not None and bool(due.any()):
             sym = h[:, :size, :size]
             batch.check_finite(sym)
             # ascending -mu, the largest mu of T first (the problems not due: identity)
@@ -378,7 +379,7 @@ def _run(
                 reached = torch.where(due, within, reached)
                 settled = settled + 1 if bool((reached | done).all()) else 0
                 # within the caller's tolerance: each of its steps counts
-                skip.hold(reached)
+                skip.hold(reached & ~done)
             give_up = last
             give_up = give_up or (settle is not None and settled > settle[1])
             check = (wanted | give_up) & ~done

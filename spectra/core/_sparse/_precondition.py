@@ -163,16 +163,17 @@ def factor_solve_batch(
     full = active.all(-1)
     if not bool((full | ~active.any(-1)).all()):
         return None
-    for pre in pres:
-        if not isinstance(pre, FactorSolve) or pre.device.type != "cpu" or pre.dtype != r.dtype:
-            return None
+    solvers = [
+        p.solver
+        for p in pres
+        if isinstance(p, FactorSolve) and p.device.type == "cpu" and p.dtype == r.dtype
+    ]
+    if len(solvers) != len(pres):
+        return None
     x = r.detach().resolve_conj().contiguous().numpy()
     out = np.zeros_like(x)
     for g in full.nonzero().squeeze(-1).tolist():
-        n = sizes[g]
-        solver = pres[g]
-        assert isinstance(solver, FactorSolve)
-        solver.solver.solve_into(x[g, :n], out[g, :n])
+        solvers[g].solve_into(x[g, : sizes[g]], out[g, : sizes[g]])
     return torch.from_numpy(out)
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager, nullcontext
 from typing import Any, TypeVar
@@ -275,6 +275,44 @@ def fan_out(
             raise _first_error(futures) from None
         raise
     return [first] + [f.result() for f in futures]
+
+
+def pull(
+    order: Sequence[int], run: Callable[[int], None], workers: int, finish: bool = False
+) -> None:
+    """``run(i)`` for every ``i`` of ``order`` on ``workers`` threads (:func:`fan_out`),
+    each taking the next index when it is free (greedy list scheduling: put the costliest
+    first). The first error stops the others from taking new indices and is raised; with
+    ``finish`` every index still runs and the error of the smallest index that failed is
+    raised (the one a loop in index order would raise first).
+
+    >>> seen = []
+    >>> pull([2, 0, 1], seen.append, 2)
+    >>> sorted(seen)
+    [0, 1, 2]
+    """
+    lock = threading.Lock()
+    state = {"next": 0, "failed": False}
+    errors: dict[int, Exception] = {}
+
+    def worker(lo: int, hi: int) -> None:
+        while True:
+            with lock:
+                if state["failed"] or state["next"] >= len(order):
+                    return
+                i = order[state["next"]]
+                state["next"] += 1
+            try:
+                run(i)
+            except Exception as exc:
+                if not finish:
+                    state["failed"] = True
+                    raise
+                errors[i] = exc
+
+    fan_out(worker, min(workers, len(order)), min(workers, len(order)))
+    if errors:
+        raise errors[min(errors)]
 
 
 def _first_error(futures: list[Future[Any]]) -> BaseException:
