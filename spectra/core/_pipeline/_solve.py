@@ -107,7 +107,11 @@ def solve_standard(
             assert vx is not None
             return wx.reshape(*x.shape[:-1]), vx.reshape(x.shape)
 
-        w, v = eigh_with_grad(flat, solver, opts.backward(planned(flat).memory_budget))
+        # the caller's shape, not ``flat``: one matrix's backward then runs on 2-D operands,
+        # as the one-matrix route's (and torch's) does; torch's small matmuls round 2-D and
+        # batched products differently on some CPUs (its naive batched kernel below n^3 =
+        # 400 against the BLAS's FMA kernel), so a (1, n, n) view would change the bits
+        w, v = eigh_with_grad(a, solver, opts.backward(planned(flat).memory_budget))
     else:
         w, v = execute(planned(flat), flat.contiguous(), pre, post)
     w = w.reshape(*batch_shape, n)
