@@ -569,3 +569,71 @@ def test_exact_and_finite_in_one_pass(dtype: torch.dtype) -> None:
     with pytest.raises(InputRejected):
         quick_check(x, finite=True)
     quick_check(x)  # without finite: exact, accepted here (the solve's result decides)
+
+
+#: column lengths around the compiled passes' vector widths (4 doubles, 8 floats, 2 or 4
+#: complex entries per vector): whole vectors only, vectors and a tail, a tail only
+LANE_SIZES = [1, 3, 4, 5, 7, 8, 9, 17, 64, 67]
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", LANE_SIZES)
+def test_gauge_lanes_and_tails(dtype: torch.dtype, n: int) -> None:
+    """The vectorized gauge against the torch gauge with the peak (or an opposite-sign
+    near-tie of it) in every position: first, inside a vector, last, in the tail; and a
+    NaN or Inf at each of those positions refused (nothing decided there, the Python gauge
+    runs)."""
+    assert MODULE is not None
+    kind, _, tol, keep, keep2, low, high = _native._CONSTANTS[dtype]
+    g = torch.Generator().manual_seed(n)
+    real = torch.float32 if dtype in (torch.float32, torch.complex64) else torch.float64
+    cols = []
+    for pos in sorted({0, n // 2, n - 1}):
+        x = 0.1 * torch.rand(n, generator=g, dtype=torch.float64) - 0.05
+        x[pos] = -0.9
+        cols.append(x.clone())
+        if n > 1:  # an opposite-sign near-tie: the first near-peak entry decides
+            y = x.clone()
+            y[(pos + 1) % n] = 0.9 * (1 - float(tol) / 4)
+            cols.append(y)
+    x = torch.stack(cols, 1).to(real)
+    if dtype.is_complex:
+        phase = torch.exp(1j * torch.rand(x.shape, generator=g, dtype=torch.float64) * 6)
+        x = (x.to(torch.float64) * phase).to(dtype)
+    m = x.shape[1]
+    v = torch.empty_strided((n, m), (1, n), dtype=dtype)
+    v.copy_(x)
+    assert MODULE.gauge(kind, n, m, v.data_ptr(), tol, keep, keep2, low, high) == 1
+    assert torch.equal(v, fix_gauge(x.clone()))
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        for pos in sorted({0, n // 2, n - 1}):
+            y = x.clone()
+            y[pos, -1] = bad
+            v = torch.empty_strided((n, m), (1, n), dtype=dtype)
+            v.copy_(y)
+            assert MODULE.gauge(kind, n, m, v.data_ptr(), tol, keep, keep2, low, high) == 0
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", LANE_SIZES)
+def test_exactly_hermitian_every_position(dtype: torch.dtype, n: int) -> None:
+    """The branch-free exact test against ``torch.equal(a, a.mH)`` with one entry off (or
+    NaN, or a symmetric Inf under ``finite``) at the first, a middle and the last position
+    of a row, in C order and transposed (another stride pattern)."""
+    a = _random(n, dtype, n)
+    assert _native.native_exactly_hermitian(a, finite=True) is True
+    assert _native.native_exactly_hermitian(a.mT, finite=True) is torch.equal(a.mT, a.conj())
+    spots = sorted({(i, j) for i in {0, n // 2, n - 1} for j in {0, i // 2, i}})
+    for i, j in spots:
+        for value in (1e-3, float("nan")):
+            b = a.clone()
+            b[i, j] += value
+            want = torch.equal(b, b.mH)
+            assert _native.native_exactly_hermitian(b) is want, (i, j, value)
+            assert _native.native_exactly_hermitian(b.mT.contiguous().mT) is want
+        inf = a.clone()
+        inf[i, j] = inf[j, i] = float("inf")
+        assert _native.native_exactly_hermitian(inf) is torch.equal(inf, inf.mH)
+        assert _native.native_exactly_hermitian(inf, finite=True) is False

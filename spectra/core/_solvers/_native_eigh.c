@@ -29,6 +29,16 @@
 
 #include "_native_eigh.h"
 
+/* The checks and the gauge make exact decisions (comparisons, maxima, negations, and the
+ * complex gauge's products rounded one by one: -ffp-contract=off), so their bits are the
+ * same in every instruction set; where the compiler can, each is built for AVX2 as well
+ * as the baseline and the loader picks the CPU's (GCC's function multi-versioning). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define SPECTRA_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define SPECTRA_CLONES
+#endif
+
 typedef struct {
     float re, im;
 } cfloat;
@@ -72,33 +82,55 @@ static int max1(int x) { return x > 1 ? x : 1; }
 /* ---- checks ------------------------------------------------------------------------ */
 
 /* exactly Hermitian (every entry equal to its mirror's conjugate: NaN never is), and with
- * finite set, every entry finite */
+ * finite set, every entry finite. Each row of the lower triangle is tested without a
+ * branch (a running "all equal" flag, and a sum of x * 0, which is NaN exactly where some
+ * x is NaN or infinite: the order of the sum cannot change that), so the compiler keeps
+ * the walk in vector registers; the verdict is read once per row. */
 #define DEFINE_REAL_CHECK(NAME, T)                                                        \
-    static int NAME(const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1, int finite) { \
+    SPECTRA_CLONES static int NAME(const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1, \
+                                   int finite) {                                          \
         for (Py_ssize_t i = 0; i < n; i++) {                                              \
-            for (Py_ssize_t j = 0; j <= i; j++) {                                         \
-                T x = a[i * s0 + j * s1], y = a[j * s0 + i * s1];                         \
-                if (!(x == y) || (finite && !isfinite(x))) return 0;                      \
+            const T *row = a + i * s0, *col = a + i * s1;                                 \
+            int same = 1;                                                                 \
+            T zero = 0;                                                                   \
+            if (s1 == 1) { /* C order: the row is contiguous, its mirror a column */       \
+                for (Py_ssize_t j = 0; j <= i; j++) {                                     \
+                    T x = row[j], y = col[j * s0];                                        \
+                    same &= x == y;                                                       \
+                    zero += x * (T)0;                                                     \
+                }                                                                         \
+            } else {                                                                      \
+                for (Py_ssize_t j = 0; j <= i; j++) {                                     \
+                    T x = row[j * s1], y = col[j * s0];                                   \
+                    same &= x == y;                                                       \
+                    zero += x * (T)0;                                                     \
+                }                                                                         \
             }                                                                             \
+            if (!same || (finite && zero != zero)) return 0;                              \
         }                                                                                 \
         return 1;                                                                         \
     }
 DEFINE_REAL_CHECK(check_s, float)
 DEFINE_REAL_CHECK(check_d, double)
 
-#define DEFINE_COMPLEX_CHECK(NAME, T)                                                     \
-    static int NAME(const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1, int finite) { \
+#define DEFINE_COMPLEX_CHECK(NAME, T, R)                                                  \
+    SPECTRA_CLONES static int NAME(const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1, \
+                                   int finite) {                                          \
         for (Py_ssize_t i = 0; i < n; i++) {                                              \
+            const T *row = a + i * s0, *col = a + i * s1;                                 \
+            int same = 1;                                                                 \
+            R zero = 0;                                                                   \
             for (Py_ssize_t j = 0; j <= i; j++) {                                         \
-                T x = a[i * s0 + j * s1], y = a[j * s0 + i * s1];                         \
-                if (!(x.re == y.re) || !(x.im == -y.im)) return 0;                        \
-                if (finite && (!isfinite(x.re) || !isfinite(x.im))) return 0;             \
+                T x = row[j * s1], y = col[j * s0];                                       \
+                same &= (x.re == y.re) & (x.im == -y.im);                                 \
+                zero += x.re * (R)0 + x.im * (R)0;                                        \
             }                                                                             \
+            if (!same || (finite && zero != zero)) return 0;                              \
         }                                                                                 \
         return 1;                                                                         \
     }
-DEFINE_COMPLEX_CHECK(check_c, cfloat)
-DEFINE_COMPLEX_CHECK(check_z, cdouble)
+DEFINE_COMPLEX_CHECK(check_c, cfloat, float)
+DEFINE_COMPLEX_CHECK(check_z, cdouble, double)
 
 static int check_one(int kind, const void *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1,
                      int finite) {
@@ -122,19 +154,49 @@ DEFINE_COPY(copy_z, cdouble)
 
 /* ---- gauge ------------------------------------------------------------------------- */
 
-/* real columns (contiguous, column-major): 1 if gauged, 0 if a column is not finite */
-#define DEFINE_REAL_GAUGE(NAME, T)                                                        \
-    static int NAME(T *v, Py_ssize_t n, Py_ssize_t m, double tol_d, double keep_d) {      \
+/* real columns (contiguous, column-major): 1 if gauged, 0 if a column is not finite.
+ * The largest and smallest entries are running maxima and minima over the lanes of a
+ * vector (GNU C vector extensions; a maximum is exact in any order, and the select below
+ * is "x > m ? x : m" lane by lane), finiteness a sum of x * 0 (NaN exactly where some
+ * entry is NaN or infinite, whatever the order), so the pass has no branch. */
+typedef double vec_d __attribute__((vector_size(32)));
+typedef long long mask_d __attribute__((vector_size(32)));
+typedef float vec_s __attribute__((vector_size(32)));
+typedef int mask_s __attribute__((vector_size(32)));
+#define DEFINE_REAL_GAUGE(NAME, T, V, M)                                                  \
+    SPECTRA_CLONES static int NAME(T *v, Py_ssize_t n, Py_ssize_t m, double tol_d,        \
+                                   double keep_d) {                                       \
         const T tol = (T)tol_d, keep = (T)keep_d;                                         \
+        enum { L = (int)(sizeof(V) / sizeof(T)) };                                        \
         for (Py_ssize_t j = 0; j < m; j++) {                                              \
             T *col = v + j * n;                                                           \
-            T hi = col[0], lo = col[0];                                                   \
-            for (Py_ssize_t i = 0; i < n; i++) {                                          \
-                T x = col[i];                                                             \
-                if (!isfinite(x)) return 0;                                               \
-                if (x > hi) hi = x;                                                       \
-                if (x < lo) lo = x;                                                       \
+            V his, los, zeros;                                                            \
+            for (int k = 0; k < L; k++) {                                                 \
+                his[k] = los[k] = col[0];                                                 \
+                zeros[k] = 0;                                                             \
             }                                                                             \
+            Py_ssize_t i = 0;                                                             \
+            for (; i + L <= n; i += L) {                                                  \
+                V x;                                                                      \
+                memcpy(&x, col + i, sizeof x);                                            \
+                M up = x > his, down = x < los;                                           \
+                his = (V)(((M)x & up) | ((M)his & ~up));                                  \
+                los = (V)(((M)x & down) | ((M)los & ~down));                              \
+                zeros += x * (T)0;                                                        \
+            }                                                                             \
+            T hi = his[0], lo = los[0], zero = zeros[0];                                  \
+            for (int k = 1; k < L; k++) {                                                 \
+                hi = his[k] > hi ? his[k] : hi;                                           \
+                lo = los[k] < lo ? los[k] : lo;                                           \
+                zero += zeros[k];                                                         \
+            }                                                                             \
+            for (; i < n; i++) {                                                          \
+                T x = col[i];                                                             \
+                hi = x > hi ? x : hi;                                                     \
+                lo = x < lo ? x : lo;                                                     \
+                zero += x * (T)0;                                                         \
+            }                                                                             \
+            if (zero != zero) return 0;                                                   \
             T peak = hi >= -lo ? hi : -lo;                                                \
             int negative = !(hi >= -lo);                                                  \
             T s = hi + lo;                                                                \
@@ -153,43 +215,56 @@ DEFINE_COPY(copy_z, cdouble)
         }                                                                                 \
         return 1;                                                                         \
     }
-DEFINE_REAL_GAUGE(gauge_s, float)
-DEFINE_REAL_GAUGE(gauge_d, double)
+DEFINE_REAL_GAUGE(gauge_s, float, vec_s, mask_s)
+DEFINE_REAL_GAUGE(gauge_d, double, vec_d, mask_d)
 
 /* complex columns: 1 if gauged, 0 if a peak's square lies outside (low, high) or is NaN
- * (the abs rule of the Python route then applies) */
-#define DEFINE_COMPLEX_GAUGE(NAME, T, R, SQRT)                                            \
-    static int NAME(T *v, Py_ssize_t n, Py_ssize_t m, double keep2_d, double low_d,       \
-                    double high_d) {                                                      \
+ * (the abs rule of the Python route then applies). A column is read as its interleaved
+ * real and imaginary parts, a vector at a time: the squares x * x, added to their
+ * pair-swapped copy, give every lane of a pair the entry's re^2 + im^2 (the same sum in
+ * either order), and the phase multiply is x * (cr, cr) + swap(x) * (-ci, ci), the scalar
+ * formula's products and sums rounded one by one. */
+#ifdef __clang__
+#define SWAP_S(x) __builtin_shufflevector(x, x, 1, 0, 3, 2, 5, 4, 7, 6)
+#define SWAP_D(x) __builtin_shufflevector(x, x, 1, 0, 3, 2)
+#else
+#define SWAP_S(x) __builtin_shuffle(x, (mask_s){1, 0, 3, 2, 5, 4, 7, 6})
+#define SWAP_D(x) __builtin_shuffle(x, (mask_d){1, 0, 3, 2})
+#endif
+#define DEFINE_COMPLEX_GAUGE(NAME, T, R, SQRT, V, M, SWAP)                                \
+    SPECTRA_CLONES static int NAME(T *v, Py_ssize_t n, Py_ssize_t m, double keep2_d,      \
+                                   double low_d, double high_d) {                         \
         const R keep2 = (R)keep2_d, low = (R)low_d, high = (R)high_d;                     \
+        enum { L = (int)(sizeof(V) / sizeof(R)), C = L / 2 }; /* C entries per vector */  \
         R *peaks = malloc(sizeof(R) * (size_t)(m > 0 ? m : 1));                           \
         if (peaks == NULL) return 0;                                                      \
         for (Py_ssize_t j = 0; j < m; j++) { /* every column screened before any write */  \
             const T *col = v + j * n;                                                     \
-            /* the peak by four independent maxima (a max is exact in any order); a NaN   \
-             * square never wins a comparison, so it is flagged on its own */             \
-            R p0 = 0, p1 = 0, p2 = 0, p3 = 0;                                             \
-            int nan = 0;                                                                  \
+            /* the peak by independent maxima (a max is exact in any order); a NaN square \
+             * never wins a comparison, so it is flagged on its own */                    \
+            V top = {0};                                                                  \
+            M nans = {0};                                                                 \
             Py_ssize_t i = 0;                                                             \
-            for (; i + 4 <= n; i += 4) {                                                  \
-                R m0 = col[i].re * col[i].re + col[i].im * col[i].im;                     \
-                R m1 = col[i + 1].re * col[i + 1].re + col[i + 1].im * col[i + 1].im;     \
-                R m2 = col[i + 2].re * col[i + 2].re + col[i + 2].im * col[i + 2].im;     \
-                R m3 = col[i + 3].re * col[i + 3].re + col[i + 3].im * col[i + 3].im;     \
-                p0 = m0 > p0 ? m0 : p0;                                                   \
-                p1 = m1 > p1 ? m1 : p1;                                                   \
-                p2 = m2 > p2 ? m2 : p2;                                                   \
-                p3 = m3 > p3 ? m3 : p3;                                                   \
-                nan |= (m0 != m0) | (m1 != m1) | (m2 != m2) | (m3 != m3);                 \
+            for (; i + C <= n; i += C) {                                                  \
+                V x;                                                                      \
+                memcpy(&x, col + i, sizeof x);                                            \
+                V sq = x * x;                                                             \
+                V m2 = sq + SWAP(sq);                                                     \
+                M up = m2 > top;                                                          \
+                top = (V)(((M)m2 & up) | ((M)top & ~up));                                 \
+                nans |= m2 != m2;                                                         \
+            }                                                                             \
+            R peak2 = 0;                                                                  \
+            int nan = 0;                                                                  \
+            for (int k = 0; k < L; k++) {                                                 \
+                peak2 = top[k] > peak2 ? top[k] : peak2;                                  \
+                nan |= nans[k] != 0;                                                      \
             }                                                                             \
             for (; i < n; i++) {                                                          \
                 R m0 = col[i].re * col[i].re + col[i].im * col[i].im;                     \
-                p0 = m0 > p0 ? m0 : p0;                                                   \
+                peak2 = m0 > peak2 ? m0 : peak2;                                          \
                 nan |= m0 != m0;                                                          \
             }                                                                             \
-            p0 = p1 > p0 ? p1 : p0;                                                       \
-            p2 = p3 > p2 ? p3 : p2;                                                       \
-            R peak2 = p2 > p0 ? p2 : p0;                                                  \
             if (nan || !(peak2 > low && peak2 < high)) {                                  \
                 free(peaks);                                                              \
                 return 0;                                                                 \
@@ -212,7 +287,20 @@ DEFINE_REAL_GAUGE(gauge_d, double)
             R pr2 = pr * pr, pi2 = pi * pi;                                               \
             R size = SQRT(pr2 + pi2);                                                     \
             R cr = pr / size, ci = -pi / size;                                            \
-            for (Py_ssize_t i = 0; i < n; i++) {                                          \
+            V cc, ss;                                                                     \
+            for (int k = 0; k < L; k += 2) {                                              \
+                cc[k] = cc[k + 1] = cr;                                                   \
+                ss[k] = -ci;                                                              \
+                ss[k + 1] = ci;                                                           \
+            }                                                                             \
+            Py_ssize_t i = 0;                                                             \
+            for (; i + C <= n; i += C) {                                                  \
+                V x;                                                                      \
+                memcpy(&x, col + i, sizeof x);                                            \
+                V y = x * cc + SWAP(x) * ss;                                              \
+                memcpy(col + i, &y, sizeof y);                                            \
+            }                                                                             \
+            for (; i < n; i++) {                                                          \
                 R re = col[i].re, im = col[i].im;                                         \
                 R a1 = re * cr, a2 = im * ci, b1 = re * ci, b2 = im * cr;                 \
                 col[i].re = a1 - a2;                                                      \
@@ -222,8 +310,8 @@ DEFINE_REAL_GAUGE(gauge_d, double)
         free(peaks);                                                                      \
         return 1;                                                                         \
     }
-DEFINE_COMPLEX_GAUGE(gauge_c, cfloat, float, sqrtf)
-DEFINE_COMPLEX_GAUGE(gauge_z, cdouble, double, sqrt)
+DEFINE_COMPLEX_GAUGE(gauge_c, cfloat, float, sqrtf, vec_s, mask_s, SWAP_S)
+DEFINE_COMPLEX_GAUGE(gauge_z, cdouble, double, sqrt, vec_d, mask_d, SWAP_D)
 
 #define DEFINE_FINITE(NAME, R)                                                            \
     static int NAME(const R *w, Py_ssize_t n) {                                           \
