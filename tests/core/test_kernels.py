@@ -18,6 +18,7 @@ import torch
 
 import spectra
 from spectra.core import STRATEGIES
+from spectra.core._solvers import _native
 from spectra.core._solvers._kernels import _closed_form
 from spectra.core.domain import default_tolerance
 
@@ -320,12 +321,16 @@ def test_fused_check_on_large_lapack_blocks(monkeypatch, strategy, dtype):
     verdicts = _spy_fused_check(monkeypatch)
     a = random_hermitian((batch,), n, dtype, seed=11)
     spectra.eigh(a, strategy=strategy, workers=1)
-    assert verdicts == [True]
+    # exactly Hermitian: torch's blocks take the compiled fused pass (its own exact check),
+    # the other LAPACK strategies numba's check; below, torch's blocks are declined by
+    # that pass (not exact, or not finite) and reach numba's check too
+    fused = strategy == "torch" and _native.native_module() is not None
+    assert verdicts == ([] if fused else [True])
     verdicts.clear()
-    a[2, 5, 3], a[2, 3, 5] = 0.0, -0.0
+    a[2, 5, 3], a[2, 3, 5] = 0.0, -0.0  # equal as numbers: the fused pass accepts them
     a[4, 7, 1] += 1e-3 * torch.finfo(REAL.get(dtype, dtype)).eps * a[4].abs().amax()
     w, _ = spectra.eigh(a, strategy=strategy, workers=1)
-    assert verdicts == [True] and bool(torch.isfinite(w).all())
+    assert verdicts == ([] if fused else [True]) and bool(torch.isfinite(w).all())
     verdicts.clear()
     a[6, 1, 9] = float("inf")
     a[9, 0, 2] += 1.0

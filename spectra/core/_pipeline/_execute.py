@@ -76,6 +76,7 @@ def execute(
     if p.window is not None:
         into, solve, outputs = _windowed(strategy.abilities.window, *p.window)
     blas = strategy.runs.blas_pool
+    fused = _fused_pass(strategy, p, pre, post)
 
     def block(
         x: torch.Tensor,
@@ -83,6 +84,10 @@ def execute(
         w_out: torch.Tensor | None = None,
         v_out: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if fused is not None:  # check, solve and gauge per matrix, or nothing decided
+            wf, vf = (w_out, v_out) if w_out is not None else outputs(x, p.vectors)
+            if fused(x, wf, vf, pre is not None):
+                return wf, vf
         # finite: every entry of x known finite, no need to look at the result
         finite = check(x, offset) if check is not None else False
         try:
@@ -141,6 +146,26 @@ def execute(
             else:
                 fan_out(part, stop - start, p.workers, blas=blas, set_threads=False)
     return w, v
+
+
+def _fused_pass(strategy: Any, p: Plan, pre: Pre | None, post: Post | None) -> Any:
+    """The strategy's fused check-solve-gauge pass where it stands in for this plan's three
+    steps: a CPU full solve without verification, whose input check (if any) names its
+    tolerance (the executor's own; the pass accepts only exactly Hermitian, finite input,
+    which every such check accepts) and whose eigenvectors get the core's gauge."""
+    fused = strategy.abilities.fused
+    if (
+        fused is None
+        or strategy.abilities.into is None  # it stands for into + check + gauge: a
+        # strategy whose into was dropped (its solve replaced, say) solves through solve
+        or p.device.type != "cpu"
+        or p.window is not None
+        or p.verify
+        or (pre is not None and getattr(pre, "tolerance", None) is None)
+        or (p.vectors and (post is None or strategy.abilities.gauged))
+    ):
+        return None
+    return fused
 
 
 def _windowed(window: Any, lo: int, hi: int) -> tuple[Any, Any, Any]:

@@ -294,6 +294,47 @@ def native_solve_batch(
     return (w, v) if status == OK else None
 
 
+def native_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None, check: bool) -> bool:
+    """The ``torch`` strategy's fused block pass (:class:`~spectra.core._strategies._base.
+    WritesChecked`): every matrix of the CPU block ``a`` (``(B, n, n)``, ``3 < n <=``
+    :data:`MAX_N`, without history) checked (with ``check``: exactly Hermitian, finite),
+    solved by the LAPACK call :func:`~._torch_lapack.torch_eigh_into` makes (its bits) and
+    gauged, written into ``w`` (``(B, n)`` contiguous) and ``v`` (column-major per matrix,
+    or ``None``) in one compiled loop; ``False`` where the helper is absent, the layouts
+    are not those, or any matrix is not the helper's (what was written is then
+    overwritten by the executor's own route).
+
+    >>> a = torch.diag(torch.arange(4.0, dtype=torch.float64)).expand(2, 4, 4)
+    >>> w = torch.empty(2, 4, dtype=a.dtype)
+    >>> v = torch.empty_strided((2, 4, 4), (16, 1, 4), dtype=a.dtype)
+    >>> native_eigh_into(a, w, v, True) in (True, False)  # False: no helper built
+    True
+    """
+    module = native_module()
+    b, n = a.shape[0], a.shape[-1]
+    if (
+        module is None
+        or not CLOSED_FORM_MAX_N < n <= MAX_N
+        or a.dtype not in _CONSTANTS
+        or a.dim() != 3
+        or b == 0
+        or not (a.is_cpu and w.is_cpu and w.is_contiguous() and w.dtype == real_dtype(a.dtype))
+        or a.requires_grad
+        or a.is_conj()
+        or a.is_neg()
+        or a.layout != torch.strided
+    ):
+        return False
+    if v is not None and not (v.is_cpu and v.dtype == a.dtype and v.stride() == (n * n, 1, n)):
+        return False
+    kind = _KIND[a.dtype]
+    sb, s0, s1 = a.stride()
+    vp = 0 if v is None else v.data_ptr()
+    args = (kind, b, n, a.data_ptr(), sb, s0, s1, w.data_ptr(), vp, check)
+    status, _ = _lapack(n, module.eigh_batch, *args, *_GAUGE[a.dtype])
+    return bool(status == OK)
+
+
 def native_column_counts(indptr: Any, indices: Any, n: int) -> Any:
     """The column counts of the Cholesky factor of a symmetric CSR pattern (both
     triangles; int64 ``indptr``/``indices`` NumPy arrays) in its own order, by the compiled

@@ -390,58 +390,88 @@ static int solve_closed(int kind, int n, const void *a, Py_ssize_t s0, Py_ssize_
     return gauge(kind, v, n, n, tol, keep, keep2, low, high) ? ST_OK : ST_UNGAUGED;
 }
 
+/* LAPACK's scratch for (kind, jobz, n): the sizes of its own query, 64-byte aligned, and
+ * for eigenvalues only a buffer for the matrix LAPACK overwrites. A batch reuses one for
+ * all its matrices, as torch's batched call does (scratch is written before it is read:
+ * the results do not depend on it; allocating it per matrix cost page faults, measured) */
+typedef struct {
+    void *buf, *work, *rwork;
+    int *iwork;
+    int lwork, lrwork, liwork;
+} scratch_t;
+
+static void scratch_free(scratch_t *s) {
+    free(s->buf);
+    free(s->work);
+    free(s->rwork);
+    free(s->iwork);
+}
+
+static int scratch_alloc(scratch_t *s, int kind, int n, int vec) {
+    memset(s, 0, sizeof *s);
+    query(kind, vec, n, &s->lwork, &s->lrwork, &s->liwork);
+    s->buf = vec ? NULL : aligned(ITEM[kind] * (size_t)n * (size_t)n);
+    s->work = aligned(ITEM[kind] * (size_t)s->lwork);
+    s->rwork = kind >= 2 ? aligned(REAL_ITEM[kind] * (size_t)s->lrwork) : NULL;
+    s->iwork = aligned(sizeof(int) * (size_t)s->liwork);
+    if ((!vec && !s->buf) || !s->work || !s->iwork || (kind >= 2 && !s->rwork)) {
+        scratch_free(s);
+        return 0;
+    }
+    return 1;
+}
+
 /* the whole solve, as the plan of one matrix runs it (the closed form for n <= 3,
- * LAPACK otherwise); a, w, v: element pointers (v NULL for eigenvalues only) */
-static int solve(int kind, int n, const void *a, Py_ssize_t s0, Py_ssize_t s1, void *w,
-                 void *v, int check, double tol, double keep, double keep2, double low,
-                 double high) {
+ * LAPACK otherwise); a, w, v: element pointers (v NULL for eigenvalues only); sc: the
+ * scratch for (kind, v != NULL, n), or NULL (allocated here for this matrix) */
+static int solve_in(int kind, int n, const void *a, Py_ssize_t s0, Py_ssize_t s1, void *w,
+                    void *v, int check, double tol, double keep, double keep2, double low,
+                    double high, scratch_t *sc) {
     if (check && !check_one(kind, a, n, s0, s1, 1)) return ST_REJECTED;
     if (n <= 3) return solve_closed(kind, n, a, s0, s1, w, v, check, tol, keep, keep2, low, high);
     const int vec = v != NULL;
-    int lwork, lrwork, liwork;
-    query(kind, vec, n, &lwork, &lrwork, &liwork);
-    void *buf = vec ? v : aligned(ITEM[kind] * (size_t)n * (size_t)n);
-    void *work = aligned(ITEM[kind] * (size_t)lwork);
-    void *rwork = kind >= 2 ? aligned(REAL_ITEM[kind] * (size_t)lrwork) : NULL;
-    int *iwork = aligned(sizeof(int) * (size_t)liwork);
-    if (!buf || !work || !iwork || (kind >= 2 && !rwork)) {
-        if (!vec) free(buf);
-        free(work);
-        free(rwork);
-        free(iwork);
-        return ST_NO_MEMORY;
+    scratch_t own;
+    if (sc == NULL) {
+        if (!scratch_alloc(&own, kind, n, vec)) return ST_NO_MEMORY;
+        sc = &own;
     }
+    void *buf = vec ? v : sc->buf;
     const char jobz = vec ? 'V' : 'N', uplo = 'L';
     const int lda = max1(n);
     int info = 0;
     switch (kind) {
         case 0:
             copy_s(buf, a, n, s0, s1);
-            p_ssyevd(&jobz, &uplo, &n, buf, &lda, w, work, &lwork, iwork, &liwork, &info);
+            p_ssyevd(&jobz, &uplo, &n, buf, &lda, w, sc->work, &sc->lwork, sc->iwork,
+                     &sc->liwork, &info);
             break;
         case 1:
             copy_d(buf, a, n, s0, s1);
-            p_dsyevd(&jobz, &uplo, &n, buf, &lda, w, work, &lwork, iwork, &liwork, &info);
+            p_dsyevd(&jobz, &uplo, &n, buf, &lda, w, sc->work, &sc->lwork, sc->iwork,
+                     &sc->liwork, &info);
             break;
         case 2:
             copy_c(buf, a, n, s0, s1);
-            p_cheevd(&jobz, &uplo, &n, buf, &lda, w, work, &lwork, rwork, &lrwork, iwork,
-                     &liwork, &info);
+            p_cheevd(&jobz, &uplo, &n, buf, &lda, w, sc->work, &sc->lwork, sc->rwork,
+                     &sc->lrwork, sc->iwork, &sc->liwork, &info);
             break;
         default:
             copy_z(buf, a, n, s0, s1);
-            p_zheevd(&jobz, &uplo, &n, buf, &lda, w, work, &lwork, rwork, &lrwork, iwork,
-                     &liwork, &info);
+            p_zheevd(&jobz, &uplo, &n, buf, &lda, w, sc->work, &sc->lwork, sc->rwork,
+                     &sc->lrwork, sc->iwork, &sc->liwork, &info);
     }
-    if (!vec) free(buf);
-    free(work);
-    free(rwork);
-    free(iwork);
+    if (sc == &own) scratch_free(&own);
     if (info != 0) return ST_FAILED;
     if (check && !((kind == 0 || kind == 2) ? finite_s(w, n) : finite_d(w, n)))
         return ST_FAILED;
     if (!vec) return ST_OK;
     return gauge(kind, v, n, n, tol, keep, keep2, low, high) ? ST_OK : ST_UNGAUGED;
+}
+
+static int solve(int kind, int n, const void *a, Py_ssize_t s0, Py_ssize_t s1, void *w,
+                 void *v, int check, double tol, double keep, double keep2, double low,
+                 double high) {
+    return solve_in(kind, n, a, s0, s1, w, v, check, tol, keep, keep2, low, high, NULL);
 }
 
 /* b matrices at a (batch stride sb): each solved as solve() solves one, its results at
@@ -456,11 +486,20 @@ static int solve_batch(int kind, Py_ssize_t b, int n, const char *a, Py_ssize_t 
     const size_t wbytes = ritem * (size_t)n, vbytes = item * (size_t)n * (size_t)n;
     void *ws = NULL, *vs = NULL;
     int status = ST_OK;
+    scratch_t sc, *scp = NULL; /* one LAPACK scratch for the batch (n > 3) */
+    if (n > 3 && b > 0) {
+        if (!scratch_alloc(&sc, kind, n, v != NULL)) {
+            *index = 0;
+            return ST_NO_MEMORY;
+        }
+        scp = &sc;
+    }
     for (Py_ssize_t k = 0; k < b; k++) {
         const char *ak = a + (size_t)(k * sb) * item;
         char *wk = w + (size_t)k * wbytes, *vk = v ? v + (size_t)k * vbytes : NULL;
         if ((uintptr_t)wk % ALIGN == 0 && (!vk || (uintptr_t)vk % ALIGN == 0)) {
-            status = solve(kind, n, ak, s0, s1, wk, vk, check, tol, keep, keep2, low, high);
+            status = solve_in(kind, n, ak, s0, s1, wk, vk, check, tol, keep, keep2, low, high,
+                              scp);
         } else {
             if (ws == NULL) {
                 ws = aligned(wbytes);
@@ -471,8 +510,8 @@ static int solve_batch(int kind, Py_ssize_t b, int n, const char *a, Py_ssize_t 
                     break;
                 }
             }
-            status = solve(kind, n, ak, s0, s1, ws, vk ? vs : NULL, check, tol, keep, keep2,
-                           low, high);
+            status = solve_in(kind, n, ak, s0, s1, ws, vk ? vs : NULL, check, tol, keep, keep2,
+                              low, high, scp);
             if (status == ST_OK) {
                 memcpy(wk, ws, wbytes);
                 if (vk) memcpy(vk, vs, vbytes);
@@ -485,6 +524,7 @@ static int solve_batch(int kind, Py_ssize_t b, int n, const char *a, Py_ssize_t 
     }
     free(ws);
     free(vs);
+    if (scp != NULL) scratch_free(scp);
     return status;
 }
 

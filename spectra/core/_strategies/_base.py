@@ -43,6 +43,19 @@ class WritesWindow(Protocol):
     ) -> None: ...
 
 
+class WritesChecked(Protocol):
+    """``fused(a, w, v, check) -> bool``: the input check (exact Hermitian and finite, with
+    ``check``), the solve and the core's gauge of every matrix of ``a`` in one pass per
+    matrix, written into the executor's outputs as :class:`WritesInto` writes them;
+    ``False`` where it declines or is not sure (a matrix not exactly Hermitian or not
+    finite, a failed or non-finite solve, a gauge it leaves): the executor then runs its own
+    check, solve and gauge on the block, which decide and name what is wrong."""
+
+    def __call__(
+        self, a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None, check: bool, /
+    ) -> bool: ...
+
+
 class ChecksBlock(Protocol):
     """``check(a, tol)``: the executor's input check in one fused pass: ``True`` every
     matrix finite and Hermitian within ``tol``; ``False`` maybe not (the caller's own check
@@ -136,12 +149,17 @@ class Abilities:
         executor skips its gauge pass unless verification may have recomputed some.
     window : a :class:`WritesWindow` (a partial solve: ``k`` of ``n`` eigenpairs), which
         the planner takes where ``Runs.prefers_window`` claims the problem.
+    fused : a :class:`WritesChecked` (check, solve and gauge of each matrix in one pass,
+        its data in cache throughout), tried first on a CPU full solve whose gauge is the
+        core's, where ``into`` is offered too (it stands for ``into`` and the gauge, with
+        their bits: a replacement that drops ``into`` to reach its ``solve`` drops it).
     """
 
     into: WritesInto | None = None
     check: ChecksBlock | None = None
     gauged: bool = False
     window: WritesWindow | None = None
+    fused: WritesChecked | None = None
 
 
 PLAIN = Abilities()
