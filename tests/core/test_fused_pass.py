@@ -61,14 +61,15 @@ def _separate(monkeypatch: pytest.MonkeyPatch, fn, *args, **kw):  # type: ignore
 
 @needs_native
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("n", [4, 5, 9, 16, 33, 64, 100])
+@pytest.mark.parametrize("n", [4, 5, 9, 16, 33, 64, 100, 255])
 @pytest.mark.parametrize("workers", [1, 2])
 def test_bitwise_the_separate_steps(
     dtype: torch.dtype, n: int, workers: int, passes: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    a = _batch(40, n, dtype, n)
+    b = 40 if n < 200 else 3
+    a = _batch(b, n, dtype, n)
     w, v = spectra.eigh(a, strategy="torch", workers=workers)
-    assert passes and all(c > 0 for c in passes) and sum(passes) == 40
+    assert passes and all(c > 0 for c in passes) and sum(passes) == b
     sw, sv = _separate(monkeypatch, spectra.eigh, a, strategy="torch", workers=workers)
     assert torch.equal(w, sw) and torch.equal(v, sv)
     values = spectra.eigvalsh(a, strategy="torch", workers=workers)  # LAPACK's jobz = 'N'
@@ -124,11 +125,13 @@ def test_refusals_still_name_the_matrix(
 
 
 @needs_native
-def test_plans_it_does_not_serve(passes: list[int]) -> None:
-    """n <= 3 (the closed form's sizes), n = 256 (beyond the helper), a partial solve (k),
+def test_plans_it_does_not_serve(passes: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """n <= 3 (the closed form's sizes), n beyond the pass's bound, a partial solve (k),
     verification and an ungauged solve: the separate steps only."""
     spectra.eigh(_batch(8, 3, torch.float64, 1), strategy="torch", workers=1)
-    spectra.eigh(_batch(2, 256, torch.float64, 1), strategy="torch", workers=1)
+    with monkeypatch.context() as m:
+        m.setattr(_native, "FUSED_MAX_N", 40)
+        spectra.eigh(_batch(2, 41, torch.float64, 1), strategy="torch", workers=1)
     assert spectra.plan(100, 8, torch.float64, k=2).window is not None  # a partial solve
     spectra.eigh(_batch(8, 100, torch.float64, 1), k=2, workers=1)
     spectra.eigh(_batch(8, 40, torch.float64, 2), strategy="torch", verify=True, workers=1)

@@ -40,6 +40,10 @@ OK, REJECTED, FAILED, UNGAUGED = 0, 1, 2, 3
 
 #: the largest n the helper takes (the direct path's one-matrix bound)
 MAX_N = 255
+#: the largest n of the executor's fused block pass (:func:`native_eigh_into`): the
+#: helper's bound (tried up to 2,048: at n = 256 and 300 the results differed from torch's
+#: batched call in the last bits, cause not found, so larger blocks keep torch's call)
+FUSED_MAX_N = MAX_N
 
 #: from this size LAPACK may thread: the call runs with one kernel thread, as the
 #: Python route's
@@ -297,7 +301,7 @@ def native_solve_batch(
 def native_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None, check: bool) -> bool:
     """The ``torch`` strategy's fused block pass (:class:`~spectra.core._strategies._base.
     WritesChecked`): every matrix of the CPU block ``a`` (``(B, n, n)``, ``3 < n <=``
-    :data:`MAX_N`, without history) checked (with ``check``: exactly Hermitian, finite),
+    :data:`FUSED_MAX_N`, without history) checked (with ``check``: exactly Hermitian, finite),
     solved by the LAPACK call :func:`~._torch_lapack.torch_eigh_into` makes (its bits) and
     gauged, written into ``w`` (``(B, n)`` contiguous) and ``v`` (column-major per matrix,
     or ``None``) in one compiled loop; ``False`` where the helper is absent, the layouts
@@ -314,7 +318,7 @@ def native_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None, c
     b, n = a.shape[0], a.shape[-1]
     if (
         module is None
-        or not CLOSED_FORM_MAX_N < n <= MAX_N
+        or not CLOSED_FORM_MAX_N < n <= FUSED_MAX_N
         or a.dtype not in _CONSTANTS
         or a.dim() != 3
         or b == 0
