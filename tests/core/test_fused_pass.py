@@ -61,7 +61,7 @@ def _separate(monkeypatch: pytest.MonkeyPatch, fn, *args, **kw):  # type: ignore
 
 @needs_native
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("n", [4, 5, 9, 16, 33, 64, 100, 255])
+@pytest.mark.parametrize("n", [4, 5, 9, 16, 33, 64, 100, 255, 256, 300])
 @pytest.mark.parametrize("workers", [1, 2])
 def test_bitwise_the_separate_steps(
     dtype: torch.dtype, n: int, workers: int, passes: list[int], monkeypatch: pytest.MonkeyPatch

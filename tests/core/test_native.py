@@ -265,9 +265,10 @@ def test_routes(spy: _Spy, monkeypatch: pytest.MonkeyPatch) -> None:
     pw, pv = _python_route(monkeypatch, spectra.eigh, stack)
     assert torch.equal(w, pw) and torch.equal(v, pv)
     assert torch.equal(spectra.eigvalsh(stack), _python_route(monkeypatch, spectra.eigvalsh, stack))
-    spectra.eigh(_random(256, torch.float64, 1))
-    spectra.eigh(a, workers=1)  # the pipeline: its torch strategy's fused batch pass
-    assert len(spy.calls) == 2 and batches == [5, 5, 1]
+    spectra.eigh(_random(256, torch.float64, 1))  # beyond the one-matrix route
+    spectra.eigh(a, workers=1)  # execution options
+    # both through the pipeline, whose torch strategy runs the fused batch pass
+    assert len(spy.calls) == 2 and batches == [5, 5, 1, 1]
 
 
 @needs_native

@@ -40,10 +40,8 @@ OK, REJECTED, FAILED, UNGAUGED = 0, 1, 2, 3
 
 #: the largest n the helper takes (the direct path's one-matrix bound)
 MAX_N = 255
-#: the largest n of the executor's fused block pass (:func:`native_eigh_into`): the
-#: helper's bound (tried up to 2,048: at n = 256 and 300 the results differed from torch's
-#: batched call in the last bits, cause not found, so larger blocks keep torch's call)
-FUSED_MAX_N = MAX_N
+#: the largest n of the executor's fused block pass (:func:`native_eigh_into`)
+FUSED_MAX_N = 2048
 
 #: from this size LAPACK may thread: the call runs with one kernel thread, as the
 #: Python route's
@@ -335,7 +333,9 @@ def native_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None, c
     sb, s0, s1 = a.stride()
     vp = 0 if v is None else v.data_ptr()
     args = (kind, b, n, a.data_ptr(), sb, s0, s1, w.data_ptr(), vp, check)
-    status, _ = _lapack(n, module.eigh_batch, *args, *_GAUGE[a.dtype])
+    # LAPACK on the kernel threads the executor set for this plan (one per worker, or
+    # torch's own for a large matrix alone), as torch_eigh_into's call runs: the same bits
+    status, _ = module.eigh_batch(*args, *_GAUGE[a.dtype])
     return bool(status == OK)
 
 

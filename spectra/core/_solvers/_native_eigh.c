@@ -63,6 +63,9 @@ static heevd_c p_cheevd = NULL;
 static heevd_z p_zheevd = NULL;
 
 #define MAX_N 256
+/* the batch loop (eigh_batch) takes larger matrices too: its one scratch per block makes
+ * the workspace query (not cached from MAX_N on) a once-per-block cost */
+#define MAX_BATCH_N 2048
 #define ALIGN 64
 
 /* workspace sizes from LAPACK's own query, per kind, jobz and n (benign races: every
@@ -596,8 +599,8 @@ static PyObject *py_eigh_batch(PyObject *self, PyObject *const *args, Py_ssize_t
     double keep2 = PyFloat_AsDouble(args[12]);
     double low = PyFloat_AsDouble(args[13]), high = PyFloat_AsDouble(args[14]);
     if (PyErr_Occurred()) return NULL;
-    if (kind < 0 || kind > 3 || b < 0 || n < 1 || n >= MAX_N || (b > 0 && (!a || !w))) {
-        PyErr_SetString(PyExc_ValueError, "eigh_batch: kind in 0..3, 0 < n < 256, a and w set");
+    if (kind < 0 || kind > 3 || b < 0 || n < 1 || n > MAX_BATCH_N || (b > 0 && (!a || !w))) {
+        PyErr_SetString(PyExc_ValueError, "eigh_batch: kind in 0..3, 0 < n <= 2048, a and w set");
         return NULL;
     }
     if (n > 3 && !api_loaded((int)kind))
