@@ -27,10 +27,13 @@ def _batch(b: int, n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
     if dtype.is_complex:
         x = x + 1j * torch.randn(b, n, n, generator=g, dtype=torch.float64)
     x = (x + x.mH) / 2
-    if n > 1:  # a degenerate matrix and one with a repeated eigenvalue among them
+    if n > 1:  # the identity, and a matrix whose lowest eigenvalue is double
+        q = torch.linalg.qr(x[1])[0]
+        d = torch.arange(n, dtype=torch.float64)
+        d[1] = d[0]
+        y = (q * d.to(q.dtype)) @ q.mH
         x[0] = torch.eye(n, dtype=x.dtype)
-        x[1, 0, 0] = x[1, 1, 1] = 0.0
-        x[1, 0, 1] = x[1, 1, 0] = 0.0
+        x[1] = (y + y.mH) / 2
     return x.to(dtype)
 
 

@@ -286,14 +286,21 @@ def native_solve_batch(
     b, n = flat.shape[0], flat.shape[-1]
     if module is None or not 0 < n <= MAX_N or _lapack_planned(n, flat.dtype, closed):
         return None
-    kind, real = _CONSTANTS[flat.dtype][:2]
-    w = torch.empty((b, n), dtype=real)
+    w = torch.empty((b, n), dtype=_CONSTANTS[flat.dtype][1])
     v = torch.empty_strided((b, n, n), (n * n, 1, n), dtype=flat.dtype) if vectors else None
-    sb, s0, s1 = flat.stride()
+    return (w, v) if _lapack(n, _batch_call, module, flat, w, v, check) else None
+
+
+def _batch_call(module: Any, a: torch.Tensor, w: torch.Tensor, v: Any, check: bool) -> bool:
+    """The helper's batch loop (``eigh_batch``) on the ``(B, n, n)`` block ``a`` (its
+    strides as they are) into ``w`` and ``v`` (or ``None``): whether every matrix was done
+    (checked with ``check``, solved, gauged)."""
+    sb, s0, s1 = a.stride()
+    b, n = a.shape[0], a.shape[-1]
     vp = 0 if v is None else v.data_ptr()
-    args = (kind, b, n, flat.data_ptr(), sb, s0, s1, w.data_ptr(), vp, check)
-    status, _ = _lapack(n, module.eigh_batch, *args, *_GAUGE[flat.dtype])
-    return (w, v) if status == OK else None
+    args = (_KIND[a.dtype], b, n, a.data_ptr(), sb, s0, s1, w.data_ptr(), vp, check)
+    status, _ = module.eigh_batch(*args, *_GAUGE[a.dtype])
+    return bool(status == OK)
 
 
 def native_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None, check: bool) -> bool:
@@ -329,14 +336,9 @@ def native_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None, c
         return False
     if v is not None and not (v.is_cpu and v.dtype == a.dtype and v.stride() == (n * n, 1, n)):
         return False
-    kind = _KIND[a.dtype]
-    sb, s0, s1 = a.stride()
-    vp = 0 if v is None else v.data_ptr()
-    args = (kind, b, n, a.data_ptr(), sb, s0, s1, w.data_ptr(), vp, check)
     # LAPACK on the kernel threads the executor set for this plan (one per worker, or
     # torch's own for a large matrix alone), as torch_eigh_into's call runs: the same bits
-    status, _ = module.eigh_batch(*args, *_GAUGE[a.dtype])
-    return bool(status == OK)
+    return _batch_call(module, a, w, v, check)
 
 
 def native_column_counts(indptr: Any, indices: Any, n: int) -> Any:
@@ -373,12 +375,7 @@ def native_closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | 
         or b == 0
     ):
         return False
-    a = a.detach()
-    sb, s0, s1 = a.stride()
-    vp = 0 if v is None else v.data_ptr()
-    args = (_KIND[a.dtype], b, n, a.data_ptr(), sb, s0, s1, w.data_ptr(), vp, False)
-    status, _ = module.eigh_batch(*args, *_GAUGE[a.dtype])
-    return bool(status == OK)
+    return _batch_call(module, a.detach(), w, v, False)
 
 
 _entry: list[Any] = []  # [solve or None] once decided
