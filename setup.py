@@ -56,7 +56,12 @@ setup(
     ext_modules=[
         Extension(
             "spectra.core._solvers._native_eigh",
-            [f"{_SOLVERS}/_native_eigh.c", f"{_SOLVERS}/_native_closed_form.c"],
+            [
+                f"{_SOLVERS}/_native_eigh.c",
+                f"{_SOLVERS}/_native_closed_form.c",
+                f"{_SOLVERS}/_native_bisect.c",
+                f"{_SOLVERS}/_native_window.c",
+            ],
             include_dirs=[_SOLVERS],
             extra_compile_args=["-O3", "-std=c11", *_FP],
             optional=True,

@@ -782,6 +782,71 @@ static PyObject *py_column_counts(PyObject *self, PyObject *const *args, Py_ssiz
     Py_END_ALLOW_THREADS return PyLong_FromLong(ok);
 }
 
+/* bisect(single, n, d, e, il, iu, w, iblock, isplit) -> spectra_bisect's result (addresses
+ * as ints; iblock and isplit int32) */
+static PyObject *py_bisect(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "bisect takes 9 arguments");
+        return NULL;
+    }
+    long single = PyLong_AsLong(args[0]);
+    Py_ssize_t n = PyLong_AsSsize_t(args[1]);
+    const void *d = PyLong_AsVoidPtr(args[2]), *e = PyLong_AsVoidPtr(args[3]);
+    Py_ssize_t il = PyLong_AsSsize_t(args[4]), iu = PyLong_AsSsize_t(args[5]);
+    void *w = PyLong_AsVoidPtr(args[6]);
+    int *iblock = PyLong_AsVoidPtr(args[7]), *isplit = PyLong_AsVoidPtr(args[8]);
+    if (PyErr_Occurred()) return NULL;
+    if (!d || !w || !iblock || !isplit || (n > 1 && !e)) {
+        PyErr_SetString(PyExc_ValueError, "bisect: arrays set");
+        return NULL;
+    }
+    Py_ssize_t status;
+    Py_BEGIN_ALLOW_THREADS status = spectra_bisect((int)single, n, d, e, il, iu, w, iblock, isplit);
+    Py_END_ALLOW_THREADS return PyLong_FromSsize_t(status);
+}
+
+/* window_load(kind, trd, stein, mtr) -> 1 if all three set (addresses as ints) */
+static PyObject *py_window_load(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "window_load takes 4 arguments");
+        return NULL;
+    }
+    long kind = PyLong_AsLong(args[0]);
+    void *trd = PyLong_AsVoidPtr(args[1]), *stein = PyLong_AsVoidPtr(args[2]);
+    void *mtr = PyLong_AsVoidPtr(args[3]);
+    if (PyErr_Occurred()) return NULL;
+    return PyLong_FromLong(spectra_window_load((int)kind, trd, stein, mtr));
+}
+
+/* window_batch(kind, b, n, lo, hi, a, sb, s0, s1, w, wb, v, vb, v0, v1, declined) ->
+ * the number declined (their indices at declined, int64), or -1 */
+static PyObject *py_window_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 16) {
+        PyErr_SetString(PyExc_TypeError, "window_batch takes 16 arguments");
+        return NULL;
+    }
+    Py_ssize_t x[16];
+    for (int i = 0; i < 16; i++) {
+        x[i] = PyLong_AsSsize_t(args[i]);
+    }
+    if (PyErr_Occurred()) return NULL;
+    const void *a = (const void *)(intptr_t)x[5];
+    void *w = (void *)(intptr_t)x[9], *v = (void *)(intptr_t)x[11];
+    ptrdiff_t *declined = (ptrdiff_t *)(intptr_t)x[15];
+    if (!a || !w || !v || !declined) {
+        PyErr_SetString(PyExc_ValueError, "window_batch: arrays set");
+        return NULL;
+    }
+    Py_ssize_t count;
+    Py_BEGIN_ALLOW_THREADS count = spectra_window_batch(
+        (int)x[0], x[1], (int)x[2], (int)x[3], (int)x[4], a, x[6], x[7], x[8], w, x[10], v,
+        x[12], x[13], x[14], declined);
+    Py_END_ALLOW_THREADS return PyLong_FromSsize_t(count);
+}
+
 /* load(path) -> number of routines found in the library at path (already loaded by
  * torch; its dependencies are searched too) */
 static PyObject *py_load(PyObject *self, PyObject *arg) {
@@ -812,6 +877,13 @@ static PyMethodDef methods[] = {
      "gauge(kind, n, m, v, tol, keep, keep2, low, high) -> 1 if gauged"},
     {"hermitian", (PyCFunction)(void (*)(void))py_hermitian, METH_FASTCALL,
      "hermitian(kind, b, n, a, sb, s0, s1, finite) -> 1 if exactly Hermitian"},
+    {"bisect", (PyCFunction)(void (*)(void))py_bisect, METH_FASTCALL,
+     "bisect(single, n, d, e, il, iu, w, iblock, isplit) -> blocks (< 0: not served)"},
+    {"window_load", (PyCFunction)(void (*)(void))py_window_load, METH_FASTCALL,
+     "window_load(kind, trd, stein, mtr) -> 1 if set"},
+    {"window_batch", (PyCFunction)(void (*)(void))py_window_batch, METH_FASTCALL,
+     "window_batch(kind, b, n, lo, hi, a, sb, s0, s1, w, wb, v, vb, v0, v1, declined)"
+     " -> declined count (-1: not run)"},
     {"load", py_load, METH_O, "load(path) -> routines found"},
     {NULL, NULL, 0, NULL},
 };

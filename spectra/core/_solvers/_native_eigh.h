@@ -22,6 +22,22 @@ extern "C" {
 int spectra_closed_form(int kind, int n, const void *a, ptrdiff_t s0, ptrdiff_t s1, void *w,
                         void *v);
 
+/* eigenvalues il..iu (1-based) of the symmetric tridiagonal matrix (diagonal d,
+ * off-diagonal e; float if single, else double) into w, with each one's block (iblock,
+ * 1-based) and the blocks' last rows (isplit, room for n), as LAPACK's ?stebz gives them
+ * to ?stein (_native_bisect.c): the number of blocks, or < 0 where it declines (see there) */
+ptrdiff_t spectra_bisect(int single, ptrdiff_t n, const void *d, const void *e, ptrdiff_t il,
+                         ptrdiff_t iu, void *w, int *iblock, int *isplit);
+
+/* the partial solve's chain (_native_window.c): the LAPACKE _work entry points of ?sytrd,
+ * ?stein, ?ormtr (or their complex forms) for kind, then blocks of matrices */
+int spectra_window_load(int kind, void *trd, void *stein, void *mtr);
+int spectra_window_loaded(int kind);
+ptrdiff_t spectra_window_batch(int kind, ptrdiff_t b, int n, int lo, int hi, const void *a,
+                               ptrdiff_t sb, ptrdiff_t s0, ptrdiff_t s1, void *w, ptrdiff_t wb,
+                               void *v, ptrdiff_t vb, ptrdiff_t v0, ptrdiff_t v1,
+                               ptrdiff_t *declined);
+
 #define SPECTRA_NATIVE_API_VERSION 2
 typedef struct {
     int version;
