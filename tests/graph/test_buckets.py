@@ -56,7 +56,7 @@ def test_padded_members_rule():
 
 def test_mixed_batch_is_not_padded_to_the_largest(monkeypatch):
     rng = np.random.default_rng(60)
-    graphs = mixed(rng)
+    graphs = mixed(rng, small=(20, 46))  # (from 48 nodes k = 6 takes the partial solve)
     ei, ew, batch, sizes = batch_of(graphs)
     calls = spy(monkeypatch)
     out = laplacian_pe(ei, k=6, edge_weight=ew, batch=batch, dtype=torch.float64)
@@ -197,7 +197,8 @@ def test_padding_beyond_max_memory_never_happens(monkeypatch):
     from .graphs import geometric_graph
 
     rng = np.random.default_rng(63)
-    graphs = [(*random_graph(rng, int(m)), int(m)) for m in rng.integers(20, 51, size=30)]
+    # (below 48 nodes: from there k = 4 takes the partial solve, unpadded)
+    graphs = [(*random_graph(rng, int(m)), int(m)) for m in rng.integers(20, 48, size=30)]
     big, _ = geometric_graph(1500, seed=8, degree=12)
     graphs.insert(11, (big, None, 1500))
     ei, _, batch, sizes = batch_of(graphs)

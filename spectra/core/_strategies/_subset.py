@@ -4,7 +4,7 @@ solves only the ``k`` wanted of ``n`` eigenpairs (``_lapack_subset``), on the CP
 The planner takes its partial solve (``Abilities.window``) where ``spectra.eigh(a, k=k)``
 asks for few eigenpairs of dense matrices and its cost model (:func:`subset_seconds`
 against :func:`full_seconds`) says it beats the full ``syevd``: ``n = 300, k = 9``
-4.3 ms against 9.3 ms, ``n = 550, k = 17`` 19 ms against 46-61 ms (float64, one thread).
+2.6 ms against 10 ms, ``n = 550, k = 17`` 11 ms against 44 ms (float64, one thread).
 Asked for every eigenpair (``solve``, forced with ``strategy="lapack-subset"``) it runs
 the same routine over the whole index range (MRRR, ``?stemr``).
 
@@ -34,25 +34,27 @@ SUBSET_MATRICES = 3.0
 #: the partial solve is claimed where its model is below this share of the full solve's
 #: (the models are fits within ~30% of the measurements)
 WINDOW_MARGIN = 0.75
-#: below this size the full solve (or a lane kernel) always wins: LAPACK's bisection and
-#: inverse iteration cost ~12 us per eigenpair whatever ``n``
+#: below this size the full solve (or a lane kernel) wins: ``?syevr``'s bisection and
+#: inverse iteration cost ~12 us per eigenpair whatever ``n`` (the chain's, from
+#: ``n = 32``: ~0.12 n us)
 WINDOW_MIN_N = 48
 
 
 def subset_seconds(n: int, k: int, dtype: torch.dtype) -> float:
-    """One thread's time for ``k`` of ``n`` eigenpairs with vectors by ``?syevr``: the
-    tridiagonal reduction (``n^2`` and ``n^3`` terms), bisection and inverse iteration and
-    the back-transformation of ``k`` vectors (per eigenpair). Fitted to float64 on the
-    2-core machine, 2026-12-02, load ~1, 9 repetitions interleaved with ``syevd``: 0.49 ms
-    at ``n = 100, k = 4``, 4.3 ms at ``300, 9``, 9.7 ms at ``400, 17``, 19 ms at ``550,
-    17``, 52 ms at ``800, 9``; complex about 4x (as the full solve's model).
+    """One thread's time for ``k`` of ``n`` eigenpairs with vectors by the partial solve's
+    chain (``_lapack_subset``): the tridiagonal reduction (``n^2`` and ``n^3`` terms) and,
+    per eigenpair, inverse iteration and the back-transformation. Fitted to float64 on the
+    2-core machine (AMD EPYC), 2026-12-04, 5 repetitions interleaved with ``?syevr`` and
+    ``syevd`` (``benchmarks/results/subset-chain-2026-12-04.json``): 0.095 ms at ``n = 48,
+    k = 9``, 0.29 ms at ``100, 9``, 1.35 ms at ``200, 9``, 2.6 ms at ``300, 9``, 11-14 ms at
+    ``550``, 30-38 ms at ``800`` (``?syevr``: 0.21, 0.63, 1.7, 3.2, 11-17, 29-43 ms); complex
+    taken as 4x (as the full solve's model).
 
     >>> round(1e3 * subset_seconds(300, 9, torch.float64), 1)
-    4.0
+    2.7
     """
     factor = 4.0 if dtype.is_complex else 1.0
-    per_pair = 1.2e-5 + 1.5e-7 * n + 6e-10 * n * n
-    return factor * (2e-5 + k * per_pair + 1.5e-8 * n * n + 6e-11 * n**3)
+    return factor * (1.8e-5 + k * 1.2e-7 * n + 1.4e-8 * n * n + 4e-11 * n**3)
 
 
 def full_seconds(n: int, dtype: torch.dtype) -> float:
