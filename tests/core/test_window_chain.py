@@ -299,3 +299,25 @@ def test_without_the_helper_syevr_runs(monkeypatch):
     monkeypatch.setattr(_lapack_subset._lapack(), "helper", None)
     w, v = solve(a, 0, 5, monkeypatch, True)
     assert torch.equal(w, w0) and torch.equal(v, v0)
+
+
+def test_each_block_to_its_own_tolerance():
+    """As ?stebz bisects each block of a split matrix: a block whose norm is far below the
+    matrix's gets its values to its own accuracy, a 1 x 1 block its entry exactly."""
+    rng = np.random.default_rng(12)
+    d1, e1 = 1e-9 * rng.standard_normal(5), 1e-9 * rng.standard_normal(4)
+    d2, e2 = rng.standard_normal(6), rng.standard_normal(5)
+    d = np.concatenate([d1, d2, [0.125]])
+    e = np.concatenate([e1, [0.0], e2, [0.0]])
+    blocks, w, iblock, _ = bisect(d, e, 1, 12)
+    assert blocks == 3
+    tiny = np.linalg.eigvalsh(np.diag(d1) + np.diag(e1, 1) + np.diag(e1, -1))
+    np.testing.assert_allclose(w[iblock == 1], tiny, rtol=0, atol=1e-22)
+    assert w[iblock == 3].tolist() == [0.125]
+
+
+def test_a_diagonal_matrix_gives_its_entries(monkeypatch):
+    a = torch.diag(torch.arange(300.0, dtype=torch.float64))[None]
+    w, v = solve(a, 0, 3, monkeypatch, True)
+    assert w[0].tolist() == [0.0, 1.0, 2.0]
+    assert torch.equal(v[0].abs(), torch.eye(300, dtype=torch.float64)[:, :3])

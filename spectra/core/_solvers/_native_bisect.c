@@ -55,7 +55,51 @@ typedef int ms __attribute__((vector_size(32)));
         (count) -= (M)((q) <= 0);                                                         \
     } while (0)
 
-#define DEFINE_BISECT(NAME, T, V, M, EPS, TINY)                                           \
+/* The q-th value in (lo, hi] of the block of rows start..end-1 (of a split matrix), to
+ * the block's own tolerance, as ?stebz bisects each block: a 1 x 1 block's value is its
+ * diagonal entry, exactly; a larger one is bisected on from the global interval, which
+ * is already within the block's tolerance unless its norm is well below the matrix's. */
+#define DEFINE_REFINE(NAME, T)                                                            \
+    static ptrdiff_t NAME##_count(const T *d, const T *e2s, ptrdiff_t start, ptrdiff_t end, \
+                                  T x, T pivmin) {                                        \
+        ptrdiff_t c = 0;                                                                  \
+        T q = 1;                                                                          \
+        for (ptrdiff_t i = start; i < end; i++) {                                         \
+            T t = d[i] - (i > start ? e2s[i] / q : 0) - x;                                \
+            q = t < pivmin && t > -pivmin ? -pivmin : t;                                  \
+            c += q <= 0;                                                                  \
+        }                                                                                 \
+        return c;                                                                         \
+    }                                                                                     \
+    static T NAME(const T *d, const T *e2s, ptrdiff_t start, ptrdiff_t end, T lo, T hi,   \
+                  ptrdiff_t q, T pivmin, T ulp, int itmax) {                              \
+        if (end - start == 1) return d[start];                                            \
+        T gl = d[start], gu = d[start];                                                   \
+        for (ptrdiff_t j = start; j < end; j++) {                                         \
+            T off = (j > start ? (T)sqrt((double)e2s[j]) : 0) +                           \
+                    (j + 1 < end ? (T)sqrt((double)e2s[j + 1]) : 0);                      \
+            gl = d[j] - off < gl ? d[j] - off : gl;                                       \
+            gu = d[j] + off > gu ? d[j] + off : gu;                                       \
+        }                                                                                 \
+        const T tnorm = (T)fmax(fabs((double)gl), fabs((double)gu));                      \
+        gl = gl - (T)FUDGE * tnorm * ulp * (T)(end - start) - (T)FUDGE * pivmin;          \
+        gu = gu + (T)FUDGE * tnorm * ulp * (T)(end - start) + (T)FUDGE * pivmin;          \
+        const T atol = ulp * tnorm > pivmin ? ulp * tnorm : pivmin, rtol = 2 * ulp;       \
+        const ptrdiff_t target = NAME##_count(d, e2s, start, end, lo, pivmin) + q;        \
+        T a = lo > gl ? lo : gl, b = hi < gu ? hi : gu;                                   \
+        for (int it = 0; it < itmax; it++) {                                              \
+            T mag = (T)fmax(fabs((double)a), fabs((double)b));                            \
+            if (!(b - a >= (rtol * mag > atol ? rtol * mag : atol))) break;               \
+            T x = (T)0.5 * (a + b);                                                       \
+            if (NAME##_count(d, e2s, start, end, x, pivmin) >= target) b = x;             \
+            else a = x;                                                                   \
+        }                                                                                 \
+        return (T)0.5 * (a + b);                                                          \
+    }
+DEFINE_REFINE(refine_s, float)
+DEFINE_REFINE(refine_d, double)
+
+#define DEFINE_BISECT(NAME, REFINE, T, V, M, EPS, TINY)                                           \
     SPECTRA_CLONES static ptrdiff_t NAME(ptrdiff_t n, const T *d, const T *e, ptrdiff_t il, \
                                          ptrdiff_t iu, T *w, int *iblock, int *isplit) {  \
         enum { L = (int)(sizeof(V) / sizeof(T)), NV = LANES / L };                        \
@@ -181,17 +225,27 @@ typedef int ms __attribute__((vector_size(32)));
                     }                                                                     \
                 }                                                                         \
                 for (ptrdiff_t j = 0; j < used; j++) {                                    \
-                    ptrdiff_t p = want[j / L][j % L] - below[j], reach = 0, home = -1;    \
+                    ptrdiff_t p = want[j / L][j % L] - below[j], reach = 0, home = -1, q = 0; \
                     for (ptrdiff_t k = 0; k < seen[j] && home < 0; k++) {                 \
+                        if (reach + event_count[j][k] >= p) {                             \
+                            home = event_block[j][k];                                     \
+                            q = p - reach;                                                \
+                        }                                                                 \
                         reach += event_count[j][k];                                       \
-                        if (reach >= p) home = event_block[j][k];                         \
                     }                                                                     \
-                    if (home < 0) overflow = 1; /* (counts not monotone: not served) */   \
+                    if (home < 0) { /* (counts not monotone: not served) */               \
+                        overflow = 1;                                                     \
+                        continue;                                                         \
+                    }                                                                     \
                     iblock[first - il + j] = (int)home + 1;                               \
+                    ptrdiff_t start = home > 0 ? isplit[home - 1] : 0, end = isplit[home]; \
+                    w[first - il + j] = REFINE(d, e2s, start, end, lo[j / L][j % L],      \
+                                               hi[j / L][j % L], q, pivmin, ulp, itmax);  \
                 }                                                                         \
             }                                                                             \
-            for (ptrdiff_t j = 0; j < used; j++)                                          \
-                w[first - il + j] = (T)0.5 * (lo[j / L][j % L] + hi[j / L][j % L]);       \
+            if (blocks == 1)                                                              \
+                for (ptrdiff_t j = 0; j < used; j++)                                      \
+                    w[first - il + j] = (T)0.5 * (lo[j / L][j % L] + hi[j / L][j % L]);   \
         }                                                                                 \
         free(e2s);                                                                        \
         /* ?stein's order: by block, ascending within it */                               \
@@ -212,8 +266,8 @@ typedef int ms __attribute__((vector_size(32)));
     }
 
 /* ulp and the safe minimum as LAPACK's ?lamch('P') and ?lamch('S') */
-DEFINE_BISECT(bisect_s, float, vs, ms, 1.1920928955078125e-07, 1.1754943508222875e-38)
-DEFINE_BISECT(bisect_d, double, vd, md, 2.220446049250313e-16, 2.2250738585072014e-308)
+DEFINE_BISECT(bisect_s, refine_s, float, vs, ms, 1.1920928955078125e-07, 1.1754943508222875e-38)
+DEFINE_BISECT(bisect_d, refine_d, double, vd, md, 2.220446049250313e-16, 2.2250738585072014e-308)
 
 ptrdiff_t spectra_bisect(int single, ptrdiff_t n, const void *d, const void *e, ptrdiff_t il,
                          ptrdiff_t iu, void *w, int *iblock, int *isplit) {
