@@ -170,9 +170,12 @@ class LaplacianPE(PETransform):
             raise InputError(
                 "convention", "'pyg' is PyG's sym-normalized Laplacian: normalization='sym'"
             )
+        partial = self.heat_times is None  # the heat kernel sums over every eigenpair
+        lowest = self.k + (int(self.drop_trivial) if pyg else 0) if partial else None
         spec = single_spectrum(
-            data.edge_index, weight, n, self.normalization, pyg, self.eigh_options
-        )
+            data.edge_index, weight, n, self.normalization, pyg, self.eigh_options,
+            lowest, plus_components=partial and not pyg and self.drop_trivial,
+        )  # fmt: skip
         first = int(self.drop_trivial) if pyg else (spec.comps if self.drop_trivial else 0)
         pe, mask, vals = single_columns(spec, first, self.k)
         pe_t = torch.from_numpy(pe)

@@ -144,3 +144,56 @@ def test_direct_path_counts_components_as_scipy():
         keep = w != 0
         a = coo_matrix((np.ones(int(keep.sum())), (src[keep], dst[keep])), shape=(n, n))
         assert _components(src, dst, w, n) == connected_components(a, directed=False)[0]
+
+
+@pytest.mark.parametrize("convention", ["spectra", "pyg"])
+@pytest.mark.parametrize("normalization", ["sym", "rw", None])
+def test_direct_path_takes_the_partial_solve_on_larger_graphs(
+    monkeypatch, convention, normalization
+):
+    """Graphs of 60-200 nodes (two disconnected ones among them): only the lowest
+    eigenpairs the features read are solved (the core's partial solve, as the batched path's
+    dense graphs), and the features are the batched path's."""
+    import spectra.graph._single as single
+
+    if convention == "pyg" and normalization != "sym":
+        pytest.skip("'pyg' is the sym-normalized Laplacian")
+    asked = []
+    real = single.eigh
+
+    def spy(a, **kw):
+        asked.append((a.shape[-1], kw.get("k")))
+        return real(a, **kw)
+
+    monkeypatch.setattr(single, "eigh", spy)
+    rng = np.random.default_rng(5)
+    t = LaplacianPE(6, normalization=normalization, attrs=ATTRS, convention=convention)
+    for n, connected in [(60, True), (120, False), (200, True), (150, False)]:
+        ei, ew = random_graph(rng, n, p=0.05, connected=connected, weighted=True)
+        d = Data(edge_index=ei, edge_weight=ew, num_nodes=n)
+        assert t.path(d) == "single"
+        asked.clear()
+        one = t(d)
+        ((size, k),) = asked
+        assert size == n and k is not None and 6 <= k < n  # the lowest pairs only
+        via_batch = t(Batch.from_data_list([d]))
+        for name in NAMES[:4]:
+            a, b = one[name], via_batch[name]
+            assert a.shape == b.shape, name
+            if name == NAMES[0] and convention == "pyg":  # PyG's random signs
+                a, b = a.abs(), b.abs()
+            if a.is_floating_point():
+                torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
+            else:
+                assert torch.equal(a, b), name
+
+
+def test_direct_path_with_heat_kernel_solves_everything(monkeypatch):
+    import spectra.graph._single as single
+
+    asked = []
+    real = single.eigh
+    monkeypatch.setattr(single, "eigh", lambda a, **kw: asked.append(kw.get("k")) or real(a, **kw))
+    ei, _ = random_graph(np.random.default_rng(6), 100, p=0.05)
+    LaplacianPE(4, heat_times=[1.0])(Data(edge_index=ei, num_nodes=100))
+    assert asked == [None]
