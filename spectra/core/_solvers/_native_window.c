@@ -40,40 +40,36 @@ int spectra_window_loaded(int kind) {
     return kind >= 0 && kind <= 3 && p_trd[kind] && p_stein[kind] && p_mtr[kind];
 }
 
+/* the conjugated copy of a complex C-order matrix (R: its real type) */
+#define DEFINE_CONJ_COPY(NAME, R)                                                         \
+    static void NAME(R *y, const R *x, ptrdiff_t n, ptrdiff_t s0, ptrdiff_t s1) {         \
+        for (ptrdiff_t r = 0; r < n; r++)                                                 \
+            for (ptrdiff_t c = 0; c < n; c++) {                                           \
+                const R *z = x + 2 * (r * s0 + c * s1);                                   \
+                y[2 * (r * n + c)] = z[0];                                                \
+                y[2 * (r * n + c) + 1] = -z[1];                                           \
+            }                                                                             \
+    }
+DEFINE_CONJ_COPY(conj_copy_c, float)
+DEFINE_CONJ_COPY(conj_copy_z, double)
+
 /* the buffer LAPACK reads: the C-order matrix at a (strides s0, s1, in items), conjugated
  * if complex */
 static void copy_in(int kind, void *buf, const void *a, ptrdiff_t n, ptrdiff_t s0,
                     ptrdiff_t s1) {
-    if (kind < 2) {
-        size_t item = ITEM[kind];
-        for (ptrdiff_t r = 0; r < n; r++) {
-            const char *row = (const char *)a + (size_t)(r * s0) * item;
-            char *out = (char *)buf + (size_t)(r * n) * item;
-            if (s1 == 1) memcpy(out, row, (size_t)n * item);
-            else
-                for (ptrdiff_t c = 0; c < n; c++)
-                    memcpy(out + (size_t)c * item, row + (size_t)(c * s1) * item, item);
-        }
+    if (kind >= 2) {
+        if (kind == 2) conj_copy_c(buf, a, n, s0, s1);
+        else conj_copy_z(buf, a, n, s0, s1);
         return;
     }
-    if (kind == 2) {
-        const float *x = a;
-        float *y = buf;
-        for (ptrdiff_t r = 0; r < n; r++)
-            for (ptrdiff_t c = 0; c < n; c++) {
-                const float *z = x + 2 * (r * s0 + c * s1);
-                y[2 * (r * n + c)] = z[0];
-                y[2 * (r * n + c) + 1] = -z[1];
-            }
-    } else {
-        const double *x = a;
-        double *y = buf;
-        for (ptrdiff_t r = 0; r < n; r++)
-            for (ptrdiff_t c = 0; c < n; c++) {
-                const double *z = x + 2 * (r * s0 + c * s1);
-                y[2 * (r * n + c)] = z[0];
-                y[2 * (r * n + c) + 1] = -z[1];
-            }
+    size_t item = ITEM[kind];
+    for (ptrdiff_t r = 0; r < n; r++) {
+        const char *row = (const char *)a + (size_t)(r * s0) * item;
+        char *out = (char *)buf + (size_t)(r * n) * item;
+        if (s1 == 1) memcpy(out, row, (size_t)n * item);
+        else
+            for (ptrdiff_t c = 0; c < n; c++)
+                memcpy(out + (size_t)c * item, row + (size_t)(c * s1) * item, item);
     }
 }
 
