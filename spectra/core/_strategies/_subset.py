@@ -1,5 +1,6 @@
-"""The ``lapack-subset`` strategy: LAPACK ``?syevr``/``?heevr`` with an index range, which
-solves only the ``k`` wanted of ``n`` eigenpairs (``_lapack_subset``), on the CPU.
+"""The ``lapack-subset`` strategy: the steps of LAPACK ``?syevr``/``?heevr`` with an index
+range (the bisection the compiled helper's), which solve only the ``k`` wanted of ``n``
+eigenpairs (``_lapack_subset``), on the CPU.
 
 The planner takes its partial solve (``Abilities.window``) where ``spectra.eigh(a, k=k)``
 asks for few eigenpairs of dense matrices and its cost model (:func:`subset_seconds`
@@ -81,7 +82,7 @@ def window_claim(
     if part >= WINDOW_MARGIN * full:
         return None
     return Claim(
-        f"k = {k} of n = {n}: LAPACK ?syevr/?heevr for the k wanted eigenpairs only "
+        f"k = {k} of n = {n}: the steps of LAPACK ?syevr/?heevr for the k wanted eigenpairs only "
         f"(est. {1e3 * part:.2g} ms against {1e3 * full:.2g} ms per matrix for all of them)"
     )
 
