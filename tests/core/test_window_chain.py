@@ -321,3 +321,45 @@ def test_a_diagonal_matrix_gives_its_entries(monkeypatch):
     w, v = solve(a, 0, 3, monkeypatch, True)
     assert w[0].tolist() == [0.0, 1.0, 2.0]
     assert torch.equal(v[0].abs(), torch.eye(300, dtype=torch.float64)[:, :3])
+
+
+def _laplacian(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
+    adj = np.zeros((n, n))
+    if kind == "paths":  # many small components: a split, highly degenerate spectrum
+        i = 0
+        while i < n:
+            s = min(int(rng.integers(1, 8)), n - i)
+            for j in range(i + 1, i + s):
+                adj[j, j - 1] = adj[j - 1, j] = 1.0
+            i += s
+    elif kind == "star":  # the eigenvalue 1 n - 2 times
+        adj[0, 1:] = adj[1:, 0] = 1.0
+    else:  # a random tree
+        for i in range(1, n):
+            p = int(rng.integers(0, max(1, i // 4)))
+            adj[i, p] = adj[p, i] = 1.0
+    deg = adj.sum(1)
+    s = np.where(deg > 0, 1 / np.sqrt(np.maximum(deg, 1e-300)), 0.0)
+    return np.diag((deg > 0).astype(float)) - s[:, None] * adj * s[None, :]
+
+
+@pytest.mark.parametrize("kind", ["paths", "star", "tree"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_degenerate_graph_laplacians_any_window(monkeypatch, kind, dtype):
+    """Windows anywhere in the spectra of Laplacians whose tridiagonal forms split into
+    many blocks with shared eigenvalues: the values, orthonormal vectors and residuals."""
+    rng = np.random.default_rng(13)
+    single = dtype in (torch.float32, torch.complex64)
+    atol = 2e-5 if single else 1e-12
+    for _ in range(4):
+        n = int(rng.integers(40, 160))
+        a = _laplacian(rng, n, kind)
+        k = int(rng.integers(1, 30))
+        lo = int(rng.integers(0, n - k))
+        w, v = solve(torch.from_numpy(a).to(dtype)[None], lo, lo + k, monkeypatch, True)
+        full = np.linalg.eigvalsh(a)
+        wv = w[0].double().numpy()
+        vv = v[0].to(torch.complex128).numpy()
+        np.testing.assert_allclose(wv, full[lo : lo + k], atol=atol)
+        np.testing.assert_allclose(vv.conj().T @ vv, np.eye(k), atol=50 * atol)
+        assert np.abs(a @ vv - vv * wv).max() < 10 * atol
