@@ -105,8 +105,9 @@ SUBSET = register(
         "lapack-subset",
         ("cpu",),
         _solve_all,
-        "LAPACK ?syevr/?heevr with an index range: only the k wanted eigenpairs (SciPy's "
-        "LAPACK through ctypes, GIL released, one BLAS thread per worker)",
+        "the steps of LAPACK ?syevr/?heevr with an index range: only the k wanted "
+        "eigenpairs (SciPy's LAPACK, the compiled helper's bisection, GIL released, one "
+        "BLAS thread per worker)",
         # never autotuned: its partial solve is chosen by its cost model (prefers_window)
         runs=Runs(tunable_on=(), fan_out=True, prefers_window=window_claim),
         cost=Cost(memory=SUBSET_MATRICES, seconds=_per_matrix),
