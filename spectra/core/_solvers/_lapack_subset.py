@@ -13,8 +13,9 @@ wanted values bisected side by side, where ``?stebz`` takes one at a time at the
 division's latency; ``?stebz``'s tests and tolerance), ``?stein`` (inverse iteration)
 and ``?ormtr``/``?unmtr`` (the back-transformation). The bisection was a third of the
 partial solve on graph Laplacians of 44-477 nodes (9 values: ``?stebz`` 50 ms, the
-helper 9.6 ms for 116 graphs, one thread). Where a step declines (no helper, a value
-whose block it cannot tell, inverse iteration not converged) ``?syevr`` runs as before.
+helper 9.6 ms for 116 graphs, one thread). Where a step declines (no helper, a matrix
+``?syevr`` would scale, entries not finite, a value whose block it cannot tell, inverse
+iteration not converged) ``?syevr`` runs on that matrix as before.
 
 The routines are the LAPACKE entry points of the LAPACK that SciPy ships, called through
 ``ctypes``, which releases the GIL (SciPy's own ``scipy.linalg.lapack`` wrappers hold it,
@@ -100,7 +101,7 @@ class _Lapack:
             if lib is None:
                 continue
             for dtype, name in _NAMES.items():
-                fn = getattr(lib, "scipy_" + name, None) or getattr(lib, name, None)
+                fn = _entry(lib, name)
                 if fn is not None and dtype not in self.routines:
                     self.routines[dtype] = _typed(fn, dtype)
                     steps = [_entry(lib, f"LAPACKE_{step}_work") for step in _CHAIN[dtype]]
@@ -137,6 +138,7 @@ def _open(path: str) -> Any:
 
 
 def _entry(lib: Any, name: str) -> Any:
+    """``lib``'s routine ``name`` (SciPy's bundled OpenBLAS prefixes it with ``scipy_``)."""
     return getattr(lib, "scipy_" + name, None) or getattr(lib, name, None)
 
 
