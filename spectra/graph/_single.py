@@ -154,8 +154,9 @@ def single_spectrum(
     if eigh_options:  # the sparse path's keywords do not apply here
         kw = {**kw, **split_options(eigh_options)[0]}
     comps = _components(src, dst, w, n)
-    if lowest is not None and lowest + (comps if plus_components else 0) < n:
-        kw["k"] = lowest + (comps if plus_components else 0)
+    wanted = None if lowest is None else lowest + (comps if plus_components else 0)
+    if wanted is not None and wanted < n:
+        kw["k"] = wanted
     vals, vecs = eigh(lap, **kw)
     if normalization == "rw":
         scale = 1.0 / np.sqrt(np.where(deg > 0, deg, 1.0))

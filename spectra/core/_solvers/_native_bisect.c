@@ -55,17 +55,38 @@ typedef int ms __attribute__((vector_size(32)));
         (count) -= (M)((q) <= 0);                                                         \
     } while (0)
 
+/* ?stebz's Gershgorin interval of rows start..end-1 (e2s[start] = 0: the first row, or a
+ * split), widened by FUDGE * (tnorm * ulp * rows + pivs * pivmin) into gl, gu; returns
+ * tnorm, the larger magnitude of the interval before widening. The whole matrix is the
+ * block 0..n-1 (?stebz widens it by 2 pivmin, each block of a split matrix by 1). */
+#define DEFINE_INTERVAL(NAME, T)                                                          \
+    static T NAME(const T *d, const T *e2s, ptrdiff_t start, ptrdiff_t end, T ulp,        \
+                  T pivmin, T pivs, T *gl, T *gu) {                                       \
+        T lo = d[start], hi = d[start];                                                   \
+        for (ptrdiff_t j = start; j < end; j++) {                                         \
+            T off = (T)sqrt((double)e2s[j]) + (j + 1 < end ? (T)sqrt((double)e2s[j + 1]) : 0); \
+            lo = d[j] - off < lo ? d[j] - off : lo;                                       \
+            hi = d[j] + off > hi ? d[j] + off : hi;                                       \
+        }                                                                                 \
+        const T tnorm = (T)fmax(fabs((double)lo), fabs((double)hi));                      \
+        *gl = lo - (T)FUDGE * tnorm * ulp * (T)(end - start) - (T)FUDGE * pivs * pivmin;  \
+        *gu = hi + (T)FUDGE * tnorm * ulp * (T)(end - start) + (T)FUDGE * pivs * pivmin;  \
+        return tnorm;                                                                     \
+    }
+DEFINE_INTERVAL(interval_s, float)
+DEFINE_INTERVAL(interval_d, double)
+
 /* The q-th value in (lo, hi] of the block of rows start..end-1 (of a split matrix), to
  * the block's own tolerance, as ?stebz bisects each block: a 1 x 1 block's value is its
  * diagonal entry, exactly; a larger one is bisected on from the global interval, which
  * is already within the block's tolerance unless its norm is well below the matrix's. */
-#define DEFINE_REFINE(NAME, T)                                                            \
+#define DEFINE_REFINE(NAME, INTERVAL, T)                                                  \
     static ptrdiff_t NAME##_count(const T *d, const T *e2s, ptrdiff_t start, ptrdiff_t end, \
                                   T x, T pivmin) {                                        \
         ptrdiff_t c = 0;                                                                  \
-        T q = 1;                                                                          \
+        T q = 1; /* (e2s[start] = 0: the recurrence starts afresh) */                     \
         for (ptrdiff_t i = start; i < end; i++) {                                         \
-            T t = d[i] - (i > start ? e2s[i] / q : 0) - x;                                \
+            T t = d[i] - e2s[i] / q - x;                                                  \
             q = t < pivmin && t > -pivmin ? -pivmin : t;                                  \
             c += q <= 0;                                                                  \
         }                                                                                 \
@@ -74,16 +95,8 @@ typedef int ms __attribute__((vector_size(32)));
     static T NAME(const T *d, const T *e2s, ptrdiff_t start, ptrdiff_t end, T lo, T hi,   \
                   ptrdiff_t q, T pivmin, T ulp, int itmax) {                              \
         if (end - start == 1) return d[start];                                            \
-        T gl = d[start], gu = d[start];                                                   \
-        for (ptrdiff_t j = start; j < end; j++) {                                         \
-            T off = (j > start ? (T)sqrt((double)e2s[j]) : 0) +                           \
-                    (j + 1 < end ? (T)sqrt((double)e2s[j + 1]) : 0);                      \
-            gl = d[j] - off < gl ? d[j] - off : gl;                                       \
-            gu = d[j] + off > gu ? d[j] + off : gu;                                       \
-        }                                                                                 \
-        const T tnorm = (T)fmax(fabs((double)gl), fabs((double)gu));                      \
-        gl = gl - (T)FUDGE * tnorm * ulp * (T)(end - start) - (T)FUDGE * pivmin;          \
-        gu = gu + (T)FUDGE * tnorm * ulp * (T)(end - start) + (T)FUDGE * pivmin;          \
+        T gl, gu;                                                                         \
+        const T tnorm = INTERVAL(d, e2s, start, end, ulp, pivmin, 1, &gl, &gu);           \
         const T atol = ulp * tnorm > pivmin ? ulp * tnorm : pivmin, rtol = 2 * ulp;       \
         const ptrdiff_t target = NAME##_count(d, e2s, start, end, lo, pivmin) + q;        \
         T a = lo > gl ? lo : gl, b = hi < gu ? hi : gu;                                   \
@@ -96,10 +109,10 @@ typedef int ms __attribute__((vector_size(32)));
         }                                                                                 \
         return (T)0.5 * (a + b);                                                          \
     }
-DEFINE_REFINE(refine_s, float)
-DEFINE_REFINE(refine_d, double)
+DEFINE_REFINE(refine_s, interval_s, float)
+DEFINE_REFINE(refine_d, interval_d, double)
 
-#define DEFINE_BISECT(NAME, REFINE, T, V, M, EPS, TINY)                                           \
+#define DEFINE_BISECT(NAME, REFINE, INTERVAL, T, V, M, EPS, TINY)                                           \
     SPECTRA_CLONES static ptrdiff_t NAME(ptrdiff_t n, const T *d, const T *e, ptrdiff_t il, \
                                          ptrdiff_t iu, T *w, int *iblock, int *isplit) {  \
         enum { L = (int)(sizeof(V) / sizeof(T)), NV = LANES / L };                        \
@@ -121,12 +134,8 @@ DEFINE_REFINE(refine_d, double)
         }                                                                                 \
         isplit[blocks++] = (int)n;                                                        \
         const T pivmin = safemn * (emax2 > 1 ? emax2 : 1);                                \
-        T gl = d[0], gu = d[0];                                                           \
-        for (ptrdiff_t j = 0; j < n; j++) {                                               \
-            T off = (T)sqrt((double)e2s[j]) + (j + 1 < n ? (T)sqrt((double)e2s[j + 1]) : 0); \
-            gl = d[j] - off < gl ? d[j] - off : gl;                                       \
-            gu = d[j] + off > gu ? d[j] + off : gu;                                       \
-        }                                                                                 \
+        T gl, gu;                                                                         \
+        const T tnorm = INTERVAL(d, e2s, 0, n, ulp, pivmin, 2, &gl, &gu);                 \
         T zero = 0; /* NaN exactly where an entry is not finite (whatever the order) */   \
         for (ptrdiff_t j = 0; j < n; j++) zero += d[j] * 0 + (j + 1 < n ? e[j] * 0 : 0);  \
         if (zero != zero) {                                                               \
@@ -137,7 +146,6 @@ DEFINE_REFINE(refine_d, double)
             free(e2s);                                                                    \
             return -5;                                                                    \
         }                                                                                 \
-        const T tnorm = (T)fmax(fabs((double)gl), fabs((double)gu));                      \
         /* ?syevr scales a matrix whose largest entry is outside [rmin, rmax]: not served \
          * (the bound here is within a factor n of that entry) */                         \
         const double small = (double)safemn / (double)ulp;                                \
@@ -146,8 +154,6 @@ DEFINE_REFINE(refine_d, double)
             free(e2s);                                                                    \
             return -5;                                                                    \
         }                                                                                 \
-        gl = gl - (T)FUDGE * tnorm * ulp * (T)n - (T)FUDGE * 2 * pivmin;                  \
-        gu = gu + (T)FUDGE * tnorm * ulp * (T)n + (T)FUDGE * 2 * pivmin;                  \
         const T atol = ulp * tnorm > pivmin ? ulp * tnorm : pivmin, rtol = 2 * ulp;       \
         const int itmax =                                                                 \
             (int)((log((double)(tnorm + pivmin)) - log((double)pivmin)) / log(2.0)) + 2;  \
@@ -266,8 +272,8 @@ DEFINE_REFINE(refine_d, double)
     }
 
 /* ulp and the safe minimum as LAPACK's ?lamch('P') and ?lamch('S') */
-DEFINE_BISECT(bisect_s, refine_s, float, vs, ms, 1.1920928955078125e-07, 1.1754943508222875e-38)
-DEFINE_BISECT(bisect_d, refine_d, double, vd, md, 2.220446049250313e-16, 2.2250738585072014e-308)
+DEFINE_BISECT(bisect_s, refine_s, interval_s, float, vs, ms, 1.1920928955078125e-07, 1.1754943508222875e-38)
+DEFINE_BISECT(bisect_d, refine_d, interval_d, double, vd, md, 2.220446049250313e-16, 2.2250738585072014e-308)
 
 ptrdiff_t spectra_bisect(int single, ptrdiff_t n, const void *d, const void *e, ptrdiff_t il,
                          ptrdiff_t iu, void *w, int *iblock, int *isplit) {

@@ -1,5 +1,5 @@
 """The ``lapack-subset`` strategy: the steps of LAPACK ``?syevr``/``?heevr`` with an index
-range (the bisection the compiled helper's), which solve only the ``k`` wanted of ``n``
+range (with the compiled helper's bisection), which solve only the ``k`` wanted of ``n``
 eigenpairs (``_lapack_subset``), on the CPU.
 
 The planner takes its partial solve (``Abilities.window``) where ``spectra.eigh(a, k=k)``
