@@ -4,6 +4,7 @@ dense ``(n_g, n_g)`` blocks (memory ``sum n_g^2``), or sparse blocks (memory ``O
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,6 +15,28 @@ import torch
 
 from ..core.domain import InputError
 from ._layout import Edges, Layout, check_normalization
+
+
+def group_order(
+    ids: torch.Tensor, count: int, host: bool | None = None
+) -> tuple[torch.Tensor, list[int]]:
+    """A stable order of ``ids`` (``(m,)`` group of each item, in ``[0, count)``) and the
+    ``count + 1`` bounds of each group in it. On the CPU (``host``, default: ``ids`` is
+    there) by NumPy's merge sort, which takes the sorted runs the entries come in (170,000
+    entries of a D&D-like batch: 0.3 ms against torch's 2.1 ms).
+
+    >>> order, bounds = group_order(torch.tensor([1, 0, 1, 2]), 4)
+    >>> order.tolist(), bounds
+    ([1, 0, 2, 3], [0, 1, 3, 4, 4])
+    """
+    if ids.device.type == "cpu" if host is None else host:
+        values = ids.cpu().numpy()
+        at = np.argsort(values, kind="stable")
+        bounds = np.searchsorted(values[at], np.arange(count + 1)).tolist()
+        return torch.from_numpy(at).to(ids.device), bounds
+    order = torch.argsort(ids, stable=True)
+    marks = torch.arange(count + 1, device=ids.device, dtype=ids.dtype)
+    return order, torch.searchsorted(ids[order], marks).tolist()
 
 
 @dataclass(frozen=True)
@@ -58,22 +81,35 @@ class Entries:
         )
         return slot[lay.batch[self.rows]], slot
 
+    @functools.cached_property
+    def _by_graph(self) -> tuple[torch.Tensor, list[int]]:
+        """The entries' positions ordered by graph, and where each graph's begin: computed
+        once, so that a call on a few graphs reads only their entries."""
+        return group_order(self.layout.batch[self.rows], self.layout.num_graphs)
+
     def dense_blocks(self, graphs: Sequence[int]) -> list[torch.Tensor]:
-        """Dense ``(n_g, n_g)`` blocks of ``graphs``: views of one buffer of ``sum n_g^2``."""
+        """Dense ``(n_g, n_g)`` blocks of ``graphs``: views of one buffer of ``sum n_g^2``.
+
+        The work is that of ``graphs``' own entries (the overlapped path cuts the dense
+        graphs into a dozen calls; each one used to select from all the batch's entries,
+        ~5 ms a call on the D&D-like batch)."""
         lay = self.layout
+        dev = self.rows.device
         counts = lay.counts[torch.as_tensor(list(graphs), dtype=torch.long)].tolist()
         sizes = [n * n for n in counts]
-        offsets = torch.zeros(len(graphs) + 1, dtype=torch.long, device=self.rows.device)
-        offsets[1:] = torch.cumsum(torch.as_tensor(sizes, dtype=torch.long), 0).to(offsets.device)
-        flat = self.values.new_zeros(int(offsets[-1]))
-        entry_slot, _ = self._subset(graphs)
-        keep = entry_slot >= 0
-        r, c, s = self.rows[keep], self.cols[keep], entry_slot[keep]
-        n_of = torch.as_tensor(counts, dtype=torch.long, device=r.device)[s]
-        flat.index_put_(
-            (offsets[s] + lay.local[r] * n_of + lay.local[c],), self.values[keep], accumulate=True
-        )
-        starts = offsets.tolist()
+        starts = [0]
+        for size in sizes:
+            starts.append(starts[-1] + size)
+        flat = self.values.new_zeros(starts[-1])
+        order, bounds = self._by_graph
+        if graphs:
+            sel = torch.cat([order[bounds[g] : bounds[g + 1]] for g in graphs])
+            lengths = torch.tensor([bounds[g + 1] - bounds[g] for g in graphs], device=dev)
+            slot = torch.repeat_interleave(torch.arange(len(graphs), device=dev), lengths)
+            offset = torch.tensor(starts[:-1], dtype=torch.long, device=dev)[slot]
+            n_of = torch.tensor(counts, dtype=torch.long, device=dev)[slot]
+            r, c = lay.local[self.rows[sel]], lay.local[self.cols[sel]]
+            flat.index_put_((offset + r * n_of + c,), self.values[sel], accumulate=True)
         return [flat[starts[i] : starts[i + 1]].view(n, n) for i, n in enumerate(counts)]
 
     def scipy_blocks(self, graphs: Sequence[int]) -> list[Any]:
@@ -89,9 +125,8 @@ class Entries:
         if lay.num_graphs == 1:  # one graph: its entries are all the entries
             n = int(ptr[1])
             return [sp.csr_matrix((vals, (rows, cols)), shape=(n, n))]
-        graph = lay.batch.numpy()[rows]
-        order = np.argsort(graph, kind="stable")
-        bounds = np.searchsorted(graph[order], np.arange(lay.num_graphs + 1))
+        at, bounds = self._by_graph
+        order = at.numpy()
         out = []
         for g in graphs:
             sel = order[bounds[g] : bounds[g + 1]]

@@ -304,3 +304,43 @@ def test_directed_graph_in_a_batch_of_small_graphs_is_named():
     out = laplacian_pe(ei, k=3, edge_weight=tiny, batch=batch, dtype=torch.float64)
     ref = laplacian_pe(ei, k=3, edge_weight=ew, batch=batch, dtype=torch.float64)
     torch.testing.assert_close(out.eigenvalues, ref.eigenvalues, atol=1e-9, rtol=0)
+
+
+@pytest.mark.parametrize("host", [True, False])
+def test_group_order_both_routes(host):
+    """The NumPy route (CPU) and torch's (other devices) give the same stable order."""
+    from spectra.graph._assemble import group_order
+
+    rng = np.random.default_rng(3)
+    ids = torch.from_numpy(
+        np.concatenate([np.sort(rng.integers(0, 9, 300)), rng.integers(0, 9, 50)])
+    )
+    order, bounds = group_order(ids, 11, host=host)
+    expected = np.argsort(ids.numpy(), kind="stable")
+    assert order.tolist() == expected.tolist()
+    assert bounds == [int((ids < g).sum()) for g in range(12)]  # two empty groups at the end
+
+
+def test_dense_and_scipy_blocks_of_a_subset_equal_the_matrix():
+    """Each graph's dense block (and CSR block) of any subset, in any order, equals the
+    block of the whole block-diagonal matrix built independently (torch's sparse COO)."""
+    from spectra.graph._assemble import laplacian_entries
+    from spectra.graph._layout import edges_of, make_layout
+
+    rng = np.random.default_rng(4)
+    sizes = (7, 30, 12, 1, 25)
+    edge_index, _, node_batch, _ = batch_of([(*random_graph(rng, n), n) for n in sizes])
+    total = sum(sizes)
+    lay = make_layout(edge_index, total, node_batch)
+    entries, _ = laplacian_entries(edges_of(edge_index, None, lay, torch.float64), "sym")
+    full = torch.sparse_coo_tensor(
+        torch.stack([entries.rows, entries.cols]), entries.values, (total, total)
+    ).to_dense()
+    ptr = lay.ptr.tolist()
+    for graphs in ([4, 0, 2], [3], [1, 2, 3, 4, 0]):
+        blocks = entries.dense_blocks(graphs)
+        csr = entries.scipy_blocks(graphs)
+        for g, block, sparse in zip(graphs, blocks, csr, strict=True):
+            want = full[ptr[g] : ptr[g + 1], ptr[g] : ptr[g + 1]]
+            assert torch.equal(block, want)
+            assert np.array_equal(sparse.toarray(), want.numpy())
