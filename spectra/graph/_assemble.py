@@ -138,19 +138,13 @@ class Entries:
     def sparse_blocks(self, graphs: Sequence[int]) -> list[torch.Tensor]:
         """Sparse COO ``(n_g, n_g)`` blocks of ``graphs`` (coalesced), memory ``O(nnz)``."""
         lay = self.layout
-        entry_slot, _ = self._subset(graphs)
-        keep = entry_slot >= 0
-        r, c, s, v = self.rows[keep], self.cols[keep], entry_slot[keep], self.values[keep]
-        order = torch.argsort(s, stable=True)
-        r, c, s, v = r[order], c[order], s[order], v[order]
-        per = torch.bincount(s, minlength=len(graphs)).tolist()
-        out, start = [], 0
-        for i, g in enumerate(graphs):
-            sl = slice(start, start + per[i])
-            start += per[i]
-            n = int(lay.counts[g])
-            index = torch.stack([lay.local[r[sl]], lay.local[c[sl]]])
-            mat = torch.sparse_coo_tensor(index, v[sl], (n, n), check_invariants=False)
+        order, bounds = self._by_graph
+        counts = lay.counts[torch.as_tensor(list(graphs), dtype=torch.long)].tolist()
+        out = []
+        for g, n in zip(graphs, counts, strict=True):
+            sel = order[bounds[g] : bounds[g + 1]]
+            index = torch.stack([lay.local[self.rows[sel]], lay.local[self.cols[sel]]])
+            mat = torch.sparse_coo_tensor(index, self.values[sel], (n, n), check_invariants=False)
             out.append(mat.coalesce())
         return out
 

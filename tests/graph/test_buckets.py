@@ -322,7 +322,7 @@ def test_group_order_both_routes(host):
 
 
 def test_dense_and_scipy_blocks_of_a_subset_equal_the_matrix():
-    """Each graph's dense block (and CSR block) of any subset, in any order, equals the
+    """Each graph's dense, CSR and sparse COO block of any subset, in any order, equals the
     block of the whole block-diagonal matrix built independently (torch's sparse COO)."""
     from spectra.graph._assemble import laplacian_entries
     from spectra.graph._layout import edges_of, make_layout
@@ -340,7 +340,9 @@ def test_dense_and_scipy_blocks_of_a_subset_equal_the_matrix():
     for graphs in ([4, 0, 2], [3], [1, 2, 3, 4, 0]):
         blocks = entries.dense_blocks(graphs)
         csr = entries.scipy_blocks(graphs)
-        for g, block, sparse in zip(graphs, blocks, csr, strict=True):
+        coo = entries.sparse_blocks(graphs)  # the form for other devices
+        for g, block, sparse, tensor in zip(graphs, blocks, csr, coo, strict=True):
             want = full[ptr[g] : ptr[g + 1], ptr[g] : ptr[g + 1]]
             assert torch.equal(block, want)
             assert np.array_equal(sparse.toarray(), want.numpy())
+            assert tensor.is_coalesced() and torch.equal(tensor.to_dense(), want)
