@@ -5,6 +5,7 @@ dense ``(n_g, n_g)`` blocks (memory ``sum n_g^2``), or sparse blocks (memory ``O
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -97,9 +98,7 @@ class Entries:
         dev = self.rows.device
         counts = lay.counts[torch.as_tensor(list(graphs), dtype=torch.long)].tolist()
         sizes = [n * n for n in counts]
-        starts = [0]
-        for size in sizes:
-            starts.append(starts[-1] + size)
+        starts = [0, *itertools.accumulate(sizes)]
         flat = self.values.new_zeros(starts[-1])
         order, bounds = self._by_graph
         if graphs:

@@ -42,16 +42,17 @@ from __future__ import annotations
 import ctypes
 import functools
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
+from ._native import _KIND, _extension
+
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 
 _COL_MAJOR = 102
-#: the compiled helper's dtype codes (``_native_eigh.c``)
-_KIND = {torch.float32: 0, torch.float64: 1, torch.complex64: 2, torch.complex128: 3}
 #: LAPACKE names by dtype (SciPy's bundled OpenBLAS prefixes them with ``scipy_``)
 _NAMES = {
     torch.float32: "LAPACKE_ssyevr",
@@ -89,8 +90,6 @@ class _Lapack:
         import scipy.linalg.lapack  # noqa: F401  (loads the library we look for)
 
         self.routines: dict[torch.dtype, Any] = {}
-        from ._native import _extension
-
         #: the compiled helper, which runs the chain (``None``: not built, or
         #: ``SPECTRA_NATIVE=0``), and the kinds whose LAPACK steps it was handed
         self.helper: Any = _extension()
@@ -213,7 +212,7 @@ def _syevr_into(
     v: torch.Tensor | None,
     lo: int,
     hi: int,
-    rest: Any,
+    rest: Sequence[int],
 ) -> list[int]:
     """:func:`window_into` by ``?syevr`` for the matrices ``rest`` of the block."""
     n, m = a.shape[-1], hi - lo
