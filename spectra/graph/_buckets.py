@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.domain import cpu_count
+from ..core.domain import InputError, available_memory, cpu_count, format_bytes
 from ._assemble import Entries
 from ._overlap import Job, guided_chunks
 from ._parts import Part
@@ -68,6 +68,49 @@ def fit_budget(graphs: list[int], entries: list[int], budget: int | None) -> lis
         out[-1].append(g)
         used += need
     return out
+
+
+def refuse_oversized(
+    dense: list[int], counts: list[int], budget: int | None, device: Any, lowest: Lowest | None
+) -> None:
+    """An ``InputError`` naming the largest of the ``dense`` graphs when its dense working
+    set (``DENSE_BYTES_PER_ENTRY`` bytes per matrix entry) exceeds ``max_memory``
+    (``budget``) or, without one, the memory free on ``device``; raised before anything
+    is densified (a graph cannot be cut into smaller calls). A graph of 30,000 nodes needs
+    29 GB this way: it used to be padded into a 7.2 GB buffer first, whatever ``max_memory``
+    said, and then solved for an hour.
+
+    >>> try:
+    ...     refuse_oversized([0, 1], [50, 3000], 1 << 20, "cpu", None)
+    ... except InputError as err:
+    ...     print(str(err).split(", more than")[0])
+    graph 1 has 3,000 nodes: its dense eigendecomposition needs about 274.7 MiB
+    """
+    if not dense:
+        return
+    top = max(dense, key=counts.__getitem__)
+    need = DENSE_BYTES_PER_ENTRY * counts[top] ** 2
+    if budget is not None:
+        limit, named = budget, f"max_memory={format_bytes(budget)}"
+    else:
+        import torch
+
+        limit = available_memory(torch.device(device))
+        named = f"the {format_bytes(limit)} free here"
+    if need <= limit:
+        return
+    hint = (
+        "the features that read only the lowest eigenpairs take the sparse path (memory "
+        "O(nnz + n k)): laplacian_pe / LaplacianPE, spectral_embedding, spectral_clustering, "
+        "heat_kernel_diagonal(k=...)"
+        if lowest is None
+        else "it did not take the sparse path: see eigh_options['sparse_from']"
+    )
+    raise InputError(
+        f"graph {top}",
+        f"has {counts[top]:,} nodes: its dense eigendecomposition needs about "
+        f"{format_bytes(need)}, more than {named} ({hint})",
+    )
 
 
 def overlapped(

@@ -19,6 +19,7 @@ from ._buckets import (
     overlapped,
     padded_members,
     ragged_chunks,
+    refuse_oversized,
 )
 from ._components import (  # noqa: F401  (re-exported: the tests' names)
     PROPAGATE_MAX_N,
@@ -145,6 +146,7 @@ def solve_entries(
         big = []
     rest = sorted(set(range(lay.num_graphs)) - set(big))
     values = entries.values
+    refuse_oversized(rest, counts, budget, values.device, lowest)
     k_dense = dense_wanted(lowest, [comps[g] for g in rest])
     unpadded = set(partial_solves(counts, rest, k_dense, values.dtype, values.device))
     cut = padded_members([counts[g] for g in rest if g not in unpadded])
