@@ -15,7 +15,7 @@ import scipy.sparse.linalg as sla
 import torch
 
 import spectra
-from spectra.core._sparse import _krylov
+from spectra.core._sparse import _krylov, _krylov_one
 from tests.core.sparse_helpers import (
     adjacency_rgg,
     dense_reference,
@@ -38,21 +38,28 @@ def _shift_invert_reference(a: sp.spmatrix, k: int) -> tuple[np.ndarray, np.ndar
     return w[order], v[:, order]
 
 
-@pytest.fixture
-def runs(monkeypatch):
-    """Records each Lanczos run: (problems, block width, solves, converged): converged
-    within the caller's tolerance (the run aims below it with the factor, ``settle``)."""
-    seen: list[tuple[int, int, int, bool]] = []
-    real = _krylov._run
+@pytest.fixture(params=["one", "batch"])
+def runs(monkeypatch, request):
+    """Records each Lanczos run: (problems, block width, solves, converged, route):
+    converged within the caller's tolerance (the run aims below it with the factor,
+    ``settle``); route ``"one"`` for the one-problem iteration (``_krylov_one``), else
+    ``"batch"``. Each test runs twice: single problems on their own iteration, then forced
+    onto the batched one (which lists always take); the record asserts the route."""
+    seen: list[tuple[int, int, int, bool, str]] = []
+    real = _krylov._solve
+    if request.param == "batch":
+        monkeypatch.setattr(_krylov_one, "serves", lambda batch, x0: False)
 
     def record(batch, x0, k, tol, maxiter, deflate, settle, b, room):
         res, widen = real(batch, x0, k, tol, maxiter, deflate, settle, b, room)
         caller = tol if settle is None else settle[0]
         ok = bool((res.residuals <= caller.unsqueeze(-1)).all())
-        seen.append((x0.shape[0], b, res.iterations, ok))
+        route = "one" if _krylov_one.serves(batch, x0) else "batch"
+        assert route == (request.param if x0.shape[0] == 1 else "batch")
+        seen.append((x0.shape[0], b, res.iterations, ok, route))
         return res, widen
 
-    monkeypatch.setattr(_krylov, "_run", record)
+    monkeypatch.setattr(_krylov, "_solve", record)
     return seen
 
 

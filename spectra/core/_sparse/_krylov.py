@@ -262,13 +262,13 @@ def lanczos(
     """
     m = x0.shape[-1]
     b = max(1, min(block, m))
-    res, widen = _run(batch, x0, k, tolerance, maxiter, deflate, settle, b, room)
+    res, widen = _solve(batch, x0, k, tolerance, maxiter, deflate, settle, b, room)
     while bool(widen.any()) and b < m:
         b = min(m, 2 * b)
         redo = widen.nonzero().squeeze(-1).tolist()
         sub = Batch([batch.ops[i] for i in redo], batch.sign, [batch.pre[i] for i in redo])
         sub.n_max = batch.n_max  # the same padded rows as the whole batch
-        again, more = _run(
+        again, more = _solve(
             sub,
             x0[redo],
             k,
@@ -287,6 +287,25 @@ def lanczos(
         widen[rows] = more
     res.products = sum(op.calls[0] for op in batch.ops)
     return res
+
+
+def _solve(
+    batch: Batch,
+    x0: torch.Tensor,
+    k: int,
+    tolerance: torch.Tensor,
+    maxiter: int,
+    deflate: torch.Tensor | None,
+    settle: tuple[torch.Tensor, int] | None,
+    b: int,
+    room: int | None,
+) -> tuple[Result, torch.Tensor]:
+    """One run of the block iteration: one CPU problem by :func:`._krylov_one.run_one` (the
+    same steps in NumPy, without the batch's per-step overhead), a batch by :func:`_run`."""
+    from ._krylov_one import run_one, serves
+
+    runner = run_one if serves(batch, x0) else _run
+    return runner(batch, x0, k, tolerance, maxiter, deflate, settle, b, room)
 
 
 def _run(
