@@ -123,16 +123,21 @@ def test_not_converging_is_refused_as_on_the_batched_iteration(monkeypatch):
     assert messages[0].split(":")[0] == messages[1].split(":")[0]
 
 
-@pytest.mark.parametrize("shape", [(3, 4, 5), (40, 600, 3), (600, 1, 40)])
-def test_products_past_numpys_thread_threshold_equal_numpys(shape):
-    # products beyond NUMPY_MAX_WORK multiply-adds go through torch (one kernel thread
+@pytest.mark.parametrize(
+    "shape, torch_route",
+    [((3, 4, 5), False), ((40, 600, 3), False), ((600, 48, 10), True), ((1, 300, 40), True)],
+)
+def test_products_past_numpys_thread_threshold_go_through_torch(monkeypatch, shape, torch_route):
+    # products beyond NumPy's OpenBLAS thread threshold go through torch (one kernel thread
     # where the caller set one), the others through NumPy: the same product either way
     m, inner, n = shape
     rng = np.random.default_rng(89)
     a, b = rng.standard_normal((m, inner)), rng.standard_normal((inner, n))
-    assert (m * inner * n > _krylov_one.NUMPY_MAX_WORK) == (shape != (3, 4, 5))
+    seen = []
+    real = torch.from_numpy
+    monkeypatch.setattr(_krylov_one.torch, "from_numpy", lambda x: seen.append(1) or real(x))
     np.testing.assert_allclose(_krylov_one._mm(a, b), a @ b, rtol=1e-13, atol=1e-13)
-    np.testing.assert_allclose(_krylov_one._mm(a.T.T, b[:, ::1]), a @ b, rtol=1e-13, atol=1e-13)
+    assert bool(seen) == torch_route
 
 
 def test_the_block_constants_are_shared():

@@ -197,3 +197,32 @@ def test_direct_path_with_heat_kernel_solves_everything(monkeypatch):
     ei, _ = random_graph(np.random.default_rng(6), 100, p=0.05)
     LaplacianPE(4, heat_times=[1.0])(Data(edge_index=ei, num_nodes=100))
     assert asked == [None]
+
+
+@pytest.mark.parametrize("normalization", ["sym", "rw", None])
+def test_direct_path_matrix_equals_the_dense_builder(monkeypatch, normalization):
+    # the per-Data path assembles one dense matrix from the coalesced edge list: duplicate
+    # edges summed in edge order, self-loops dropped, a one-way zero-weight edge and a
+    # weight asymmetric within 1e-10 of the largest accepted; the same bits as
+    # spectra.graph.laplacian (the batched path's builder)
+    import spectra.graph._single as single
+    from spectra.graph import laplacian
+
+    rng = np.random.default_rng(12)
+    n = 40
+    ei, ew = random_graph(rng, n, weighted=True)
+    extra = torch.tensor([[3, 4, 7, 7, 9], [4, 3, 7, 8, 2]])  # a duplicate pair, a loop, ...
+    weights = torch.tensor([0.25, 0.25, 5.0, 0.0, 0.0], dtype=torch.float64)  # ... zero one-way
+    ei, ew = torch.cat([ei, extra], 1), torch.cat([ew, weights])
+    ew[0] = ew[0] * (1 + 1e-13)  # within the tolerance
+    seen = []
+    real = single.eigh
+    monkeypatch.setattr(single, "eigh", lambda lap, **kw: seen.append(lap) or real(lap, **kw))
+    t = LaplacianPE(4, normalization=normalization, dtype=torch.float64)
+    t(Data(edge_index=ei, edge_weight=ew, num_nodes=n))
+    expect = laplacian(ei, n, edge_weight=ew, normalization="sym" if normalization else None,
+                       dtype=torch.float64)  # fmt: skip
+    assert len(seen) == 1 and torch.equal(torch.from_numpy(seen[0]), expect)
+    ew[0] = ew[0] * (1 + 1e-6)  # beyond it: refused, as directed
+    with pytest.raises(InputError, match="directed"):
+        t(Data(edge_index=ei, edge_weight=ew, num_nodes=n))

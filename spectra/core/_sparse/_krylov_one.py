@@ -39,17 +39,23 @@ def serves(batch: Batch, x0: torch.Tensor) -> bool:
     return isinstance(pre, FactorSolve) and pre.device.type == "cpu" and pre.dtype == x0.dtype
 
 
-#: NumPy's OpenBLAS runs larger products (multiply-adds; matrix-vector ones from 9,216) on
-#: its own thread team, whose size is process-wide and not ours to set; a product with a
-#: few hundred rows already crossed it, and its threads woke on a core the other worker
-#: of an overlapped graph batch was using (a 882-node graph: 20 ms against 66 ms). Larger
-#: products go through torch, whose kernel threads follow the calling thread's setting.
-NUMPY_MAX_WORK = 8192
+#: NumPy's OpenBLAS runs a matrix product of more multiply-adds than this on its own
+#: thread team (``65536 x GEMM_MULTITHREAD_THRESHOLD``; a matrix-vector product from
+#: ``2304 x 4``), whose size is process-wide and not ours to set: measured, a
+#: ``(562, 48) @ (48, 10)`` product kept two cores busy, and such threads woke on the core
+#: that the other worker of an overlapped graph batch was using (an 882-node graph: 66 ms
+#: against 20 ms). Larger products go through torch, whose kernel threads follow the
+#: calling thread's setting; below it NumPy's call is the cheaper (2-20 us against 6-50 us
+#: at a few hundred rows).
+NUMPY_MAX_WORK = 65536 * 4
+NUMPY_MAX_VECTOR_WORK = 2304 * 4
 
 
 def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` of 2-D arrays, on one kernel thread where the caller set one."""
-    if a.shape[0] * a.shape[1] * b.shape[1] <= NUMPY_MAX_WORK:
+    m, inner, n = a.shape[0], a.shape[1], b.shape[1]
+    bound = NUMPY_MAX_VECTOR_WORK if min(m, n) == 1 else NUMPY_MAX_WORK
+    if m * inner * n <= bound:
         return a @ b
     return (torch.from_numpy(a) @ torch.from_numpy(b)).numpy()
 
