@@ -121,9 +121,8 @@ def _require_symmetric(keys: np.ndarray, sums: np.ndarray, n: int) -> None:
     order = np.argsort(mirrored)
     if np.array_equal(mirrored[order], keys) and np.array_equal(sums[order], sums):
         return
-    adj = np.zeros(n * n)
-    adj[keys] = sums
-    adj = adj.reshape(n, n)
+    adj = np.zeros((n, n))
+    adj.ravel()[keys] = sums
     scale = 1e-10 * max(np.abs(adj).max(initial=0.0), 1.0)
     if np.abs(adj - adj.T).max() > scale:
         raise directed_error([0])
