@@ -37,6 +37,7 @@ widened (fresh random directions join the pending block) and the iteration goes 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
@@ -289,23 +290,14 @@ def lanczos(
     return res
 
 
-def _solve(
-    batch: Batch,
-    x0: torch.Tensor,
-    k: int,
-    tolerance: torch.Tensor,
-    maxiter: int,
-    deflate: torch.Tensor | None,
-    settle: tuple[torch.Tensor, int] | None,
-    b: int,
-    room: int | None,
-) -> tuple[Result, torch.Tensor]:
-    """One run of the block iteration: one CPU problem by :func:`._krylov_one.run_one` (the
-    same steps in NumPy, without the batch's per-step overhead), a batch by :func:`_run`."""
+def _solve(batch: Batch, x0: torch.Tensor, *rest: Any) -> tuple[Result, torch.Tensor]:
+    """One run of the block iteration (the arguments of :func:`_run`): one CPU problem by
+    :func:`._krylov_one.run_one` (the same steps in NumPy, without the batch's per-step
+    overhead), a batch by :func:`_run`."""
     from ._krylov_one import run_one, serves
 
     runner = run_one if serves(batch, x0) else _run
-    return runner(batch, x0, k, tolerance, maxiter, deflate, settle, b, room)
+    return runner(batch, x0, *rest)
 
 
 def _run(
