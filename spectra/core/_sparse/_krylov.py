@@ -42,19 +42,10 @@ from typing import Any
 import torch
 
 from .._errors import InputError
+from . import _krylov_one
+from ._krylov_rules import BLOCK, CLUSTER, COND, DEPENDENT, SKIP_MARGIN
+from ._krylov_rules import widest_cluster as _widest_cluster
 from ._lobpcg import Batch, Result, dense_eigh, svqb
-
-#: vectors per block: fewer solved columns than wider blocks, fewer steps than narrower ones
-#: (random geometric graphs, k = 8: b = 2 / 3 / 4 / 11 took 20 / 18 / 16 / 12 block solves)
-BLOCK = 3
-#: Ritz values within this many tolerances of each other count as one cluster
-CLUSTER = 4.0
-#: Cholesky QR needs the Gram factor's diagonal above this share of its largest entry
-COND = 1e-4
-#: a new direction whose norm Gram-Schmidt cut below this share of ``||T q||`` is dropped
-DEPENDENT = 1e-10
-#: Rayleigh-Ritz is skipped for this share of the steps predicted until convergence
-SKIP_MARGIN = 0.8
 
 
 def _project_(rows: torch.Tensor, against: torch.Tensor) -> torch.Tensor:
@@ -156,24 +147,6 @@ def _ritz(
     x, bx = x @ c, bx @ c
     r = bx - x * theta.to(x.dtype).unsqueeze(-2)
     return theta, x, r.norm(dim=-2).double().cpu()
-
-
-def _widest_cluster(theta: torch.Tensor, k: int, gap: torch.Tensor) -> torch.Tensor:
-    """Per problem, the size of the largest cluster of the ascending values ``theta``
-    (``(G, m)``; neighbours closer than ``gap``) that holds one of the first ``k``.
-
-    >>> t = torch.tensor([[0.0, 1.0, 1.0, 1.0, 2.0], [0.0, 1.0, 2.0, 2.0, 2.0]])
-    >>> _widest_cluster(t, 2, torch.tensor([1e-9, 1e-9])).tolist()
-    [3, 1]
-    """
-    t = theta.double().cpu()
-    close = (t[:, 1:] - t[:, :-1]) <= gap.unsqueeze(-1)
-    best = torch.ones(t.shape[0], dtype=torch.long)
-    run = torch.ones(t.shape[0], dtype=torch.long)
-    for i in range(close.shape[1]):  # the run ending at value i + 1 starts at i + 2 - run
-        run = torch.where(close[:, i], run + 1, torch.ones_like(run))
-        best = torch.where(i + 2 - run < k, torch.maximum(best, run), best)
-    return best
 
 
 class _Skip:
@@ -294,9 +267,7 @@ def _solve(batch: Batch, x0: torch.Tensor, *rest: Any) -> tuple[Result, torch.Te
     """One run of the block iteration (the arguments of :func:`_run`): one CPU problem by
     :func:`._krylov_one.run_one` (the same steps in NumPy, without the batch's per-step
     overhead), a batch by :func:`_run`."""
-    from ._krylov_one import run_one, serves
-
-    runner = run_one if serves(batch, x0) else _run
+    runner = _krylov_one.run_one if _krylov_one.serves(batch, x0) else _run
     return runner(batch, x0, *rest)
 
 

@@ -19,13 +19,16 @@ checks are shared with the batched path; :func:`serves` says which problems come
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import Any
 
 import numpy as np
 import torch
 from scipy.linalg import lapack
 
 from .._errors import InputError
+from . import _krylov_rules as kr
 from ._lobpcg import Batch, Result, dense_eigh, svqb
 from ._precondition import FactorSolve
 
@@ -88,11 +91,18 @@ def _orthonormal(w: np.ndarray, deflate: np.ndarray | None) -> tuple[np.ndarray,
     return w, kept
 
 
+@functools.cache
+def _cholesky_routines(char: str) -> tuple[Any, Any]:
+    """LAPACK's ``?potrf`` and ``?trtri`` for the NumPy dtype character ``char``."""
+    routines = lapack.get_lapack_funcs(("potrf", "trtri"), dtype=np.dtype(char))
+    return routines[0], routines[1]
+
+
 def _orthonormalize(w: np.ndarray, cond: float) -> tuple[np.ndarray, np.ndarray]:
     """Orthonormal columns spanning ``w`` (``(n, b)``) and which were kept: Cholesky QR
     twice, or SVQB twice where a Gram matrix is not safely positive definite (as
     :func:`._krylov._orthonormalize` for one problem)."""
-    potrf, trtri = lapack.get_lapack_funcs(("potrf", "trtri"), (w,))
+    potrf, trtri = _cholesky_routines(w.dtype.char)
     q = w
     for _ in range(2):
         factor, info = potrf(_mm(q.conj().T, q), lower=True, clean=True)
@@ -135,8 +145,6 @@ def run_one(
 ) -> tuple[Result, torch.Tensor]:
     """:func:`._krylov._run` for the one problem of ``batch`` (:func:`serves`): the same
     arguments and results."""
-    from . import _krylov as kr  # the batched module's constants and helpers
-
     _, n_max, m = x0.shape
     room = max(room if room is not None else 4 * m, m + 2 * m)
     op, pre = batch.ops[0], batch.pre[0]
@@ -148,7 +156,7 @@ def run_one(
     defl = None
     if deflate is not None and deflate.shape[-1]:
         defl = deflate[0, :n].numpy()
-    defl_rows = None if defl is None else np.ascontiguousarray(defl.T)
+    d = 0 if defl is None else defl.shape[1]
 
     def times_b(x: np.ndarray) -> np.ndarray:
         y = op.matmul(torch.from_numpy(np.ascontiguousarray(x))).numpy()
@@ -169,7 +177,12 @@ def run_one(
     q, kept = _orthonormal(start[:, :b], defl)
     if not kept.all():
         raise InputError("k", "leaves too few vectors: the start block is rank deficient")
-    basis = np.zeros((room, n), dtype=dtype)  # rows: the basis
+    # rows: the deflated vectors, then the basis (projected against together: one pair of
+    # products for both, where the batched form takes two)
+    store = np.zeros((d + room, n), dtype=dtype)
+    if defl is not None:
+        store[:d] = defl.T
+    basis = store[d:]
     h = np.zeros((room, room), dtype=dtype)
     basis[:b] = q.T
     size, current, local = b, q, 0
@@ -188,15 +201,19 @@ def run_one(
         rows = np.ascontiguousarray(solved[:, :width].T, dtype=dtype)  # our own copy, rows
         w = rows.T
         before = np.linalg.norm(rows, axis=1)
-        if defl_rows is not None:
-            _project_(rows, defl_rows)
-        part = _project_(rows, basis[local:size])
+        # classical Gram-Schmidt twice against [deflate, Q]: first against the blocks the
+        # recurrence couples T Q_j to (after a restart every kept vector), then the whole
+        if local == 0:
+            against = store[: d + size]
+        elif d:
+            against = np.concatenate([store[:d], basis[local:size]])
+        else:
+            against = basis[local:size]
+        part = _project_(rows, against)[d:]
         col = slice(size - width, size)
         h[:size, col] = 0
         h[local:size, col] = part
-        if defl_rows is not None:
-            _project_(rows, defl_rows)
-        h[:size, col] += _project_(rows, basis[:size])
+        h[:size, col] += _project_(rows, store[: d + size])[d:]
         rows[~(np.linalg.norm(rows, axis=1) > kr.DEPENDENT * before)] = 0  # dependent: dropped
         new, kept = _orthonormalize(w, kr.COND)
         sub = new.conj().T @ w  # Q_{j+1}^H T Q_j
@@ -227,7 +244,7 @@ def run_one(
                 ok = bool((norms[:k] <= tol).all())
                 accepted = bool((norms[:k] <= loose).all())
                 gap = kr.CLUSTER * max(float(norms[:k].max()), tol)
-                cluster = kr._widest_cluster(torch.from_numpy(theta)[None], k, torch.tensor([gap]))
+                cluster = kr.widest_cluster(torch.from_numpy(theta)[None], k, torch.tensor([gap]))
                 widen = widen or (b < m and accepted and int(cluster[0]) >= b)
                 done = ok
             if give_up or done:
