@@ -63,6 +63,11 @@ def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (torch.from_numpy(a) @ torch.from_numpy(b)).numpy()
 
 
+def _conj(a: np.ndarray) -> np.ndarray:
+    """``a``'s complex conjugate; ``a`` itself when real (``conj`` would copy it)."""
+    return a.conj() if np.iscomplexobj(a) else a
+
+
 def _eigh(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The core's dense eigh of one small Hermitian matrix (ascending)."""
     w, v = dense_eigh(torch.from_numpy(np.ascontiguousarray(h))[None])
@@ -77,7 +82,7 @@ def _svqb(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _project_(rows: np.ndarray, against: np.ndarray) -> np.ndarray:
     """``rows`` (``(b, n)``) against the orthonormal rows of ``against``, in place; the
     coefficients ``(s, b)`` (as :func:`._krylov._project_`)."""
-    part = _mm(against.conj(), rows.T)
+    part = _mm(_conj(against), rows.T)
     rows -= _mm(part.T, against)
     return part
 
@@ -86,7 +91,7 @@ def _orthonormal(w: np.ndarray, deflate: np.ndarray | None) -> tuple[np.ndarray,
     """``w`` against the orthonormal columns ``deflate`` twice, then SVQB twice."""
     for _ in range(2):
         if deflate is not None:
-            w = w - _mm(deflate, _mm(deflate.conj().T, w))
+            w = w - _mm(deflate, _mm(_conj(deflate).T, w))
         w, kept = _svqb(w)
     return w, kept
 
@@ -105,13 +110,13 @@ def _orthonormalize(w: np.ndarray, cond: float) -> tuple[np.ndarray, np.ndarray]
     potrf, trtri = _cholesky_routines(w.dtype.char)
     q = w
     for _ in range(2):
-        factor, info = potrf(_mm(q.conj().T, q), lower=True, clean=True)
+        factor, info = potrf(_mm(_conj(q).T, q), lower=True, clean=True)
         d = np.diagonal(factor).real
         if info != 0 or not d.min() > cond * d.max():
             q, _ = _svqb(w)
             return _svqb(q)
-        inverse, info = trtri(factor, lower=True)  # L^-1 of a well-conditioned b x b factor
-        q = _mm(q, inverse.conj().T)  # q L^-H
+        inverse, _ = trtri(factor, lower=True)  # L^-1 of a well-conditioned b x b factor
+        q = _mm(q, _conj(inverse).T)  # q L^-H
     return q, np.ones(w.shape[-1], dtype=bool)
 
 
@@ -164,7 +169,7 @@ def run_one(
 
     def ritz(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         bx = times_b(x)
-        h = _mm(x.conj().T, bx)
+        h = _mm(_conj(x).T, bx)
         if not np.isfinite(h).all():
             raise InputError(op.what, "gave NaN or Inf from matmul (non-finite or overflow)")
         theta, c = _eigh(h)
@@ -216,7 +221,7 @@ def run_one(
         h[:size, col] += _project_(rows, store[: d + size])[d:]
         rows[~(np.linalg.norm(rows, axis=1) > kr.DEPENDENT * before)] = 0  # dependent: dropped
         new, kept = _orthonormalize(w, kr.COND)
-        sub = new.conj().T @ w  # Q_{j+1}^H T Q_j
+        sub = _conj(new).T @ w  # Q_{j+1}^H T Q_j
         restart = size + b > room
         last = steps >= maxiter or not kept.any()
         due = size >= m and (restart or last or steps >= forecast.next)
@@ -229,7 +234,7 @@ def run_one(
             # residuals of x = Q y, w = sigma + 1/mu: ||(B - sigma) Q_{j+1} S y_j|| / mu
             z = times_b(new) - sigma * new
             c = sub @ y[size - width : size, :m]
-            est = np.sqrt(np.maximum((c.conj() * (_mm(z.conj().T, z) @ c)).sum(0).real, 0))
+            est = np.sqrt(np.maximum((_conj(c) * (_mm(_conj(z).T, z) @ c)).sum(0).real, 0))
             est = est / np.maximum(mu.real, 1e-300)
             forecast.observe(steps, float((est[:k] / tol).max()))
             wanted = bool((est[:k] <= tol).all())
