@@ -111,18 +111,31 @@ def _components(src: np.ndarray, dst: np.ndarray, w: np.ndarray, n: int) -> int:
     return count
 
 
-def _require_symmetric(keys: np.ndarray, sums: np.ndarray, n: int) -> None:
-    """The ``directed_error`` unless the weighted adjacency whose nonzero entries are at the
-    flat positions ``keys`` (sorted, unique) with values ``sums`` is symmetric: exactly, or
-    within ``1e-10`` of its largest entry (the batched path's test)."""
-    nz = sums != 0
-    keys, sums = keys[nz], sums[nz]
-    mirrored = (keys % n) * n + keys // n
-    order = np.argsort(mirrored)
-    if np.array_equal(mirrored[order], keys) and np.array_equal(sums[order], sums):
-        return
-    adj = np.zeros((n, n))
-    adj.ravel()[keys] = sums
+#: graphs up to this many matrix entries test their symmetry on the dense adjacency (a
+#: small buffer: ~5 us at 25 nodes, where sorting the edge list costs ~30); larger ones on
+#: the coalesced edge list (a dense adjacency in fresh pages cost ~1.5 ms at 450 nodes)
+DENSE_SYMMETRY_MAX_ENTRIES = 1 << 15
+
+
+def _require_symmetric(flat: np.ndarray, w: np.ndarray, n: int) -> None:
+    """The ``directed_error`` unless the weighted adjacency with the edges at the flat
+    positions ``flat`` (duplicates summed in edge order) is symmetric: exactly, or within
+    ``1e-10`` of its largest entry (the batched path's test)."""
+    if n * n <= DENSE_SYMMETRY_MAX_ENTRIES:
+        adj: np.ndarray = np.bincount(flat, weights=w, minlength=n * n).reshape(n, n)
+        if np.array_equal(adj, adj.T):
+            return
+    else:
+        keys, at = np.unique(flat, return_inverse=True)
+        sums = np.bincount(at, weights=w, minlength=keys.size)
+        nz = sums != 0
+        keys, sums = keys[nz], sums[nz]
+        mirrored = (keys % n) * n + keys // n
+        order = np.argsort(mirrored)
+        if np.array_equal(mirrored[order], keys) and np.array_equal(sums[order], sums):
+            return
+        adj = np.zeros((n, n))
+        adj.ravel()[keys] = sums
     scale = 1e-10 * max(np.abs(adj).max(initial=0.0), 1.0)
     if np.abs(adj - adj.T).max() > scale:
         raise directed_error([0])
@@ -146,8 +159,8 @@ def single_spectrum(
     at ``n = 150, k = 9`` ~0.6 ms where the whole decomposition costs ~2.5)."""
     check_normalization(normalization)
     src, dst, w = _edges(edge_index, weight, n)
-    keys, at = np.unique(src * n + dst, return_inverse=True)  # the entries, edge order kept
-    _require_symmetric(keys, np.bincount(at, weights=w, minlength=keys.size), n)
+    flat = src * n + dst
+    _require_symmetric(flat, w, n)
     deg = np.bincount(src, weights=w, minlength=n)  # edge order, as the batched path sums
     sym = "sym" if normalization == "rw" else normalization
     values = w
@@ -159,10 +172,10 @@ def single_spectrum(
         # each edge's weight times the product of its two node factors, then summed (as
         # the batched path's entries are), so both paths round alike
         values = w * (inv_sqrt[src] * inv_sqrt[dst])
-    # the one dense matrix: duplicates summed in edge order (as a bincount over all n^2
-    # entries sums them; 3 such n^2 buffers cost ~4 ms at 450 nodes in fresh pages)
-    lap = np.zeros((n, n))
-    lap.ravel()[keys] = 0.0 - np.bincount(at, weights=values, minlength=keys.size)
+    # the one dense matrix, duplicates summed in edge order, negated in place (three n^2
+    # buffers in fresh pages cost ~4 ms at 450 nodes)
+    entries = np.bincount(flat, weights=values, minlength=n * n).astype(np.float64, copy=False)
+    lap: np.ndarray = np.subtract(0.0, entries, out=entries).reshape(n, n)
     if sym is None:
         lap[np.diag_indices(n)] += deg
     else:

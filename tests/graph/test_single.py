@@ -199,8 +199,9 @@ def test_direct_path_with_heat_kernel_solves_everything(monkeypatch):
     assert asked == [None]
 
 
-@pytest.mark.parametrize("normalization", ["sym", "rw", None])
-def test_direct_path_matrix_equals_the_dense_builder(monkeypatch, normalization):
+@pytest.mark.parametrize("n", [40, 200])  # the symmetry test on the dense adjacency, then
+@pytest.mark.parametrize("normalization", ["sym", "rw", None])  # on the edge list
+def test_direct_path_matrix_equals_the_dense_builder(monkeypatch, normalization, n):
     # the per-Data path assembles one dense matrix from the coalesced edge list: duplicate
     # edges summed in edge order, self-loops dropped, a one-way zero-weight edge and a
     # weight asymmetric within 1e-10 of the largest accepted; the same bits as
@@ -208,9 +209,9 @@ def test_direct_path_matrix_equals_the_dense_builder(monkeypatch, normalization)
     import spectra.graph._single as single
     from spectra.graph import laplacian
 
+    assert (n * n <= single.DENSE_SYMMETRY_MAX_ENTRIES) == (n == 40)
     rng = np.random.default_rng(12)
-    n = 40
-    ei, ew = random_graph(rng, n, weighted=True)
+    ei, ew = random_graph(rng, n, p=0.05, weighted=True)
     extra = torch.tensor([[3, 4, 7, 7, 9], [4, 3, 7, 8, 2]])  # a duplicate pair, a loop, ...
     weights = torch.tensor([0.25, 0.25, 5.0, 0.0, 0.0], dtype=torch.float64)  # ... zero one-way
     ei, ew = torch.cat([ei, extra], 1), torch.cat([ew, weights])
