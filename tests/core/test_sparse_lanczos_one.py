@@ -11,7 +11,7 @@ import scipy.sparse as sp
 import torch
 
 import spectra
-from spectra.core._sparse import _krylov, _krylov_one
+from spectra.core._sparse import _krylov, _krylov_one, _krylov_rules
 from tests.core.sparse_helpers import (
     adjacency_rgg,
     dense_reference,
@@ -141,6 +141,9 @@ def test_products_past_numpys_thread_threshold_go_through_torch(monkeypatch, sha
 
 
 def test_the_block_constants_are_shared():
-    # the one-problem iteration reads the batched module's constants, never copies them
-    assert _krylov.BLOCK == 3
-    assert not any(name in vars(_krylov_one) for name in ("COND", "DEPENDENT", "CLUSTER"))
+    # both iterations read one set of constants and one cluster test (_krylov_rules)
+    assert _krylov_one.kr is _krylov_rules
+    for name in ("BLOCK", "CLUSTER", "COND", "DEPENDENT", "SKIP_MARGIN"):
+        assert getattr(_krylov, name) == getattr(_krylov_rules, name)
+        assert name not in vars(_krylov_one)
+    assert _krylov._widest_cluster is _krylov_rules.widest_cluster

@@ -75,7 +75,7 @@ def test_without_max_memory_the_free_memory_decides(monkeypatch, nothing_densifi
         laplacian_eigh(ei, batch=batch)
 
 
-def test_lowest_eigenpairs_still_run_where_the_full_spectrum_is_refused(monkeypatch):
+def test_lowest_eigenpairs_still_run_where_the_full_spectrum_is_refused():
     # the same batch, the same budget: laplacian_pe and heat_kernel_diagonal(k=...) take
     # the sparse path for the large graph and equal the per-graph results
     graphs = mixed_batch()
