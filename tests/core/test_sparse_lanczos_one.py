@@ -141,9 +141,28 @@ def test_products_past_numpys_thread_threshold_go_through_torch(monkeypatch, sha
 
 
 def test_the_block_constants_are_shared():
-    # both iterations read one set of constants and one cluster test (_krylov_rules)
+    # both iterations read one set of constants, one cluster test and one Rayleigh-Ritz
+    # forecast (_krylov_rules)
     assert _krylov_one.kr is _krylov_rules
-    for name in ("BLOCK", "CLUSTER", "COND", "DEPENDENT", "SKIP_MARGIN"):
+    for name in ("BLOCK", "CLUSTER", "COND", "DEPENDENT"):
         assert getattr(_krylov, name) == getattr(_krylov_rules, name)
+    for name in ("BLOCK", "CLUSTER", "COND", "DEPENDENT", "SKIP_MARGIN"):
         assert name not in vars(_krylov_one)
     assert _krylov._widest_cluster is _krylov_rules.widest_cluster
+    assert _krylov._Skip is _krylov_rules.Skip
+
+
+def test_the_scalar_forecast_follows_the_batched_one_step_by_step():
+    # _Forecast is Skip's formula on Python floats (one problem): the same due steps for
+    # falling, flat, rising and converged residual estimates
+    rng = np.random.default_rng(90)
+    for trend in (0.3, 0.9, 1.0, 1.5):
+        scalar, batched = _krylov_one._Forecast(), _krylov_rules.Skip(1)
+        worst = 10.0 ** rng.uniform(3, 9)
+        for step in range(4, 30):
+            worst = worst * trend * rng.uniform(0.7, 1.3)
+            ratio = np.array([[worst, worst * rng.uniform(0, 1)]])
+            scalar.observe(step, float(ratio.max()))
+            batched.observe(step, torch.from_numpy(ratio), torch.ones(1, dtype=torch.bool))
+            assert scalar.next == float(batched.next[0]), (trend, step)
+            assert (step + 1 >= scalar.next) == bool(batched.due(step + 1)[0])
