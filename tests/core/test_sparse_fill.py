@@ -80,16 +80,24 @@ def test_estimate_is_superlus_fill(family):
 
 @pytest.mark.parametrize("family", ["grid", "barabasi-albert", "magnetic", "geometric"])
 def test_the_trial_factorization_and_the_symbolic_count_agree(family, monkeypatch):
-    """Small patterns read the fill off a factorization (no numba), larger ones count it:
-    both ways on both sides of the threshold."""
+    """Without the compiled helper small patterns read the fill off a factorization (no
+    numba), larger ones count it; with it every pattern is counted by it: the three ways
+    agree, order included."""
     a = FAMILIES[family]().tocsr()
     counted = []
     monkeypatch.setattr(_factor, "TRIAL_PROFILE", np.inf)
-    for small in (0, 10**9):
+    for small, helper in ((0, False), (10**9, False), (10**9, True)):
         monkeypatch.setattr(_factor, "SMALL_NNZ", small)
+        if helper:
+            monkeypatch.undo()
+            if not _factor.native_column_counts_available():
+                continue
+        else:
+            monkeypatch.setattr(_factor, "native_column_counts_available", lambda: False)
         _factor._ORDERED.items.clear()
-        counted.append(_factor.estimate(a))
-    assert counted[0] == counted[1] and counted[0].exact
+        counted.append((_factor.estimate(a), _factor.ordering(a)))
+    assert all(c[0] == counted[0][0] and c[0].exact for c in counted)
+    assert all(np.array_equal(c[1], counted[0][1]) for c in counted)
 
 
 def test_column_counts_match_a_dense_cholesky():
@@ -175,20 +183,46 @@ def test_the_plan_and_the_factorization_order_once(orderings):
 
 
 def test_small_patterns_order_and_count_in_one_trial_factorization(orderings, monkeypatch):
-    """Up to SMALL_NNZ entries: no separate ordering, no numba; the factor built later has
-    the counted fill."""
+    """Without the compiled helper, up to SMALL_NNZ entries: no separate ordering, no numba;
+    the factor built later has the counted fill."""
     from spectra.core._sparse import _symbolic
 
     def refuse(*args):
         raise AssertionError("counted symbolically")
 
     monkeypatch.setattr(_symbolic, "column_counts", refuse)
+    monkeypatch.setattr(_factor, "native_column_counts_available", lambda: False)
     lap = normalized_laplacian(largest_component(adjacency_rgg(3000, seed=64)))
     assert lap.nnz <= _factor.SMALL_NNZ
     est = _factor.estimate(lap)
     p = _factor.ordering(lap)  # the trial's ordering, cached
     own = _factor._factorize((lap + 1e-3 * sp.identity(lap.shape[0]))[p][:, p])
     assert own.nnz == 2 * est.fill and orderings == []
+
+
+def test_with_the_compiled_helper_small_patterns_are_counted_not_factored(orderings, monkeypatch):
+    """With the compiled helper even a small pattern is ordered once (the incomplete
+    factorization that keeps no fill) and counted by the helper: no trial factorization,
+    no numba, and the factor built later has the counted fill."""
+    from spectra.core._sparse import _symbolic
+
+    if not _factor.native_column_counts_available():
+        pytest.skip("the compiled helper is not built here")
+
+    def refuse(*args):
+        raise AssertionError("not this way")
+
+    monkeypatch.setattr(_symbolic, "column_counts", refuse)
+    trials = []
+    real = _factor._factorize
+    monkeypatch.setattr(_factor, "_factorize", lambda *a: trials.append(1) or real(*a))
+    lap = normalized_laplacian(largest_component(adjacency_rgg(3000, seed=64)))
+    assert lap.nnz <= _factor.SMALL_NNZ
+    est = _factor.estimate(lap)
+    assert trials == [] and est.exact and orderings == [lap.shape[0]]
+    p = _factor.ordering(lap)  # cached: no second ordering
+    own = real((lap + 1e-3 * sp.identity(lap.shape[0]))[p][:, p])
+    assert own.nnz == 2 * est.fill and orderings == [lap.shape[0]]
 
 
 def test_small_patterns_that_fill_densely_are_counted_not_factored(monkeypatch):

@@ -341,6 +341,11 @@ def native_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None, c
     return _batch_call(module, a, w, v, check)
 
 
+def native_column_counts_available() -> bool:
+    """Whether :func:`native_column_counts` runs here (the compiled helper is built)."""
+    return _extension() is not None
+
+
 def native_column_counts(indptr: Any, indices: Any, n: int) -> Any:
     """The column counts of the Cholesky factor of a symmetric CSR pattern (both
     triangles; int64 ``indptr``/``indices`` NumPy arrays) in its own order, by the compiled

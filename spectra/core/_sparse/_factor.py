@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._solvers._native import native_column_counts
+from .._solvers._native import native_column_counts, native_column_counts_available
 
 #: the shift below the spectrum's lower bound, relative to ``||A||``
 SHIFT = 1e-5
@@ -55,8 +55,8 @@ PEAK = 1.5
 #: bytes per matrix entry besides the factor: the permuted copy and SuperLU's CSC copy
 _COPY_BYTES = 2 * (8 + 4)
 _CACHE_SIZE = 2
-#: :func:`estimate` reads the fill off a factorization of the pattern up to this many
-#: pattern entries, and counts it symbolically (numba) above
+#: without the compiled helper, :func:`estimate` reads the fill off a factorization of the
+#: pattern up to this many pattern entries, and counts it symbolically (numba) above
 SMALL_NNZ = 65_536
 #: ... when the profile (which bounds the trial's fill in practice: minimum degree filled 2x
 #: to 40x less on every graph measured) is at most this many times the pattern's entries:
@@ -174,14 +174,24 @@ def _mmd_order(pattern: Any) -> np.ndarray:
 
 def _count(pattern: Any, p: np.ndarray | None) -> tuple[np.ndarray, FillEstimate]:
     """The order (``p``, or :func:`_mmd_order`'s when ``None``) and the exact fill and work
-    of ``pattern`` in it. Up to :data:`SMALL_NNZ` entries (and a profile of at most
-    :data:`TRIAL_PROFILE` times that) both come from one trial
-    factorization of the pattern matrix (SuperLU orders it as it orders the shifted matrix:
-    the ordering sees the pattern only), so that no numba is loaded (its import and cache
-    cost ~0.8 s on a process's first call, where a 3,000-node graph's call takes 0.1 s);
-    above, the fill is counted symbolically (:mod:`._symbolic`, O(nnz))."""
+    of ``pattern`` in it, counted symbolically (O(nnz)): by the compiled helper where it is
+    built, else by numba's loops (:mod:`._symbolic`). Without the helper, patterns of up to
+    :data:`SMALL_NNZ` entries (and a profile of at most :data:`TRIAL_PROFILE` times that)
+    read both off one trial factorization of the pattern matrix instead (SuperLU orders it
+    as it orders the shifted matrix: the ordering sees the pattern only), so that no numba
+    is loaded (its import and cache cost ~0.8 s on a process's first call, where a
+    3,000-node graph's call takes 0.1 s). With the helper the ordering (an incomplete
+    factorization that keeps no fill) and the count cost less than that trial, with the same
+    order and fill: the estimate alone 1.9 against 2.5 ms at 600 nodes, 6.8 against 9.9 ms
+    at 3,000 (random geometric graphs); a whole call on a graph new to it 42.6 against
+    43.8 ms at 3,000 nodes, level on the D&D-like graphs of 513-1,100 nodes
+    (``benchmarks/results/fill-count-ab-2026-12-05.json``)."""
     counts = None
-    if pattern.nnz <= SMALL_NNZ and profile(pattern) <= TRIAL_PROFILE * pattern.nnz:
+    if (
+        not native_column_counts_available()
+        and pattern.nnz <= SMALL_NNZ
+        and profile(pattern) <= TRIAL_PROFILE * pattern.nnz
+    ):
         if p is None:
             lu = _factorize(pattern, "MMD_AT_PLUS_A")
             p = np.argsort(np.asarray(lu.perm_c))
