@@ -367,17 +367,17 @@ def test_degenerate_graph_laplacians_any_window(monkeypatch, kind, dtype):
 
 def test_large_single_worker_calls_keep_the_callers_kernel_threads(monkeypatch):
     """From the planner's THREADED_LAPACK_MIN_N a single-worker call runs LAPACK on the
-    kernel threads the caller has (OpenBLAS's per-thread count), below it on one, and every
-    call restores what it found."""
+    kernel threads the caller has (OpenBLAS's count, through the gate), below it on one,
+    and every call restores what it found."""
     from spectra.core._pipeline._plan import THREADED_LAPACK_MIN_N
 
     assert _lapack_subset.THREADED_MIN_N == THREADED_LAPACK_MIN_N
     lap = _lapack_subset._lapack()
-    if lap.set_local is None:
-        pytest.skip("no per-thread OpenBLAS knob in this SciPy")
+    if lap.gate is None:
+        pytest.skip("no OpenBLAS thread knob in this SciPy")
     asked = []
-    real = lap.set_local
-    monkeypatch.setattr(lap, "set_local", lambda count: asked.append(count) or real(count))
+    real = lap.gate.knob
+    monkeypatch.setattr(lap.gate, "knob", lambda count: asked.append(count) or real(count))
     big = random_hermitian((), THREADED_LAPACK_MIN_N, torch.float64, seed=14)
     w, _ = spectra.eigh(big, k=4, workers=1)
     assert asked[0] == torch.get_num_threads() and len(asked) == 2  # set, then restored

@@ -20,11 +20,13 @@ iteration not converged) ``?syevr`` runs on that matrix as before.
 The routines are the LAPACKE entry points of the LAPACK that SciPy ships, called through
 ``ctypes``, which releases the GIL (SciPy's own ``scipy.linalg.lapack`` wrappers hold it,
 measured: a Python thread ran 5% of its speed beside one), so the executor's fan-out runs
-one matrix per core; the BLAS inside it runs on one thread of the calling thread, or on
-the caller's kernel threads for a single-worker call of ``n >= THREADED_MIN_N`` (OpenBLAS's
-per-thread ``openblas_set_num_threads_local``, restored after each block: nothing another
-thread can observe changes). Where that library is not found (a SciPy
-linked against another LAPACK), the same routine runs through ``scipy.linalg.lapack``.
+one matrix per core; the BLAS inside it runs on one thread in a fan-out's workers, or on
+the caller's kernel threads for a single-worker call of ``n >= THREADED_MIN_N``. SciPy's
+OpenBLAS has one process-wide thread count (its ``openblas_set_num_threads_local`` sets
+that one in a pthreads build): the calls share it through :class:`._openblas_threads.ThreadGate`,
+which never changes it under a running call and restores it after the last. Where that
+library is not found (a SciPy linked against another LAPACK), the same routine runs through
+``scipy.linalg.lapack``.
 
 The lower triangle is read, as ``torch.linalg.eigh`` reads it: the C-order matrix,
 seen column-major, is its transpose, whose upper triangle LAPACK is told to read; complex
@@ -39,8 +41,8 @@ matrices are copied conjugated so that LAPACK sees the matrix itself.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
-import functools
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -49,6 +51,7 @@ import numpy as np
 import torch
 
 from ._native import _KIND, _extension
+from ._openblas_threads import ThreadGate
 
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 
@@ -84,7 +87,8 @@ _local = threading.local()
 
 
 class _Lapack:
-    """The LAPACKE ``?syevr``/``?heevr`` of SciPy's LAPACK and its per-thread BLAS knob."""
+    """The LAPACKE ``?syevr``/``?heevr`` of SciPy's LAPACK and the gate of its BLAS thread
+    count (``None`` where the library has no OpenBLAS knob)."""
 
     def __init__(self) -> None:
         import scipy.linalg.lapack  # noqa: F401  (loads the library we look for)
@@ -95,6 +99,7 @@ class _Lapack:
         self.helper: Any = _extension()
         self.chained: set[int] = set()
         self.set_local: Any = None
+        self.gate: ThreadGate | None = None
         for path in _loaded_libraries():
             lib = _open(path)
             if lib is None:
@@ -113,6 +118,7 @@ class _Lapack:
                 if knob is not None:
                     knob.argtypes, knob.restype = [ctypes.c_int], ctypes.c_int
                     self.set_local = knob
+                    self.gate = ThreadGate(knob)
             if len(self.routines) == len(_NAMES):
                 break
 
@@ -149,9 +155,19 @@ def _typed(fn: Any, dtype: torch.dtype) -> Any:
     return fn
 
 
-@functools.cache
+_LOADED: list[_Lapack] = []
+_LOADING = threading.Lock()
+
+
 def _lapack() -> _Lapack:
-    return _Lapack()
+    """The one :class:`_Lapack` of the process, built once even when a fan-out's workers
+    ask for it at the same moment (``functools.cache`` would build one per racing thread,
+    and two thread-count gates would each restore the count under the other's calls)."""
+    if not _LOADED:
+        with _LOADING:
+            if not _LOADED:
+                _LOADED.append(_Lapack())
+    return _LOADED[0]
 
 
 def uses_ctypes(dtype: torch.dtype) -> bool:
@@ -194,14 +210,10 @@ def window_into(
     # the kernel threads the executor left this thread: one in its fan-outs and below
     # THREADED_MIN_N; a single-worker call of a large matrix keeps the caller's
     threads = torch.get_num_threads() if a.shape[-1] >= THREADED_MIN_N else 1
-    old = lap.set_local(threads) if lap.set_local is not None else None
-    try:
+    with lap.gate.hold(threads) if lap.gate is not None else contextlib.nullcontext():
         declined = _chained(lap, a, w, v, lo, hi)
         rest = range(a.shape[0]) if declined is None else declined  # the chain ran
         return _syevr_into(lap, fn, a, w, v, lo, hi, rest) if rest else []
-    finally:
-        if old is not None:
-            lap.set_local(old)
 
 
 def _syevr_into(
