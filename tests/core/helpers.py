@@ -97,6 +97,17 @@ def without_native_entry(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(_direct, "_entry", lambda version: (None, _direct._closed_direct(version)))
 
 
+def pin_cpu_vendor(monkeypatch, vendor: str | None) -> None:  # type: ignore[no-untyped-def]
+    """The CPU vendor the ``openblas`` strategy's claim reads (``GenuineIntel``: no claim,
+    torch's LAPACK everywhere; ``AuthenticAMD``: its measured ranges), whatever this machine
+    is; the registry's version is bumped so that no cached plan survives."""
+    from spectra.core import STRATEGIES
+    from spectra.core._strategies import _openblas
+
+    monkeypatch.setattr(_openblas, "cpu_vendor", lambda: vendor)
+    monkeypatch.setitem(STRATEGIES, "openblas", STRATEGIES["openblas"])
+
+
 def assert_refusals(a, after=None) -> None:  # type: ignore[no-untyped-def]
     """``spectra.eigh`` refuses ``a`` (real symmetric, n >= 2) with one NaN pair, one Inf
     on the diagonal, and one asymmetric entry, each with an error naming the problem;

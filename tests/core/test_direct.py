@@ -46,6 +46,13 @@ def test_direct_results_are_bitwise_the_planned_path(shape, n, dtype):
     a = a.reshape(*shape, n, n)
     batch = int(np.prod(shape)) if shape else 1
     p = spectra.plan(n, batch, dtype)
+    if not p.direct and p.strategy == "openblas":  # claimed (off Intel CPUs): its own route
+        if not shape:  # one matrix: the claimed strategy's one-matrix route, not the pipeline
+            assert _direct._solve_one(a, True, True, None) is not None
+        w, v = spectra.eigh(a)
+        wf, vf = _full_path(a)
+        assert torch.equal(w, wf) and torch.equal(v, vf)
+        return
     if not p.direct:
         assert batch * n**3 > 3e5, str(p)  # only work enough to fan out leaves the path
         pytest.skip("planned on more than one worker")

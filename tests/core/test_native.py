@@ -17,7 +17,7 @@ from spectra.core._pipeline import _direct
 from spectra.core._pipeline._gauge import fix_gauge
 from spectra.core._solvers import _native
 
-from .helpers import assert_refusals, without_native_entry
+from .helpers import assert_refusals, pin_cpu_vendor, without_native_entry
 
 MODULE = _native.native_module()
 needs_native = pytest.mark.skipif(MODULE is None, reason="the compiled helper is not built")
@@ -99,8 +99,10 @@ def _cases(dtype: torch.dtype) -> Iterator[tuple[str, torch.Tensor]]:
 
 @pytest.fixture(autouse=True)
 def _without_the_entry(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests are about the Python-level compiled route."""
+    """These tests are about the Python-level compiled route (on torch's LAPACK: no
+    ``openblas`` claim, which a non-Intel CPU would make from n = 56)."""
     without_native_entry(monkeypatch)
+    pin_cpu_vendor(monkeypatch, "GenuineIntel")
 
 
 class _Spy:

@@ -34,16 +34,21 @@ from torch.autograd import forward_ad
 
 from .._options import check_tolerance
 from .._request import Request
-from .._solvers._native import native_entry, native_solve, native_solve_batch
+from .._solvers._native import (
+    native_entry,
+    native_exactly_hermitian,
+    native_solve,
+    native_solve_batch,
+)
 from .._solvers._torch_lapack import lapack_aligned, torch_eigh
-from .._strategies import STRATEGIES, registry_version
+from .._strategies import STRATEGIES, preferred, registry_version
 from .._support._threads import restore_thread_kernel_threads, set_thread_kernel_threads
 from ._autograd import eigh_with_grad
 from ._autograd_one import _TOL32, _TOL64, eigh_native, node_or_rule, with_backward
 from ._backward_fast import gauge_fresh
 from ._checks import InputRejected, quick_check
 from ._gauge import fix_gauge_small_
-from ._plan import THREADED_LAPACK_MIN_N, direct_path, plan
+from ._plan import THREADED_LAPACK_MIN_N, compiled_closed_form, direct_path, plan
 from ._prepare import check_k
 from ._select import select_k
 
@@ -304,6 +309,7 @@ def _solve_one(
     the same exact-Hermitian test, LAPACK call on one kernel thread, finiteness test and
     gauge as :func:`solve_direct`, without its generality; ``None``: take that route."""
     n = a.shape[0]
+    tracked = a.requires_grad and torch.is_grad_enabled()
     if (
         n != a.shape[1]
         or not 0 < n < THREADED_LAPACK_MIN_N
@@ -311,7 +317,11 @@ def _solve_one(
         or not _builtin_lapack(registry_version())
     ):
         return None
-    if a.requires_grad and torch.is_grad_enabled():  # the tracked route, its own checks
+    if n >= SEQUENTIAL_LAPACK_N:  # a strategy may claim one matrix (``openblas`` off Intel)
+        claimed = _claimed_one(n, a.dtype, vectors or tracked, registry_version())
+        if claimed is not None:
+            return None if tracked else _solve_claimed(a, vectors, check, claimed)
+    if tracked:  # the tracked route, its own checks
         try:
             return _tracked_one(a, vectors, check)
         except RuntimeError:  # LAPACK failed: the full path decides
@@ -339,6 +349,42 @@ def _solve_one(
     if v is not None:
         fix_gauge_small_(v)
     return w, v
+
+
+@functools.lru_cache(maxsize=1024)
+def _claimed_one(n: int, dtype: torch.dtype, vectors: bool, version: int) -> Any:
+    """The ``solve`` of the strategy that claims one CPU matrix of ``n x n`` ``dtype``
+    (``Runs.prefers`` from one matrix on, the compiled closed form aside), or ``None``."""
+    claimed = preferred(n, dtype, torch.device("cpu"), vectors, 1)
+    if claimed is None or compiled_closed_form(claimed[0], n):
+        return None
+    return STRATEGIES[claimed[0]].solve
+
+
+def _solve_claimed(
+    a: torch.Tensor, vectors: bool, check: bool, solve: Any
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """One matrix on the strategy that claims it, as the planned call runs a batch of one
+    (its check, the strategy's solve on one kernel thread, the gauge): bitwise those
+    results (``tests/core/test_openblas.py``) without the pipeline's ~0.2 ms; ``None``
+    where the full path must decide (an input not exactly Hermitian, a non-finite result,
+    a solver error)."""
+    if check:  # exactly Hermitian and finite (one compiled pass where built), else decide there
+        exact = native_exactly_hermitian(a, True)
+        if not (exact if exact is not None else torch.equal(a, a.mH)):
+            return None
+    old = set_thread_kernel_threads(1)
+    try:
+        w, v = solve(a[None], vectors)
+    except RuntimeError:
+        return None
+    finally:
+        restore_thread_kernel_threads(old)
+    if check and not math.isfinite(sum(w[0].tolist())):
+        return None
+    if v is None:
+        return w[0], None
+    return w[0], fix_gauge_small_(v)[0]
 
 
 @functools.lru_cache(maxsize=4096)

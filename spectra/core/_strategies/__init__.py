@@ -15,7 +15,9 @@ One module per solver family registers its strategies at import:
 - :mod:`._jacobi`: ``jacobi`` (the torch-ops parallel Jacobi of ``_jacobi``);
 - :mod:`._kernels`: ``closed-form``, ``numba-jacobi``, ``numba-ql`` (``_kernels``);
 - :mod:`._subset`: ``lapack-subset`` (LAPACK ``?syevr``/``?heevr`` with an index range: the
-  ``k`` wanted of ``n`` eigenpairs only, ``_lapack_subset``).
+  ``k`` wanted of ``n`` eigenpairs only, ``_lapack_subset``);
+- :mod:`._openblas`: ``openblas`` (SciPy's OpenBLAS ``?syevd``/``?heevd``: the default off
+  Intel CPUs where measured faster than torch's MKL, ``_openblas_eigh``).
 
 What a strategy is, and the registry, are in :mod:`._base`.
 """
@@ -63,6 +65,9 @@ from . import _kernels  # noqa: F401
 
 # isort: split
 from . import _subset  # noqa: F401
+
+# isort: split
+from . import _openblas  # noqa: F401
 
 __all__ = [
     "DEFAULT_STRATEGY",
