@@ -134,7 +134,9 @@ def test_one_loader_and_one_gate_even_when_workers_race_for_them(monkeypatch):
     """The first calls of a fan-out ask for the library from both workers at once: one
     loader (and so one gate) must come out, or each gate restores the count under the
     other's calls (as it did with ``functools.cache``, which builds one per racing thread)."""
-    monkeypatch.setattr(_lapack_subset, "_LOADED", [])
+    from spectra.core._support._threads import built_once
+
+    monkeypatch.setattr(_lapack_subset, "_lapack", built_once(lambda: _lapack_subset._Lapack()))
     built: list[object] = []
     real = _lapack_subset._Lapack
 

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._support._threads import built_once
 from ._native import _KIND, _extension
 from ._openblas_threads import ThreadGate
 
@@ -155,19 +156,9 @@ def _typed(fn: Any, dtype: torch.dtype) -> Any:
     return fn
 
 
-_LOADED: list[_Lapack] = []
-_LOADING = threading.Lock()
-
-
-def _lapack() -> _Lapack:
-    """The one :class:`_Lapack` of the process, built once even when a fan-out's workers
-    ask for it at the same moment (``functools.cache`` would build one per racing thread,
-    and two thread-count gates would each restore the count under the other's calls)."""
-    if not _LOADED:
-        with _LOADING:
-            if not _LOADED:
-                _LOADED.append(_Lapack())
-    return _LOADED[0]
+#: the one :class:`_Lapack` of the process (built once even when a fan-out's workers ask
+#: at the same moment: two loaders would make two thread-count gates)
+_lapack = built_once(lambda: _Lapack())
 
 
 def uses_ctypes(dtype: torch.dtype) -> bool:

@@ -41,6 +41,7 @@ from typing import Any
 
 import torch
 
+from .._support._threads import built_once
 from . import _lapack_subset as subset
 from ._openblas_threads import ThreadGate
 from ._torch_lapack import empty_result
@@ -88,17 +89,8 @@ def _typed(fn: Any, dtype: torch.dtype) -> Any:
     return fn
 
 
-_LOADED: list[_Routines] = []
-_LOADING = threading.Lock()
-
-
-def _routines() -> _Routines:
-    """The process's one :class:`_Routines`, built once however many workers ask at once."""
-    if not _LOADED:
-        with _LOADING:
-            if not _LOADED:
-                _LOADED.append(_Routines())
-    return _LOADED[0]
+#: the process's one :class:`_Routines`
+_routines = built_once(lambda: _Routines())
 
 
 def available() -> bool:

@@ -155,6 +155,29 @@ def single_threaded_kernels(blas: bool = False) -> Iterator[None]:
         restore_thread_kernel_threads(old)
 
 
+def built_once(factory: Callable[[], T]) -> Callable[[], T]:
+    """A getter of ``factory()``, built once per process even when the workers of a
+    fan-out ask for it at the same moment (``functools.cache`` builds one per racing
+    thread: two loaders of one library, each with its own state).
+
+    >>> built = []
+    >>> get = built_once(lambda: built.append(1) or len(built))
+    >>> get(), get(), built
+    (1, 1, [1])
+    """
+    lock = threading.Lock()
+    box: list[T] = []
+
+    def get() -> T:
+        if not box:
+            with lock:
+                if not box:
+                    box.append(factory())
+        return box[0]
+
+    return get
+
+
 # ---- the pool -------------------------------------------------------------------------------
 
 
