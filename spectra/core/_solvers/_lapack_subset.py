@@ -57,13 +57,24 @@ from ._openblas_threads import ThreadGate
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 
 _COL_MAJOR = 102
-#: LAPACKE names by dtype (SciPy's bundled OpenBLAS prefixes them with ``scipy_``)
-_NAMES = {
-    torch.float32: "LAPACKE_ssyevr",
-    torch.float64: "LAPACKE_dsyevr",
-    torch.complex64: "LAPACKE_cheevr",
-    torch.complex128: "LAPACKE_zheevr",
-}
+#: LAPACK's type letter of each dtype
+_LETTER = {torch.float32: "s", torch.float64: "d", torch.complex64: "c", torch.complex128: "z"}
+
+
+def lapacke_names(real: str, hermitian: str, suffix: str = "") -> dict[torch.dtype, str]:
+    """LAPACKE's names of one routine by dtype (SciPy's bundled OpenBLAS prefixes them with
+    ``scipy_``, which :func:`_entry` tries first).
+
+    >>> lapacke_names("syevd", "heevd", "_work")[torch.complex64]
+    'LAPACKE_cheevd_work'
+    """
+    return {
+        dtype: f"LAPACKE_{letter}{hermitian if dtype.is_complex else real}{suffix}"
+        for dtype, letter in _LETTER.items()
+    }
+
+
+_NAMES = lapacke_names("syevr", "heevr")
 #: the steps of the chain (LAPACKE ``_work`` entry points: no allocation per call)
 _CHAIN = {
     torch.float32: ("ssytrd", "sstein", "sormtr"),

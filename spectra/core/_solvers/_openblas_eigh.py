@@ -49,12 +49,7 @@ from ._torch_lapack import empty_result
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 
 _COL_MAJOR = 102
-_NAMES = {
-    torch.float32: "LAPACKE_ssyevd_work",
-    torch.float64: "LAPACKE_dsyevd_work",
-    torch.complex64: "LAPACKE_cheevd_work",
-    torch.complex128: "LAPACKE_zheevd_work",
-}
+_NAMES = subset.lapacke_names("syevd", "heevd", "_work")
 _local = threading.local()
 
 
