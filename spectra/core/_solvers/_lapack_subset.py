@@ -110,7 +110,6 @@ class _Lapack:
         #: ``SPECTRA_NATIVE=0``), and the kinds whose LAPACK steps it was handed
         self.helper: Any = _extension()
         self.chained: set[int] = set()
-        self.set_local: Any = None
         self.gate: ThreadGate | None = None
         for path in _loaded_libraries():
             lib = _open(path)
@@ -125,11 +124,10 @@ class _Lapack:
                         where = [ctypes.cast(f, ctypes.c_void_p).value for f in steps]
                         if self.helper.window_load(_KIND[dtype], *where):
                             self.chained.add(_KIND[dtype])
-            if self.routines and self.set_local is None:
+            if self.routines and self.gate is None:
                 knob = getattr(lib, "openblas_set_num_threads_local", None)
                 if knob is not None:
                     knob.argtypes, knob.restype = [ctypes.c_int], ctypes.c_int
-                    self.set_local = knob
                     self.gate = ThreadGate(knob)
             if len(self.routines) == len(_NAMES):
                 break

@@ -90,7 +90,7 @@ _routines = built_once(lambda: _Routines())
 
 def available() -> bool:
     """Whether SciPy's LAPACK offers every ``?syevd``/``?heevd`` by LAPACKE here, with
-    OpenBLAS's per-thread thread count (without it a fan-out would oversubscribe)."""
+    OpenBLAS's thread-count knob behind the gate (without it a fan-out would oversubscribe)."""
     r = _routines()
     return r.gate is not None and len(r.fns) == len(_NAMES)
 

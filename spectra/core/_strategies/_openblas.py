@@ -33,8 +33,9 @@ from .._solvers._openblas_eigh import available, openblas_eigh, openblas_eigh_in
 from ._base import Abilities, Runs, Strategy, register
 from ._checks import numba_check_large
 
-#: the vendor whose CPUs MKL runs its tuned code on (``vendor_id`` of ``/proc/cpuinfo``)
-INTEL = "GenuineIntel"
+#: the x86-64 vendors (``vendor_id`` of ``/proc/cpuinfo``) whose CPUs MKL runs its generic
+#: code on, where the claim is made (Intel's, ``GenuineIntel``, is not among them)
+NON_INTEL_X86 = frozenset({"AuthenticAMD", "HygonGenuine"})
 #: ``dtype -> (first n, last n + 1, the batch the claim starts from)`` ranges measured
 #: faster than torch's MKL on a non-Intel CPU (one thread each)
 RANGES: dict[torch.dtype, tuple[tuple[int, int, int], ...]] = {
@@ -59,7 +60,7 @@ def cpu_vendor() -> str | None:
 def claim_for(n: int, dtype: torch.dtype, vendor: str | None) -> Claim | None:
     """The claim on ``n x n`` matrices of ``dtype`` with eigenvectors on a CPU of ``vendor``
     (``None``: none; only x86 vendors other than Intel's are claimed for)."""
-    if vendor is None or vendor == INTEL or vendor not in ("AuthenticAMD", "HygonGenuine"):
+    if vendor not in NON_INTEL_X86:
         return None
     for lo, hi, min_batch in RANGES.get(dtype, ()):
         if lo <= n < hi:
