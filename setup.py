@@ -61,6 +61,7 @@ setup(
                 f"{_SOLVERS}/_native_closed_form.c",
                 f"{_SOLVERS}/_native_bisect.c",
                 f"{_SOLVERS}/_native_window.c",
+                f"{_SOLVERS}/_native_edges.c",
             ],
             include_dirs=[_SOLVERS],
             extra_compile_args=["-O3", "-std=c11", *_FP],

@@ -27,6 +27,7 @@ from ._pipeline._execute import execute, orthonormality_error
 from ._pipeline._prepare import check_k, is_ragged
 from ._request import EIGH_OPTION_NAMES, PROBLEM_KEYWORDS, Request
 from ._sparse import is_sparse_input
+from ._sparse._entries import entry_components, mirror_exact
 from ._support._arrays import (
     Origin,
     as_tensor,
@@ -75,6 +76,7 @@ __all__ = [
     "cpu_count",
     "default_tolerance",
     "eigh_backward",
+    "entry_components",
     "execute",
     "fan_out",
     "format_bytes",
@@ -84,6 +86,7 @@ __all__ = [
     "is_sparse_input",
     "matrix_bytes",
     "memory_budget",
+    "mirror_exact",
     "orthonormality_error",
     "pull",
     "real_dtype",

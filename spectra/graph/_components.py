@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..core.domain import entry_components
 from ._layout import Edges, Layout
 
 
@@ -14,8 +15,10 @@ def edge_components(edges: Edges) -> tuple[torch.Tensor, torch.Tensor]:
     """Connected components per graph ``(G,)`` and the component of every node ``(N,)``
     from an edge list (edges of nonzero weight).
 
-    Combinatorial (SciPy's ``csgraph.connected_components`` on the whole batch at once),
-    not a threshold on small eigenvalues; isolated nodes are components of their own.
+    Combinatorial (the compiled helper's union-find, or SciPy's
+    ``csgraph.connected_components`` without it, on the whole batch at once; both number
+    the components by their smallest node), not a threshold on small eigenvalues; isolated
+    nodes are components of their own.
     """
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
@@ -26,14 +29,19 @@ def edge_components(edges: Edges) -> tuple[torch.Tensor, torch.Tensor]:
     if n_total == 0:
         empty = torch.zeros(0, dtype=torch.long, device=device)
         return torch.zeros(layout.num_graphs, dtype=torch.long, device=device), empty
+    src, dst = edges.src, edges.dst
     nz = edges.weight != 0
+    if not bool(nz.all()):  # (a mask copy of every edge only where one is zero)
+        src, dst = src[nz], dst[nz]
     if layout.num_graphs == 1 and n_total <= REACH_MAX_N:
-        return _reach_components(edges.src[nz], edges.dst[nz], n_total)
+        return _reach_components(src, dst, n_total)
     if layout.n_max <= PROPAGATE_MAX_N:
-        return _propagated_components(edges.src[nz], edges.dst[nz], layout)
-    rows, cols = edges.src[nz].cpu().numpy(), edges.dst[nz].cpu().numpy()
-    graph = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n_total, n_total))
-    _, labels = connected_components(graph, directed=False)
+        return _propagated_components(src, dst, layout)
+    rows, cols = src.cpu().numpy(), dst.cpu().numpy()
+    labels = entry_components(n_total, rows, cols)  # the compiled helper's union-find
+    if labels is None:
+        graph = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n_total, n_total))
+        _, labels = connected_components(graph, directed=False)
     labels_t = torch.from_numpy(labels.astype(np.int64))
     first = torch.full((int(labels.max()) + 1,), -1, dtype=torch.long)
     first.scatter_(0, labels_t, layout.batch.cpu())

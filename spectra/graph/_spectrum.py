@@ -122,8 +122,8 @@ def solve_entries(
     and ``null_weight``: the null space to deflate, see :mod:`._sparse_path`). Where there
     are both sparse and dense graphs, the calls overlap over the core's workers
     (:func:`._buckets.overlapped`): each group the sparse path solves together is a job
-    (all of them one job in sequence where they cost no more than the dense ones,
-    :func:`_sparse_in_sequence`), the ragged graphs are cut into guided chunks
+    (all of them one call, one job, where they cost no more than the dense ones,
+    :func:`_sparse_together`), the ragged graphs are cut into guided chunks
     (:func:`._buckets.ragged_chunks`), and
     the workers take the jobs costliest first (:func:`._overlap.run_jobs`), every core
     call inside on one kernel thread (``workers=1``). In turn otherwise, as one call each.
@@ -157,16 +157,15 @@ def solve_entries(
         kw = {**kw, "workers": 1}  # one kernel thread per job, no nested fan-out
     jobs: list[Job[Part]] = []
     groups = sparse_groups(big, counts, comps, lowest) if workers > 1 else [big] if big else []
-    for members in groups:  # overlapped: one job per call the core solves together
+
+    def sparse_call(members: list[int]) -> Callable[[], list[Part]]:
         assert lowest is not None
-        jobs.append(
-            Job(
-                sum(sparse_seconds(counts[g]) for g in members),
-                _sparse_job(entries, members, lowest, comps, labels, null_weight, bound_two,
-                            {**kw, **sparse_kw}),
-            )
-        )  # fmt: skip
-    sparse = len(jobs)
+        return _sparse_job(
+            entries, members, lowest, comps, labels, null_weight, bound_two, {**kw, **sparse_kw}
+        )
+
+    for members in groups:  # overlapped: one job per call the core solves together
+        jobs.append(Job(sum(sparse_seconds(counts[g]) for g in members), sparse_call(members)))
     if small:  # one padded call, or several where its dense buffers exceed max_memory
         chunks = fit_budget(small, [cut * cut] * len(small), budget)
         everyone = len(small) == lay.num_graphs and len(chunks) == 1
@@ -179,40 +178,49 @@ def solve_entries(
             k = dense_wanted(lowest, [comps[g] for g in chunk])
             cost = sum(dense_seconds(counts[g], k) for g in chunk)
             jobs.append(Job(cost, _ragged_job(entries, chunk, kw, k)))
-    jobs = _sparse_in_sequence(jobs, sparse)
+    jobs = _sparse_together(jobs, groups, sparse_call)
     parts = run_jobs(jobs, workers)
     if normalization == "rw":
         parts = [_rw(p, degree, lay) for p in parts]
     return GraphSpectra(lay, tuple(parts), components, degree, normalization, entries.values.dtype)
 
 
-def _sparse_in_sequence(jobs: list[Job[Part]], sparse: int) -> list[Job[Part]]:
-    """The first ``sparse`` jobs (the sparse calls) as one job, one call after the other,
-    where together they are estimated to cost no more than the dense jobs after them: each
-    sparse call is a Python loop around small LAPACK calls and sparse solves that holds the
-    GIL for much of its time, so two at once slowed each other down (D&D-like batch: the
-    call of five graphs of 800-1,000 nodes took 0.085 s alone, 0.16-0.22 s of CPU beside
-    the 5,748-node graph's), while the dense partial solves (LAPACK, the GIL released) fill
-    the other core meanwhile. Where the sparse calls are the larger part, they stay
-    separate jobs (both cores on them).
+#: the sparse calls run as one call (one job) up to this many times the dense jobs' cost
+#: (estimates). Measured on the 2-core machine, D&D-like batch (128 graphs) with graphs
+#: added, medians of 8 interleaved calls, one call against the groups' separate jobs
+#: (``benchmarks/results/sparse-together-2026-12-05.json``): estimated ratio 1.0 (the batch
+#: alone) 267 against 282 ms, 1.21 (a 3,000-node graph added) 306 against 327, 1.55 (one of
+#: 8,000) 337 against 351; 1.83 (four of 3,000) 445 against 407, 2.09 (two of 8,000) 466
+#: against 421.
+TOGETHER_RATIO = 1.6
 
-    >>> run = lambda name: lambda: [name]
-    >>> jobs = [Job(0.1, run("s1")), Job(0.2, run("s2")), Job(0.4, run("d"))]
-    >>> [(j.seconds, j.run()) for j in _sparse_in_sequence(jobs, 2)]
-    [(0.30000000000000004, ['s1', 's2']), (0.4, ['d'])]
-    >>> len(_sparse_in_sequence(jobs[:2] + [Job(0.2, run("d"))], 2))
+
+def _sparse_together(
+    jobs: list[Job[Part]],
+    groups: list[list[int]],
+    call: Callable[[list[int]], Callable[[], list[Part]]],
+) -> list[Job[Part]]:
+    """The first ``len(groups)`` jobs (one sparse call per group) as one job, one call of
+    the core for all their graphs (``call(members)``), where together they are estimated to
+    cost at most :data:`TOGETHER_RATIO` times the dense jobs after them: each sparse call
+    is a Python loop around small LAPACK calls and sparse solves, and two at once slow each
+    other down (D&D-like batch: the call of five graphs of 800-1,000 nodes took 0.085 s
+    alone, 0.16-0.22 s of CPU beside the 5,748-node graph's), while the dense partial solves
+    (LAPACK, the GIL released) fill the other core meanwhile. Where the sparse calls are
+    the larger part by more than that, they stay separate jobs (both cores on them).
+
+    >>> run = lambda members: lambda: members
+    >>> jobs = [Job(0.1, run([0])), Job(0.2, run([1, 2])), Job(0.4, run([3]))]
+    >>> [(j.seconds, j.run()) for j in _sparse_together(jobs, [[0], [1, 2]], run)]
+    [(0.30000000000000004, [0, 1, 2]), (0.4, [3])]
+    >>> len(_sparse_together(jobs[:2] + [Job(0.1, run([3]))], [[0], [1, 2]], run))
     3
     """
-    head, rest = jobs[:sparse], jobs[sparse:]
+    head, rest = jobs[: len(groups)], jobs[len(groups) :]
     total = sum(j.seconds for j in head)
-    if len(head) < 2 or total > sum(j.seconds for j in rest):
+    if len(head) < 2 or total > TOGETHER_RATIO * sum(j.seconds for j in rest):
         return jobs
-    runs = [j.run for j in head]
-
-    def run() -> list[Part]:
-        return [part for each in runs for part in each()]
-
-    return [Job(total, run), *rest]
+    return [Job(total, call([g for members in groups for g in members])), *rest]
 
 
 def _sparse_job(

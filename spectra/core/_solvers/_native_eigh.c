@@ -782,6 +782,48 @@ static PyObject *py_column_counts(PyObject *self, PyObject *const *args, Py_ssiz
     Py_END_ALLOW_THREADS return PyLong_FromLong(ok);
 }
 
+/* mirror_exact(kind, n, m, rows, cols, values) -> 1 if proven exactly Hermitian, else 0
+ * (spectra_mirror_exact; addresses as ints, int64 indices) */
+static PyObject *py_mirror_exact(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "mirror_exact takes 6 arguments");
+        return NULL;
+    }
+    long kind = PyLong_AsLong(args[0]);
+    Py_ssize_t n = PyLong_AsSsize_t(args[1]), m = PyLong_AsSsize_t(args[2]);
+    const int64_t *rows = PyLong_AsVoidPtr(args[3]), *cols = PyLong_AsVoidPtr(args[4]);
+    const void *values = PyLong_AsVoidPtr(args[5]);
+    if (PyErr_Occurred()) return NULL;
+    if (m > 0 && (!rows || !cols || !values)) {
+        PyErr_SetString(PyExc_ValueError, "mirror_exact: arrays set");
+        return NULL;
+    }
+    int ok;
+    Py_BEGIN_ALLOW_THREADS ok = spectra_mirror_exact((int)kind, n, m, rows, cols, values);
+    Py_END_ALLOW_THREADS return PyLong_FromLong(ok);
+}
+
+/* components(n, m, src, dst, labels) -> count (-1: no memory or an index out of range) */
+static PyObject *py_components(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "components takes 5 arguments");
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[0]), m = PyLong_AsSsize_t(args[1]);
+    const int64_t *src = PyLong_AsVoidPtr(args[2]), *dst = PyLong_AsVoidPtr(args[3]);
+    int64_t *labels = PyLong_AsVoidPtr(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    if ((m > 0 && (!src || !dst)) || (n > 0 && !labels)) {
+        PyErr_SetString(PyExc_ValueError, "components: arrays set");
+        return NULL;
+    }
+    int64_t count;
+    Py_BEGIN_ALLOW_THREADS count = spectra_components(n, m, src, dst, labels);
+    Py_END_ALLOW_THREADS return PyLong_FromLongLong(count);
+}
+
 /* bisect(single, n, d, e, il, iu, w, iblock, isplit) -> spectra_bisect's result (addresses
  * as ints; iblock and isplit int32) */
 static PyObject *py_bisect(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -884,6 +926,10 @@ static PyMethodDef methods[] = {
     {"window_batch", (PyCFunction)(void (*)(void))py_window_batch, METH_FASTCALL,
      "window_batch(kind, b, n, lo, hi, a, sb, s0, s1, w, wb, v, vb, v0, v1, declined)"
      " -> declined count (-1: not run)"},
+    {"mirror_exact", (PyCFunction)(void (*)(void))py_mirror_exact, METH_FASTCALL,
+     "mirror_exact(kind, n, m, rows, cols, values) -> 1 if exactly Hermitian (0: not decided)"},
+    {"components", (PyCFunction)(void (*)(void))py_components, METH_FASTCALL,
+     "components(n, m, src, dst, labels) -> count (-1: not run)"},
     {"load", py_load, METH_O, "load(path) -> routines found"},
     {NULL, NULL, 0, NULL},
 };

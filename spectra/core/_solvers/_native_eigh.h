@@ -4,6 +4,7 @@
 #ifndef SPECTRA_NATIVE_EIGH_H
 #define SPECTRA_NATIVE_EIGH_H
 #include <stddef.h>
+#include <stdint.h>
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -37,6 +38,16 @@ ptrdiff_t spectra_window_batch(int kind, ptrdiff_t b, int n, int lo, int hi, con
                                ptrdiff_t sb, ptrdiff_t s0, ptrdiff_t s1, void *w, ptrdiff_t wb,
                                void *v, ptrdiff_t vb, ptrdiff_t v0, ptrdiff_t v1,
                                ptrdiff_t *declined);
+
+/* the checks over a sparse matrix's entry list (_native_edges.c, int64 indices): 1 if
+ * every off-diagonal entry has its mirror with the conjugate value exactly and no pair is
+ * given twice, else 0 (not decided); the connected components of the entries' graph, each
+ * node's label at labels (numbered by smallest node): their count, or -1 (no memory, an
+ * index out of range) */
+int spectra_mirror_exact(int kind, int64_t n, int64_t m, const int64_t *rows,
+                         const int64_t *cols, const void *values);
+int64_t spectra_components(int64_t n, int64_t m, const int64_t *src, const int64_t *dst,
+                           int64_t *labels);
 
 #define SPECTRA_NATIVE_API_VERSION 2
 typedef struct {
