@@ -186,12 +186,12 @@ def solve_entries(
 
 
 #: the sparse calls run as one call (one job) up to this many times the dense jobs' cost
-#: (estimates). Measured on the 2-core machine, D&D-like batch (128 graphs) with graphs
-#: added, medians of 8 interleaved calls, one call against the groups' separate jobs
-#: (``benchmarks/results/sparse-together-2026-12-05.json``): estimated ratio 1.0 (the batch
-#: alone) 267 against 282 ms, 1.21 (a 3,000-node graph added) 306 against 327, 1.55 (one of
-#: 8,000) 337 against 351; 1.83 (four of 3,000) 445 against 407, 2.09 (two of 8,000) 466
-#: against 421.
+#: (estimates). Measured on the 2-core machine, D&D-like batch (128 graphs) with random
+#: geometric graphs added, medians of 8 interleaved calls, one call against the groups'
+#: separate jobs (``benchmarks/results/sparse-together-2026-12-05.json``): estimated ratio
+#: 1.0 (the batch alone) 266 against 278 ms, 1.21 (a 3,000-node graph added) 328 against
+#: 349, 1.55 (one of 8,000) 343 against 362; 1.83 (four of 3,000) 450 against 417, 2.09
+#: (two of 8,000) 457 against 435, 2.35 (one of 20,000) 481 against 458.
 TOGETHER_RATIO = 1.6
 
 
