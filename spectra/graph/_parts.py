@@ -82,6 +82,9 @@ class GraphSpectra:
                 raise RuntimeError("a sparse part lacks requested eigenpairs")  # a bug, not input
             if m == 0 or n == 0:
                 continue
+            if b <= FEW_GRAPHS:  # each graph's nodes and columns are slices: no masks
+                _sliced_columns(part, lay, idx, ok, pe, mask, vals)
+                continue
             safe = torch.where(ok, idx, torch.zeros_like(idx)).clamp_max(m - 1)
             vals[part.graphs] = w.gather(-1, safe) * ok
             mask[part.graphs] = ok
@@ -132,3 +135,41 @@ class GraphSpectra:
             w[part.graphs, :m] = part.eigenvalues * part.column_mask()
             v[part.graphs, :nb, :m] = part.eigenvectors
         return w, v
+
+
+#: parts of at most this many graphs are written graph by graph (slices)
+FEW_GRAPHS = 16
+_NUMPY = (torch.float32, torch.float64, torch.complex64, torch.complex128)
+
+
+def _sliced_columns(
+    part: Part,
+    layout: Layout,
+    idx: torch.Tensor,
+    ok: torch.Tensor,
+    pe: torch.Tensor,
+    mask: torch.Tensor,
+    vals: torch.Tensor,
+) -> None:
+    """:meth:`GraphSpectra.columns` of a part of few graphs: each graph's nodes are one
+    slice of ``pe`` and its wanted columns one slice of the part's (``ok`` is a prefix of
+    the ``k`` columns), where the general route gathers and masks the whole padded part
+    (D&D-like batch, 12 sparse parts of one graph and 10 ragged ones of 9-14: the selection
+    6.1 -> 3.6 ms)."""
+    graphs = part.graphs.tolist()
+    counts = part.counts.tolist()
+    firsts = idx[:, 0].tolist()
+    takes = ok.sum(-1).tolist()
+    starts = layout.ptr[part.graphs].tolist()
+    mask[part.graphs] = ok
+    vals[part.graphs] = 0
+    w, v, pe_, vals_ = part.eigenvalues, part.eigenvectors, pe, vals
+    tensors = (w, v, pe, vals)
+    if all(t.device.type == "cpu" and not t.requires_grad and t.dtype in _NUMPY for t in tensors):
+        # NumPy views of the same memory: a slice copy costs ~1 us there, ~5 us in torch
+        w, v, pe_, vals_ = (t.resolve_conj().numpy() for t in tensors)  # type: ignore[assignment]
+    for i, g in enumerate(graphs):
+        first, count, start, n = firsts[i], takes[i], starts[i], counts[i]
+        if count:
+            vals_[g, :count] = w[i, first : first + count]
+            pe_[start : start + n, :count] = v[i, :n, first : first + count]

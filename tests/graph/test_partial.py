@@ -97,3 +97,30 @@ def test_a_ragged_partial_call_is_one_zero_padded_part(windows):
         got, ref = pe[ptr[g] : ptr[g + 1]].numpy(), v[:, c : c + 5]
         np.testing.assert_allclose(np.abs(got.T @ ref), np.eye(5), atol=1e-7)  # same vectors
     assert bool(mask.all())
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_columns_graph_by_graph_equal_the_masked_gather(dtype, monkeypatch):
+    """Parts of few graphs are written slice by slice (``_sliced_columns``); the same
+    columns as the padded gather over the whole part, for graphs with fewer eigenpairs than
+    asked (5 nodes, 2 components), a padded part and a ragged one, with the components
+    dropped and without."""
+    from spectra.graph import _parts
+
+    gs = graphs(9, [150, 210, 5, 30, 260, 31, 2])
+    ei, ew, batch, _ = batch_of(gs)
+    edges, *_ = graph_input(ei, ew, batch, None, None, "cpu", dtype)
+    spec = edge_spectra(edges, "sym", lowest=Lowest(6, deflate=True), workers=1)
+    assert {"ragged", "padded"} <= set(spec.paths)
+    seen = []
+    real = _parts._sliced_columns
+    monkeypatch.setattr(_parts, "_sliced_columns", lambda *a: seen.append(1) or real(*a))
+    for first in (spec.num_components, torch.zeros_like(spec.num_components)):
+        sliced = spec.columns(first, 6)
+        monkeypatch.setattr(_parts, "FEW_GRAPHS", 0)  # every part by the masked gather
+        gathered = spec.columns(first, 6)
+        monkeypatch.setattr(_parts, "FEW_GRAPHS", 16)
+        for a, b in zip(sliced, gathered, strict=True):
+            assert torch.equal(a, b)
+        assert not bool(sliced[1].all())  # some graph lacks columns: the mask says so
+    assert len(seen) == 2 * len(spec.parts)
