@@ -49,15 +49,22 @@ def rotating_rounds(
     rounds: int,
     calls: int,
     clock: Callable[[], float] = time.perf_counter,
+    settle: float = 0.0,
 ) -> dict[str, list[float]]:
     """Per-call seconds of every ``fns[name]`` in each of ``rounds`` rounds of ``calls``
     calls, all of them timed in every round, the order rotating from round to round (so
-    drift and load hit every implementation alike; pair them by round for ratios)."""
+    drift and load hit every implementation alike; pair them by round for ratios).
+    ``settle``: seconds of pause, not timed, before each timed block, so that no side
+    starts while the thread pools of the one before still spin (OpenBLAS's workers spin
+    ~0.1 s after a threaded call: the D&D-like ``LaplacianPE`` took 286 ms right after
+    PyG's loop, 253 ms after 0.3 s; ``benchmarks/bench_graph_sparse.py``)."""
     names = list(fns)
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
         for name in names[r % len(names) :] + names[: r % len(names)]:
             fn = fns[name]
+            if settle:
+                time.sleep(settle)
             t0 = clock()
             for _ in range(calls):
                 fn()

@@ -19,6 +19,10 @@ Rows:
   (`partial_dense_solves`, the `k` lowest eigenpairs only) and their size range; the same
   transform with its sparse and dense calls in turn instead of overlapped over the
   workers (``in_turn_s``, and ``overlap_gain`` = in turn / overlapped, same rounds).
+  Each call starts after a pause of ``SETTLE_S`` (not timed): after PyG's loop, OpenBLAS's
+  idle workers spin for ~0.1 s and took a core from whatever ran next (spectra's call
+  right after PyG's loop: 286 ms, after 0.3 s: 253 ms; without the pause three of the five
+  rounds timed spectra in PyG's wake).
 
 Every row interleaves spectra and its peer round by round (the order rotating,
 ``benchmarks._timing.rotating_rounds``) and reports medians with quartiles of each side and
@@ -42,6 +46,9 @@ import numpy as np
 
 from benchmarks._timing import bench_main, rotating_rounds
 from benchmarks.bench_graph import molecule_like
+
+#: the untimed pause before each timed call of the D&D-like row (seconds)
+SETTLE_S = 0.3
 
 
 def quartiles(xs: list[float]) -> dict[str, float]:
@@ -272,7 +279,8 @@ def run(quick: bool = False, device: str = "cpu") -> list[dict[str, Any]]:
     load = os.getloadavg()
     fns = {"spectra": lambda: pe(copy.copy(batch)), "in_turn": in_turn,
            "pyg": lambda: [pyg(copy.copy(g)) for g in graphs]}  # fmt: skip
-    times = rotating_rounds(fns, rounds=3 if quick else 5, calls=1)
+    # a rested start for every side: PyG's ARPACK leaves OpenBLAS's workers spinning
+    times = rotating_rounds(fns, rounds=3 if quick else 5, calls=1, settle=SETTLE_S)
     sizes = [g.num_nodes for g in graphs]
     gain = [t / o for o, t in zip(times["spectra"], times["in_turn"], strict=True)]
     rows.append(paired(f"D&D-like {count} graphs (mean {np.mean(sizes):.0f}, max {max(sizes)})",
