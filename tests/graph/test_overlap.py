@@ -184,3 +184,20 @@ def test_transform_on_a_pyg_batch_matches_pyg_per_graph():
         start += d.num_nodes
         signs = torch.sign((got * ref).sum(0))  # PyG flips signs at random
         torch.testing.assert_close(got * signs, ref, atol=1e-4, rtol=0)  # ARPACK in float32
+
+
+@pytest.mark.parametrize("ratio", [1e6, 0.0])
+def test_sparse_groups_as_one_call_or_one_job_each(calls, monkeypatch, ratio):
+    """Sparse graphs in two groups (sizes more than 2x apart): one core call for all of
+    them where they cost at most ``TOGETHER_RATIO`` times the dense jobs (here forced
+    always), one call per group otherwise (forced never); the same features both ways."""
+    monkeypatch.setattr(spectrum, "TOGETHER_RATIO", ratio)
+    gs = graphs(4, [30, 45, 150, 210, 35, 460, 180, 220])  # sparse: 210, 220 and 460
+    out, _ = _pe(gs, workers=2)
+    assert calls.ran == [2]
+    sparse_calls = [c for c in calls if c[0] == "sparse"]
+    assert len(sparse_calls) == (1 if ratio else 2)
+    monkeypatch.setattr(spectrum, "overlapped", lambda *args: 1)  # in turn: one call
+    in_turn, _ = _pe(gs, workers=2)
+    torch.testing.assert_close(out.eigenvalues, in_turn.eigenvalues, atol=1e-10, rtol=0)
+    torch.testing.assert_close(out.pe, in_turn.pe, atol=1e-7, rtol=0)
