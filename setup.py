@@ -1,7 +1,9 @@
 """Build script for the compiled helpers (everything else is declared in pyproject.toml):
 
 - ``spectra.core._solvers._native_eigh`` (C): the small one-matrix eigh, the closed forms
-  of real n <= 3, the gauge, the exact-Hermitian test, the symbolic Cholesky counts;
+  of real n <= 3, the gauge, the exact-Hermitian test, the symbolic Cholesky counts, the
+  partial solve's chain, and two O(nnz) passes over a sparse matrix's entries (the exact
+  mirror proof and the connected components, `_native_edges.c`);
 - ``spectra.core._solvers._native_entry`` (C++ on torch's headers): the one-matrix entry
   without Python's dispatch. Built only where torch is importable at build time
   (``pip install --no-build-isolation``, as ``scripts/venv.sh`` installs), for that torch.

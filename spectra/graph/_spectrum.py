@@ -122,7 +122,7 @@ def solve_entries(
     and ``null_weight``: the null space to deflate, see :mod:`._sparse_path`). Where there
     are both sparse and dense graphs, the calls overlap over the core's workers
     (:func:`._buckets.overlapped`): each group the sparse path solves together is a job
-    (all of them one call, one job, where they cost no more than the dense ones,
+    (all of them one call, one job, where they cost at most 1.6x the dense ones,
     :func:`_sparse_together`), the ragged graphs are cut into guided chunks
     (:func:`._buckets.ragged_chunks`), and
     the workers take the jobs costliest first (:func:`._overlap.run_jobs`), every core
