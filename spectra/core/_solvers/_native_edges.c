@@ -17,8 +17,25 @@
 
 #include "_native_eigh.h"
 
-/* sort the columns of one row (with the entry each came from), ascending */
-static void sort_row(int64_t *col, int64_t *entry, int64_t len) {
+typedef struct {
+    int64_t col, entry;
+} slot_t;
+
+static int by_column(const void *x, const void *y) {
+    int64_t a = ((const slot_t *)x)->col, b = ((const slot_t *)y)->col;
+    return (a > b) - (a < b);
+}
+
+/* sort the columns of one row (with the entry each came from), ascending: insertion sort
+ * for short rows, qsort through scratch (room for the longest row) for long ones (a hub
+ * of a power-law graph would cost its degree squared) */
+static void sort_row(int64_t *col, int64_t *entry, int64_t len, slot_t *scratch) {
+    if (len > 32) {
+        for (int64_t a = 0; a < len; a++) scratch[a] = (slot_t){col[a], entry[a]};
+        qsort(scratch, (size_t)len, sizeof(slot_t), by_column);
+        for (int64_t a = 0; a < len; a++) col[a] = scratch[a].col, entry[a] = scratch[a].entry;
+        return;
+    }
     for (int64_t a = 1; a < len; a++) {
         int64_t c = col[a], e = entry[a], b = a - 1;
         while (b >= 0 && col[b] > c) {
@@ -60,8 +77,16 @@ int spectra_mirror_exact(int kind, int64_t n, int64_t m, const int64_t *rows,
         if (rows[p] < 0 || rows[p] >= n || cols[p] < 0 || cols[p] >= n) ok = 0;
         else ptr[rows[p] + 1]++;
     }
+    slot_t *scratch = NULL;
     if (ok) {
-        for (int64_t i = 0; i < n; i++) ptr[i + 1] += ptr[i];
+        int64_t longest = 0;
+        for (int64_t i = 0; i < n; i++) {
+            longest = ptr[i + 1] > longest ? ptr[i + 1] : longest;
+            ptr[i + 1] += ptr[i];
+        }
+        if (longest > 32 && !(scratch = malloc(sizeof(slot_t) * (size_t)longest))) ok = 0;
+    }
+    if (ok) {
         memcpy(cursor, ptr, sizeof(int64_t) * (size_t)n);
         for (int64_t p = 0; p < m; p++) {
             int64_t at = cursor[rows[p]]++;
@@ -69,7 +94,7 @@ int spectra_mirror_exact(int kind, int64_t n, int64_t m, const int64_t *rows,
             entry[at] = p;
         }
         for (int64_t i = 0; ok && i < n; i++) {
-            sort_row(col + ptr[i], entry + ptr[i], ptr[i + 1] - ptr[i]);
+            sort_row(col + ptr[i], entry + ptr[i], ptr[i + 1] - ptr[i], scratch);
             for (int64_t p = ptr[i] + 1; p < ptr[i + 1]; p++)
                 if (col[p] == col[p - 1]) ok = 0; /* a pair given twice: not decided here */
         }
@@ -87,7 +112,7 @@ int spectra_mirror_exact(int kind, int64_t n, int64_t m, const int64_t *rows,
     }
     for (int64_t j = 0; ok && j < n; j++) /* every lower entry was met from above */
         if (cursor[j] < ptr[j + 1] && col[cursor[j]] < j) ok = 0;
-    free(ptr), free(col), free(entry), free(cursor);
+    free(ptr), free(col), free(entry), free(cursor), free(scratch);
     return ok;
 }
 
