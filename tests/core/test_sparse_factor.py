@@ -228,14 +228,16 @@ def test_plan_of_sparse_input_needs_k_and_explain_shows_it(tmp_path, capsys):
 
 
 def test_a_list_orders_each_pattern_once_and_keeps_two_after_the_call(monkeypatch):
-    """The plan's orderings of a list of five matrices are the ones its factors use (the
-    cache holds the whole call), and only the last two outlive the call."""
+    """The plan's orderings of a list of five matrices (above ``DIRECT_MAX_N`` rows, where
+    the plan counts the fill first) are the ones its factors use (the cache holds the
+    whole call), and only the last two outlive the call."""
     from tests.core.sparse_helpers import adjacency_rgg, largest_component, normalized_laplacian
 
     mats = [
-        normalized_laplacian(largest_component(adjacency_rgg(900 + 40 * i, seed=80 + i)))
+        normalized_laplacian(largest_component(adjacency_rgg(1200 + 40 * i, seed=80 + i)))
         for i in range(5)
     ]
+    assert min(m.shape[0] for m in mats) > _factor.DIRECT_MAX_N
     _factor._ORDERED.items.clear()
     ordered: list[int] = []
     real = _factor._mmd_order
@@ -259,3 +261,49 @@ def test_a_list_orders_each_pattern_once_and_keeps_two_after_the_call(monkeypatc
     for a, w in zip(mats, ws, strict=True):
         ref = np.linalg.eigvalsh(a.toarray())[:4]
         np.testing.assert_allclose(w, ref, rtol=1e-8, atol=1e-12)
+
+
+def test_small_matrices_are_factored_in_superlu_ordering(monkeypatch):
+    """Up to ``DIRECT_MAX_N`` rows the plan takes the factor without ordering or counting
+    first (a dense fill would fit), SuperLU orders the shifted matrix itself, and the
+    solves need no permutation: the same solves as the permuted route, the eigenpairs
+    shift-invert ARPACK's; under a ``max_memory`` the dense bound does not fit, the plan
+    counts the fill as before."""
+    from tests.core.sparse_helpers import adjacency_rgg, largest_component, normalized_laplacian
+
+    lap = normalized_laplacian(largest_component(adjacency_rgg(700, seed=91)))
+    n = lap.shape[0]
+    assert n <= _factor.DIRECT_MAX_N
+    ordered, orders = [], []
+    real_mmd, real_factorize = _factor._mmd_order, _factor._factorize
+    monkeypatch.setattr(_factor, "_mmd_order", lambda p: ordered.append(1) or real_mmd(p))
+    monkeypatch.setattr(
+        _factor,
+        "_factorize",
+        lambda m, order="NATURAL": orders.append(order) or real_factorize(m, order),
+    )
+    plan = spectra.plan(lap, k=6)
+    assert plan.preconditioners == ("factor",)
+    assert "SuperLU's ordering" in plan.preconditioner_reasons[0]
+    w, v = spectra.eigh(lap, k=6)
+    assert ordered == [] and orders and set(orders) == {"MMD_AT_PLUS_A"}
+    ref = sla.eigsh(lap, k=6, sigma=-1e-3, which="LM", tol=1e-14)[0]
+    np.testing.assert_allclose(w, np.sort(ref), rtol=1e-8, atol=2e-12)
+    assert np.abs(lap @ v - v * w).max() < 1e-7
+    # the solve against the permuted route's, on one block
+    direct = _factor.ShiftInvert(lap, 1.0, -1.0, 0.0, 2.0)
+    assert direct.order is None and -1e-3 < direct.sigma < 0
+    monkeypatch.setattr(_factor, "DIRECT_MAX_N", 0)
+    permuted = _factor.ShiftInvert(lap, 1.0, -1.0, 0.0, 2.0)
+    assert permuted.order is not None and permuted.sigma == direct.sigma
+    r = np.random.default_rng(0).standard_normal((n, 3))
+    x1, x2 = np.empty_like(r), np.empty_like(r)
+    direct.solve_into(r, x1)
+    permuted.solve_into(r, x2)
+    np.testing.assert_allclose(x1, x2, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose((lap - direct.sigma * sp.identity(n)) @ x1, r, atol=1e-10)
+    # under a budget the dense bound exceeds, the fill is counted first (as above the bound)
+    monkeypatch.setattr(_factor, "DIRECT_MAX_N", 1024)
+    tight = spectra.core.plan_sparse(lap, k=6, max_memory=_factor.direct_bytes(n, lap.nnz) - 1)
+    assert tight.preconditioners == ("factor",)
+    assert "fill " in tight.preconditioner_reasons[0]

@@ -350,7 +350,8 @@ def shifts(gershgorin: float, given: float | None, scale: float) -> list[float]:
 
 def _factorize(mat: Any, order: str = "NATURAL") -> Any:
     """SuperLU of ``mat`` as it is ordered (call it on ``mat[p][:, p]``, ``p`` from
-    :func:`ordering`), symmetric mode, diagonal pivots."""
+    :func:`ordering`), or in SuperLU's ordering ``order``; symmetric mode, diagonal
+    pivots."""
     import scipy.sparse.linalg as sla
 
     csc = mat.tocsc()
@@ -371,18 +372,45 @@ def _definite(lu: Any) -> bool:
     return bool((lu.U.diagonal().real > 0).all())
 
 
+#: matrices of at most this many rows are factored in SuperLU's own ordering, without the
+#: ordering and the fill count first: even a dense fill is small (n^2 / 2 entries, 12 MiB
+#: for L and U at 1,024 rows; n^3 / 3 flops, ~0.36 GFLOP), and the separate ordering (a
+#: pattern matrix and an incomplete factorization) and the permutations around every solve
+#: were ~2.5 ms of a 550-node graph's ~16 ms call (one ``Data`` of 513-600 nodes at a time:
+#: 16.6 -> 14.2 ms a graph, PyG's transform 14.8 ms). :func:`.._plan.choose_preconditioner`
+#: takes the factor for them where that dense bound fits ``max_memory``.
+DIRECT_MAX_N = 1024
+
+
+def direct_bytes(n: int, nnz: int) -> int:
+    """:func:`factor_bytes` of a dense fill (``n (n + 1) / 2`` entries per triangle): the
+    most a matrix of ``n <= DIRECT_MAX_N`` rows factored in SuperLU's own ordering holds.
+
+    >>> direct_bytes(1024, 5000) == factor_bytes(1024 * 1025 // 2, 5000)
+    True
+    """
+    return factor_bytes(n * (n + 1) // 2, nnz)
+
+
 class ShiftInvert:
     """``apply(R) = (B - sigma I)^-1 R`` for ``B = sign * A`` (a SciPy CSR ``A``), ``sigma``
     the first of :func:`shifts` below which ``B``'s spectrum lies (checked by the inertia
-    of the factorization; the last is a proven bound and taken as it is)."""
+    of the factorization; the last is a proven bound and taken as it is). Up to
+    :data:`DIRECT_MAX_N` rows SuperLU orders the matrix itself (``order`` is ``None``);
+    above, the matrix is permuted by :func:`ordering` (the order the plan counted the fill
+    in) and factored as it stands."""
 
     def __init__(self, csr: Any, sign: float, gershgorin: float, given: float | None, scale: float):
         import scipy.sparse as sp
 
         csr = csr.tocsr()
         n = csr.shape[0]
-        self.order = ordering(csr)
-        b = csr[self.order][:, self.order].tocsr()
+        self.order: np.ndarray | None = None
+        if n <= DIRECT_MAX_N:
+            b, permc = csr, "MMD_AT_PLUS_A"
+        else:
+            self.order = ordering(csr)
+            b, permc = csr[self.order][:, self.order].tocsr(), "NATURAL"
         if sign < 0:
             b = -b
         eye = sp.identity(n, dtype=b.dtype, format="csr")
@@ -390,7 +418,7 @@ class ShiftInvert:
         lu: Any = None
         for i, sigma in enumerate(candidates):
             lu = None  # a refused factor goes before the next is built
-            lu = _factorize((b - sigma * eye).tocsc())  # b and one shifted copy at a time
+            lu = _factorize((b - sigma * eye).tocsc(), permc)  # one shifted copy at a time
             if i == len(candidates) - 1 or _definite(lu):
                 break
         del b
@@ -414,4 +442,7 @@ class ShiftInvert:
         """The solve on the NumPy block ``r`` (``(n, c)``), written into ``out`` (the same
         shape, cast to its dtype): no tensor round trips (the batched Lanczos path solves
         ~10 graphs a step this way)."""
-        out[self.order] = self.lu.solve(np.asfortranarray(r[self.order]))
+        if self.order is None:  # SuperLU's own permutations, inside its solve
+            out[...] = self.lu.solve(np.asfortranarray(r))
+        else:
+            out[self.order] = self.lu.solve(np.asfortranarray(r[self.order]))

@@ -25,7 +25,7 @@ import torch
 from .._errors import InputError
 from .._support._memory import memory_budget
 from ._blocks import split_input
-from ._factor import estimate, factor_bytes
+from ._factor import DIRECT_MAX_N, direct_bytes, estimate, factor_bytes
 from ._operators import SparseOperator, as_operator
 from ._precondition import AMG_MIN_N, amg_available
 
@@ -112,9 +112,10 @@ def use_dense(op: SparseOperator, k: int, method: str, budget: int) -> tuple[boo
 
 def choose_preconditioner(op: SparseOperator, spec: Any, budget: int) -> tuple[Any, str, int]:
     """``(preconditioner, why, bytes)`` for one iterative problem: ``spec`` itself unless it
-    is ``"auto"``, which takes ``"factor"`` for an explicit CPU matrix whose estimated fill
-    is at most ``FILL_CAP * nnz``, whose work is at most ``WORK_CAP * nnz`` and which fits
-    ``budget``, else ``"amg"`` from ``AMG_MIN_N``
+    is ``"auto"``, which takes ``"factor"`` for an explicit CPU matrix of at most
+    ``DIRECT_MAX_N`` rows whose dense fill would fit ``budget`` (not counted first), or
+    whose estimated fill is at most ``FILL_CAP * nnz``, whose work is at most
+    ``WORK_CAP * nnz`` and which fits ``budget``, else ``"amg"`` from ``AMG_MIN_N``
     (pyamg installed), else ``"jacobi"``."""
     if not (isinstance(spec, str) and spec == "auto"):
         name = spec if isinstance(spec, str) or spec is None else "callable"
@@ -125,6 +126,14 @@ def choose_preconditioner(op: SparseOperator, spec: Any, budget: int) -> tuple[A
     assert op.csr is not None
     csr = op.csr()
     nnz = max(int(csr.nnz), 1)
+    if op.n <= DIRECT_MAX_N and direct_bytes(op.n, nnz) <= budget:
+        need = direct_bytes(op.n, nnz)
+        return (
+            "factor",
+            f"factor: shift-invert sparse LU in SuperLU's ordering (n = {op.n} <= "
+            f"{DIRECT_MAX_N}: even a dense fill, {need / 2**20:,.1f} MiB, fits)",
+            need,
+        )
     fill = estimate(csr, refuse_above=FILL_CAP)
     need = factor_bytes(fill.fill, nnz)
     ratio, work = fill.fill / nnz, fill.flops / nnz
