@@ -11,7 +11,9 @@ The factorization is SciPy's SuperLU (``scipy.sparse.linalg.splu``) in its symme
 with diagonal pivots (the shifted matrix is positive definite), on the matrix permuted by
 :func:`ordering`: SuperLU's own multiple minimum degree ordering of ``A + A^T``
 (``permc_spec="MMD_AT_PLUS_A"``), computed once and handed to ``splu`` as the natural
-order. It is only planned where its fill is known to be small: :func:`estimate` counts the
+order; matrices of at most :data:`DIRECT_MAX_N` rows are handed over as they are, with that
+``permc_spec``, since even their dense fill is small. Above that it is only planned where
+its fill is known to be small: :func:`estimate` counts the
 factor's entries exactly in that ordering (the column counts of the Cholesky factor of the
 pattern, :mod:`._symbolic`), which is what SuperLU stores (``L.nnz == U.nnz == fill``,
 tested). The previous estimate, the profile of the reverse Cuthill-McKee ordering,
