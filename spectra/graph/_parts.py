@@ -161,8 +161,7 @@ def _sliced_columns(
     firsts = idx[:, 0].tolist()
     takes = ok.sum(-1).tolist()
     starts = layout.ptr[part.graphs].tolist()
-    mask[part.graphs] = ok
-    vals[part.graphs] = 0
+    mask[part.graphs] = ok  # (vals and pe start as zeros: only the wanted columns are set)
     w, v, pe_, vals_ = part.eigenvalues, part.eigenvectors, pe, vals
     tensors = (w, v, pe, vals)
     if all(t.device.type == "cpu" and not t.requires_grad and t.dtype in _NUMPY for t in tensors):

@@ -126,8 +126,8 @@ def choose_preconditioner(op: SparseOperator, spec: Any, budget: int) -> tuple[A
     assert op.csr is not None
     csr = op.csr()
     nnz = max(int(csr.nnz), 1)
-    if op.n <= DIRECT_MAX_N and direct_bytes(op.n, nnz) <= budget:
-        need = direct_bytes(op.n, nnz)
+    need = direct_bytes(op.n, nnz) if op.n <= DIRECT_MAX_N else budget + 1
+    if need <= budget:
         return (
             "factor",
             f"factor: shift-invert sparse LU in SuperLU's ordering (n = {op.n} <= "
