@@ -95,6 +95,7 @@ def without_native_entry(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from spectra.core._pipeline import _direct
 
     monkeypatch.setattr(_direct, "_entry", lambda version: (None, _direct._closed_direct(version)))
+    monkeypatch.setattr(_direct, "_few_entry", lambda version: None)
 
 
 def pin_cpu_vendor(monkeypatch, vendor: str | None) -> None:  # type: ignore[no-untyped-def]

@@ -347,3 +347,120 @@ def test_light_tracked_bitwise_the_python_route(
         for fn in (spectra.eigh, spectra.eigvalsh):
             got = _entry_like_python(fn, a, weights, counted, monkeypatch, name)
             assert got[3] == "_EighSolvedBackward", (name, got[3])
+
+
+FEW = _native.native_few_entry(_TOL64, _TOL32)
+
+
+class _CountingFew:
+    """The entry's call for a handful of matrices, counting the calls that it answered."""
+
+    def __init__(self) -> None:
+        self.answered = 0
+
+    def __call__(self, *args: Any) -> Any:
+        done = FEW(*args)
+        self.answered += done is not None
+        return done
+
+
+@pytest.fixture
+def counted_few(monkeypatch: pytest.MonkeyPatch) -> _CountingFew:
+    spy = _CountingFew()
+    monkeypatch.setattr(_direct, "_few_entry", lambda version: spy)
+    return spy
+
+
+def _without_few(monkeypatch: pytest.MonkeyPatch, fn: Any, *args: Any, **kw: Any) -> Any:
+    with monkeypatch.context() as m:
+        m.setattr(_direct, "_few_entry", lambda version: None)
+        return fn(*args, **kw)
+
+
+def _handful(b: int, n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
+    return torch.stack([_random(n, dtype, seed + i) for i in range(b)])
+
+
+@needs_entry
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_a_handful_bitwise_the_python_route(
+    dtype: torch.dtype, counted_few: _CountingFew, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few matrices in one call (the plan's direct path): the C++ entry answers, with the
+    bits, layouts and dtypes of the Python route's compiled batch, and each matrix's
+    eigenpairs are those of the same matrix alone."""
+    for b in (1, 2, 5, 16):
+        for n in (1, 2, 3, 4, 8, 13, 31):
+            if not _direct._direct(n, b, dtype, True):
+                continue
+            a = _handful(b, n, dtype, 10 * b + n)
+            a[0] = torch.eye(n, dtype=dtype)  # a degenerate one among them
+            before = counted_few.answered
+            w, v = spectra.eigh(a)
+            values = spectra.eigvalsh(a)
+            unchecked = spectra.eigh(a, check=False)
+            assert counted_few.answered == before + 3, (b, n)
+            pw, pv = _without_few(monkeypatch, spectra.eigh, a)
+            assert torch.equal(w, pw) and torch.equal(v, pv), (b, n)
+            assert torch.equal(values, _without_few(monkeypatch, spectra.eigvalsh, a)), (b, n)
+            assert torch.equal(unchecked.eigenvectors, v), (b, n)
+            assert v.stride() == pv.stride() == (n * n, 1, n) and w.stride() == (n, 1), (b, n)
+            assert w.dtype == pw.dtype and v.dtype == dtype, (b, n)
+            for i in (0, b - 1):
+                wi, vi = spectra.eigh(a[i].clone())
+                assert torch.equal(w[i], wi) and torch.equal(v[i], vi), (b, n, i)
+
+
+@needs_entry
+def test_a_handful_against_scipy(counted_few: _CountingFew) -> None:
+    import numpy as np
+    import scipy.linalg
+
+    a = _handful(6, 7, torch.complex128, 5)
+    w, v = spectra.eigh(a)
+    assert counted_few.answered == 1
+    for i in range(6):
+        ref = scipy.linalg.eigh(a[i].numpy(), eigvals_only=True)
+        np.testing.assert_allclose(w[i].numpy(), ref, rtol=0, atol=1e-12)
+        recon = v[i] @ torch.diag(w[i].to(a.dtype)) @ v[i].mH
+        assert torch.allclose(recon, a[i], atol=1e-12)
+
+
+@needs_entry
+def test_a_handful_that_is_not_plain_goes_the_python_route(counted_few: _CountingFew) -> None:
+    assert FEW is not None
+    a = _handful(3, 5, torch.float64, 1)
+    c = _handful(3, 5, torch.complex128, 2)
+    refused = {
+        "conjugate view": c.conj(),
+        "not contiguous": a.mT,
+        "subclass": a.as_subclass(_Sub),
+        "one matrix": a[0],
+        "four dimensions": a[None],
+        "empty batch": a[:0],
+        "n = 32": _handful(2, 32, torch.float64, 3),
+        "not square": torch.zeros(2, 3, 4, dtype=torch.float64),
+        "integers": torch.eye(3, dtype=torch.int64).expand(2, 3, 3).contiguous(),
+        "tracked under grad mode": a.clone().requires_grad_(),
+        "not exactly symmetric": a + torch.triu(torch.full((5, 5), 1e-15, dtype=a.dtype), 1),
+        "NaN in one": torch.cat([a[:2], torch.full((1, 5, 5), float("nan"), dtype=a.dtype)]),
+        "not a tensor": a.numpy(),
+    }
+    for name, x in refused.items():
+        assert FEW(x, True, True, True) is None, name
+    assert FEW(_handful(2, 3, torch.float64, 4), True, True, False) is None  # LAPACK's n <= 3
+    with _Functions():
+        assert FEW(a, True, True, True) is None
+    with _Dispatch():
+        assert FEW(a, True, True, True) is None
+    with torch.no_grad():
+        assert FEW(a.clone().requires_grad_(), True, True, True) is not None
+    # the entry refuses, spectra still answers, or refuses with the full path's error
+    assert torch.allclose(spectra.eigh(a.mT).eigenvalues, torch.linalg.eigvalsh(a))
+    with pytest.raises(ValueError, match="NaN"):
+        spectra.eigh(refused["NaN in one"])
+    x = a.clone().requires_grad_()
+    w, _ = spectra.eigh(x)
+    w.sum().backward()
+    assert x.grad is not None
+    assert counted_few.answered == 0

@@ -37,6 +37,7 @@ from .._request import Request
 from .._solvers._native import (
     native_entry,
     native_exactly_hermitian,
+    native_few_entry,
     native_solve,
     native_solve_batch,
 )
@@ -273,17 +274,32 @@ def _solve_few(
     history that the plan runs directly, without building the request; ``None``: the
     normal route (which decides everything else, errors included)."""
     b, n, m = a.shape
-    if (
-        n != m
-        or n == 0
-        or b == 0
-        or (a.requires_grad and torch.is_grad_enabled())
-        or not _plain_cpu(a)
-        or not a.is_contiguous()
-        or not _direct(n, b, a.dtype, vectors)
-    ):
+    if n != m or n == 0 or b == 0 or a.dtype not in _TORCH_DTYPES:
         return None
-    return native_solve_batch(a, vectors, check, _closed_direct(registry_version()))
+    if not _direct(n, b, a.dtype, vectors):
+        return None
+    version = registry_version()
+    few = _few_entry(version)
+    if few is not None and forward_ad._current_level < 0:
+        done = few(a, vectors, check, _closed_direct(version))  # the C++ entry's call
+        if done is not None:
+            return done
+    if (a.requires_grad and torch.is_grad_enabled()) or not _plain_cpu(a) or not a.is_contiguous():
+        return None
+    return native_solve_batch(a, vectors, check, _closed_direct(version))
+
+
+def _few_entry(version: int) -> Any:
+    """The C++ entry's call for a handful of matrices (or ``None``) for this registry
+    ``version``, decided once (as :func:`_entry`)."""
+    got = _FEW_ENTRIES.get(version)
+    if got is None:
+        few = native_few_entry(_TOL64, _TOL32) if _builtin_lapack(version) else None
+        got = _FEW_ENTRIES[version] = (few,)
+    return got[0]
+
+
+_FEW_ENTRIES: dict[int, tuple[Any]] = {}
 
 
 def _entry_tracked(

@@ -122,6 +122,7 @@ def forget_native() -> None:
     """Forget the decisions (tests: ``SPECTRA_NATIVE`` changed)."""
     _loaded.clear()
     _entry.clear()
+    _few.clear()
 
 
 _UNDECIDED = object()
@@ -384,6 +385,7 @@ def native_closed_form_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | 
 
 
 _entry: list[Any] = []  # [solve or None] once decided
+_few: list[Any] = []  # [solve_few] where the entry was configured
 
 
 def native_entry(degenerate_tol: float, degenerate_tol32: float = 0.0) -> Any:
@@ -411,5 +413,17 @@ def native_entry(degenerate_tol: float, degenerate_tol32: float = 0.0) -> Any:
                 module.api, consts, SEQUENTIAL_N - 1, degenerate_tol, degenerate_tol32
             )
             solve = _native_entry.solve
+            _few.append(_native_entry.solve_few)
     _entry.append(solve)
     return solve
+
+
+def native_few_entry(degenerate_tol: float, degenerate_tol32: float = 0.0) -> Any:
+    """The C++ entry's ``solve_few(a, vectors, check, closed)`` for a handful of matrices
+    (a contiguous ``(B, n, n)`` block of ``n <`` :data:`SEQUENTIAL_N`, which the caller's
+    plan runs directly), configured as :func:`native_entry` configures it, or ``None``.
+    It returns ``(w, v or None)`` exactly as :func:`native_solve_batch` would, or ``None``
+    where anything about ``a`` is not plain, it requires grad under grad mode, or a matrix
+    is not the helper's (the Python route then decides)."""
+    native_entry(degenerate_tol, degenerate_tol32)
+    return _few[0] if _few else None

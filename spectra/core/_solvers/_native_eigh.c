@@ -960,8 +960,22 @@ static int api_gauge(int kind, void *v, ptrdiff_t n, ptrdiff_t m, double tol, do
     return kind >= 0 && kind <= 3 && gauge(kind, v, n, m, tol, keep, keep2, low, high);
 }
 
+static int api_eigh_batch(int kind, ptrdiff_t b, int n, const void *a, ptrdiff_t sb,
+                          ptrdiff_t s0, ptrdiff_t s1, void *w, void *v, int check, double tol,
+                          double keep, double keep2, double low, double high,
+                          ptrdiff_t *index) {
+    *index = 0;
+    if (kind < 0 || kind > 3 || b < 0 || n < 1 || n > MAX_BATCH_N) return ST_REJECTED;
+    if (n > 3 && !api_loaded(kind)) return ST_NOT_LOADED;
+    Py_ssize_t at = -1;
+    int status = solve_batch(kind, b, n, (const char *)a, sb, s0, s1, (char *)w, (char *)v,
+                             check, tol, keep, keep2, low, high, &at);
+    *index = at;
+    return status;
+}
+
 static spectra_native_api api_table = {SPECTRA_NATIVE_API_VERSION, api_eigh, api_loaded,
-                                       api_hermitian, api_gauge};
+                                       api_hermitian, api_gauge, api_eigh_batch};
 
 PyMODINIT_FUNC PyInit__native_eigh(void) {
     PyObject *m = PyModule_Create(&module);

@@ -49,7 +49,7 @@ int spectra_mirror_exact(int kind, int64_t n, int64_t m, const int64_t *rows,
 int64_t spectra_components(int64_t n, int64_t m, const int64_t *src, const int64_t *dst,
                            int64_t *labels);
 
-#define SPECTRA_NATIVE_API_VERSION 2
+#define SPECTRA_NATIVE_API_VERSION 3
 typedef struct {
     int version;
     /* one matrix as the direct path solves it (the closed form for n <= 3, LAPACK
@@ -65,6 +65,12 @@ typedef struct {
     /* the gauge of m column-major columns of n entries at v, in place: 1 if gauged */
     int (*gauge)(int kind, void *v, ptrdiff_t n, ptrdiff_t m, double tol, double keep,
                  double keep2, double low, double high);
+    /* b matrices at a (batch stride sb) as eigh solves each one, into w (b, n) and v
+     * (b, n, n) column-major per matrix (NULL: eigenvalues only): a status; the first
+     * matrix not OK stops it (its index at *index) */
+    int (*eigh_batch)(int kind, ptrdiff_t b, int n, const void *a, ptrdiff_t sb, ptrdiff_t s0,
+                      ptrdiff_t s1, void *w, void *v, int check, double tol, double keep,
+                      double keep2, double low, double high, ptrdiff_t *index);
 } spectra_native_api;
 
 #ifdef __cplusplus

@@ -267,12 +267,76 @@ PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
 }
 
+// solve_few(a, vectors, check, closed) -> (w, v or None), or None: take the Python route.
+// A handful of matrices, (b, n, n) contiguous, that the caller's plan runs directly (the
+// caller has asked the planner): without history under grad mode, every matrix solved as
+// the single-matrix entry solves one (the compiled batch loop, _native.native_solve_batch's
+// call), outputs allocated here. Anything not plain, a matrix not the helper's, or one
+// that requires grad under grad mode returns None, and the Python route decides.
+PyObject* solve_few(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 4 || max_n == 0 || !THPVariable_CheckExact(args[0])) Py_RETURN_NONE;
+  const bool vectors = PyObject_IsTrue(args[1]) == 1;
+  const bool check = PyObject_IsTrue(args[2]) == 1;
+  const bool closed = PyObject_IsTrue(args[3]) == 1;
+  try {
+    const at::Tensor& a = THPVariable_Unpack(args[0]);
+    if (!a.defined() || a.dim() != 3) Py_RETURN_NONE;
+    const c10::DispatchKeySet keys = a.key_set();
+    if (keys != plain_keys && keys != inference_keys) Py_RETURN_NONE;  // conj, neg, wrappers
+    const int kind = kind_of(a.scalar_type());
+    const int64_t b = a.size(0), n = a.size(1);
+    if (kind < 0 || n != a.size(2) || n < 1 || n > max_n || b < 1 || !a.has_storage() ||
+        !a.is_contiguous())
+      Py_RETURN_NONE;
+    if (!closed && n <= 3) Py_RETURN_NONE;  // the plan's LAPACK: Python's route
+    if (a.requires_grad() && c10::GradMode::is_enabled()) Py_RETURN_NONE;
+    if (c10::impl::TorchDispatchModeTLS::any_modes_set() ||
+        at::impl::PythonTorchFunctionTLS::stack_len() > 0)
+      Py_RETURN_NONE;
+    const auto real = (kind == 0 || kind == 2) ? at::kFloat : at::kDouble;
+    at::Tensor w = at::empty({b, n}, at::TensorOptions().dtype(real));
+    at::Tensor v;
+    if (vectors)
+      v = at::empty_strided({b, n, n}, {n * n, 1, n}, at::TensorOptions().dtype(a.scalar_type()));
+    const double* c = constants[kind];
+    const void* ap = a.const_data_ptr();
+    void* wp = w.data_ptr();
+    void* vp = vectors ? v.data_ptr() : nullptr;
+    ptrdiff_t index = -1;
+    int status;
+    if (b * n * n * n >= 4096) {  // other Python threads run meanwhile
+      Py_BEGIN_ALLOW_THREADS status =
+          api->eigh_batch(kind, b, static_cast<int>(n), ap, n * n, a.stride(1), a.stride(2), wp,
+                          vp, check, c[0], c[1], c[2], c[3], c[4], &index);
+      Py_END_ALLOW_THREADS
+    } else {
+      status = api->eigh_batch(kind, b, static_cast<int>(n), ap, n * n, a.stride(1),
+                               a.stride(2), wp, vp, check, c[0], c[1], c[2], c[3], c[4], &index);
+    }
+    if (status != ST_OK) Py_RETURN_NONE;  // refused, failed or ungauged: the Python route
+    PyObject* out = PyTuple_New(2);
+    if (out == nullptr) return nullptr;
+    PyTuple_SET_ITEM(out, 0, THPVariable_Wrap(std::move(w)));
+    if (vectors) {
+      PyTuple_SET_ITEM(out, 1, THPVariable_Wrap(std::move(v)));
+    } else {
+      Py_INCREF(Py_None);
+      PyTuple_SET_ITEM(out, 1, Py_None);
+    }
+    return out;
+  } catch (const std::exception&) {
+    Py_RETURN_NONE;  // e.g. an allocation failure: the Python route reports it
+  }
+}
+
 PyMethodDef methods[] = {
     {"configure", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(configure)),
      METH_FASTCALL,
      "configure(capsule, constants, max_n, degenerate_tol, degenerate_tol32) -> True"},
     {"solve", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(solve)), METH_FASTCALL,
      "solve(a, vectors, check, closed) -> (w, v or None), (w, v, separated) or None"},
+    {"solve_few", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(solve_few)),
+     METH_FASTCALL, "solve_few(a, vectors, check, closed) -> (w, v or None) or None"},
     {nullptr, nullptr, 0, nullptr},
 };
 
