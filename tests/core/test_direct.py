@@ -14,7 +14,7 @@ import spectra
 from spectra.core._pipeline import _direct, _execute, _gauge
 from spectra.core._pipeline._plan import DIRECT_MAX_BATCH
 from spectra.core._request import Request
-from spectra.core._solvers._kernels._choice import KERNEL_MIN_BATCH
+from spectra.core._solvers._kernels._choice import KERNEL_MIN_BATCH, lane_min_batch
 from spectra.core._solvers._native import native_module
 from spectra.core._strategies import _kernels
 from spectra.core._support import _threads
@@ -114,17 +114,37 @@ def without_compiled_closed_form(monkeypatch):
     _kernels._replan()
 
 
-@pytest.mark.parametrize("n", [2, 3, 8])
-def test_kernels_only_from_the_batch_where_they_pay(n, without_compiled_closed_form):
-    small = spectra.plan(n, KERNEL_MIN_BATCH - 1, torch.float64)
-    big = spectra.plan(n, KERNEL_MIN_BATCH, torch.float64)
+@pytest.mark.parametrize(
+    ("n", "dtype", "least"),
+    [
+        (2, torch.float64, KERNEL_MIN_BATCH),
+        (3, torch.float64, KERNEL_MIN_BATCH),
+        (4, torch.float64, 160),
+        (8, torch.float64, 64),
+        (16, torch.float64, 48),
+        (8, torch.complex128, 128),
+    ],
+)
+def test_kernels_only_from_the_batch_where_they_pay(n, dtype, least, without_compiled_closed_form):
+    if n > 3:
+        assert lane_min_batch(n, dtype.is_complex, True) == least
+    small = spectra.plan(n, least - 1, dtype)
+    big = spectra.plan(n, least, dtype)
     assert small.strategy == "torch", str(small)
     assert big.strategy != "torch", str(big)
-    assert any(f"< {KERNEL_MIN_BATCH} matrices" in r for r in small.reasons)
+    assert any(f"< {least} matrices" in r for r in small.reasons)
+    # below the lanes' batch a call that is too little work to fan out takes the direct path
+    assert small.direct == (small.workers == 1 and least - 1 <= DIRECT_MAX_BATCH), str(small)
     # the strategy follows the whole call's batch, never a chunk of it
-    assert spectra.plan(n, 4 * KERNEL_MIN_BATCH, torch.float64, chunk_size=3).strategy == (
-        big.strategy
-    )
+    assert spectra.plan(n, 4 * least, dtype, chunk_size=3).strategy == big.strategy
+
+
+def test_eigenvalues_only_stay_on_the_direct_path_longer():
+    """Without eigenvectors the lanes beat the direct path's LAPACK loop only on larger
+    batches (measured): 160 eigenvalue problems of 8 x 8 go direct, their eigenpairs not."""
+    assert lane_min_batch(8, False, False) > 160 > lane_min_batch(8, False, True)
+    assert spectra.plan(8, 160, torch.float64, vectors=False).direct
+    assert not spectra.plan(8, 160, torch.float64).direct
 
 
 def test_the_compiled_closed_form_claims_from_one_matrix():

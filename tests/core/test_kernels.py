@@ -346,7 +346,7 @@ def test_small_lapack_blocks_do_not_import_numba_for_the_check(monkeypatch):
     assert verdicts == []
 
 
-@pytest.mark.parametrize(("n", "small", "large"), [(3, 2_000, 100_000), (8, 32, 4_096)])
+@pytest.mark.parametrize(("n", "small", "large"), [(3, 2_000, 100_000), (8, 64, 4_096)])
 def test_kernel_batches_fan_out_by_the_kernels_cost(n, small, large):
     """LAPACK's ~5 us per matrix made 200 3x3s fan out (2x slower, measured); the kernels'
     own cost keeps small batches in the caller's thread and still splits large ones."""

@@ -8,6 +8,7 @@ import torch
 
 import spectra
 from spectra.core import STRATEGIES, Cost, Strategy
+from spectra.core._solvers._kernels._choice import KERNEL_MIN_BATCH, lane_min_batch
 from spectra.core._solvers._native import native_module
 
 from .helpers import DTYPES, random_hermitian, served_size, tol
@@ -143,7 +144,15 @@ def test_every_strategy_declares_what_it_serves_and_costs(strategy):
         lane_group = [
             c for n, c in enumerate(claims, 1) if c is not None and not (compiled and n <= 3)
         ]
-        assert any(claims) and all(c.min_batch == 32 for c in lane_group)
+        # from the batch where the lanes beat the direct path's LAPACK loop (closed form:
+        # the lanes' floor, 32 matrices)
+        expected = [
+            KERNEL_MIN_BATCH if n <= 3 else lane_min_batch(n, False, True)
+            for n, c in enumerate(claims, 1)
+            if c is not None and not (compiled and n <= 3)
+        ]
+        assert any(claims) and [c.min_batch for c in lane_group] == expected
+        assert all(c.min_batch >= KERNEL_MIN_BATCH for c in lane_group)
         if compiled:
             assert all(c is not None and c.min_batch == 1 for c in claims[:3])
     else:
@@ -173,17 +182,19 @@ def test_the_kernel_claims_cover_the_measured_table_without_overlap():
         32: "numba-ql",
     }
     for n, name in expected.items():
-        assert preferred(n, torch.float64, cpu, True, 32)[0] == name
+        least = KERNEL_MIN_BATCH if n <= 3 else lane_min_batch(n, False, True)
+        assert preferred(n, torch.float64, cpu, True, least)[0] == name
         if n > 3 or native_module() is None:  # (the compiled closed form: from one)
-            assert preferred(n, torch.float64, cpu, True, 31) is None  # below a lane group
+            assert preferred(n, torch.float64, cpu, True, least - 1) is None  # LAPACK's
         else:
             assert preferred(n, torch.float64, cpu, True, 1)[0] == "closed-form"
     assert preferred(32, torch.float64, cpu, False, 64) is None  # eigenvalues only: to 28
     # complex 3x3: the compiled closed form at every batch size where it is built
     complex3 = "closed-form" if native_module() is not None else "numba-ql"
     assert preferred(3, torch.complex128, cpu, True, 64)[0] == complex3
-    assert preferred(4, torch.complex128, cpu, True, 64)[0] == "numba-ql"
-    assert preferred(33, torch.float64, cpu, True, 64) is None
+    assert preferred(4, torch.complex128, cpu, True, 64) is None  # the direct path's LAPACK
+    assert preferred(4, torch.complex128, cpu, True, 1 << 12)[0] == "numba-ql"
+    assert preferred(33, torch.float64, cpu, True, 1 << 12) is None
 
 
 class _Spy:

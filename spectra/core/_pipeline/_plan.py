@@ -86,8 +86,10 @@ def compiled_closed_form(strategy: str, n: int) -> bool:
 
 #: at most this many matrices take the direct path (``direct_path``): with the compiled
 #: helper a block of them costs one call whatever its size (16 x 8x8: ~2x torch's time
-#: through the pipeline's layers, measured)
-DIRECT_MAX_BATCH = 64
+#: through the pipeline's layers, measured); up to the batches from which the lane kernels
+#: claim small matrices (``lane_min_batch``: 256 for eigenvalues only), where the work
+#: is too little to fan out
+DIRECT_MAX_BATCH = 256
 
 
 @dataclass(frozen=True)

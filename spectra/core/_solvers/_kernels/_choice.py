@@ -54,8 +54,9 @@ QL_MAX_N = (32, 28)
 COMPLEX_QL_MAX_N = (20, 12)
 #: numba-jacobi below this size (at n = 4, 5 its fewer passes beat the reduction)
 JACOBI_BELOW = 6
-#: Batches smaller than this stay on LAPACK: a kernel computes whole groups of 64 lanes
-#: (one 8x8 matrix cost a full group, 63 us, against LAPACK's 6 us), and the first kernel
+#: Batches smaller than this stay on LAPACK (the lanes' closed form; the lane kernels claim
+#: from the larger batches of :func:`lane_min_batch`): a kernel computes whole groups of 64
+#: lanes (one 8x8 matrix cost a full group, 63 us, against LAPACK's 6 us), and the first kernel
 #: call of a process imports numba and its cached kernels (~0.5 s), which a call LAPACK
 #: answers in microseconds must never wait for. From 32 matrices the lanes pay (n = 8:
 #: a group ~190 us against 32 x 6 us). The choice depends on the whole call's batch, never
@@ -63,8 +64,42 @@ JACOBI_BELOW = 6
 KERNEL_MIN_BATCH = 32
 
 
-def _lane_claim(why: str) -> Claim:
-    return Claim(f"{why} beats LAPACK's per-call cost", min_batch=KERNEL_MIN_BATCH)
+def lane_min_batch(n: int, complex_input: bool, vectors: bool) -> int:
+    """The batch from which a Jacobi or QL lane kernel claims ``n x n`` matrices: where it
+    beats the direct path's compiled LAPACK loop (``solve_few``: one ``?syevd`` per matrix,
+    no pipeline), by at least ~1.1x in float64 and float32 alike.
+
+    Measured on the AMD EPYC VM (2026-12-05, one thread, medians of 15 calls, the kernels
+    loaded; ``benchmarks/results/lane-crossover-2026-12-05.json``, LAPACK time / kernel
+    time): real eigenpairs n = 4 0.60 / 1.20 at 64 / 128 matrices, n = 6 0.98 / 1.23 at
+    64 / 96, n = 8 1.02-1.29 at 48-64 (float32 0.88 at 48), n >= 12 1.17-1.49 at 48;
+    eigenvalues only lose to LAPACK up to 96-192 (n = 4: 256); complex eigenpairs 0.56-1.07
+    at 64, 1.04-1.73 at 128. Since the direct path took a block in one compiled call, the
+    lanes' whole groups of 64 and their pipeline pay only on these larger batches.
+
+    >>> lane_min_batch(4, False, True), lane_min_batch(16, False, True)
+    (160, 48)
+    >>> lane_min_batch(8, True, True), lane_min_batch(8, True, False)
+    (128, 256)
+    """
+    if complex_input:
+        if not vectors:
+            return 256
+        return 160 if n <= 5 else (128 if n < 16 else 96)
+    if not vectors:
+        return 256 if n <= 5 else (192 if n < 12 else 128)
+    if n <= 5:
+        return 160
+    if n < 8:
+        return 96
+    return 64 if n < 12 else 48
+
+
+def _lane_claim(why: str, n: int, complex_input: bool, vectors: bool) -> Claim:
+    return Claim(
+        f"{why} beats LAPACK's per-call cost",
+        min_batch=lane_min_batch(n, complex_input, vectors),
+    )
 
 
 def closed_form_claim(
@@ -82,7 +117,7 @@ def jacobi_claim(n: int, dtype: torch.dtype, device: torch.device, vectors: bool
         return None
     if not numba_available():
         return None
-    return _lane_claim(f"n = {n}: lane-per-matrix Jacobi")
+    return _lane_claim(f"n = {n}: lane-per-matrix Jacobi", n, False, vectors)
 
 
 def ql_claim(n: int, dtype: torch.dtype, device: torch.device, vectors: bool) -> Claim | None:
@@ -92,8 +127,10 @@ def ql_claim(n: int, dtype: torch.dtype, device: torch.device, vectors: bool) ->
         return None
     if dtype.is_complex:
         if 2 < n <= COMPLEX_QL_MAX_N[0 if vectors else 1]:
-            return _lane_claim(f"n = {n}: lane-per-matrix Hermitian Householder + QL")
+            return _lane_claim(
+                f"n = {n}: lane-per-matrix Hermitian Householder + QL", n, True, vectors
+            )
         return None
     if JACOBI_BELOW <= n <= QL_MAX_N[0 if vectors else 1]:
-        return _lane_claim(f"n = {n}: lane-per-matrix Householder + QL")
+        return _lane_claim(f"n = {n}: lane-per-matrix Householder + QL", n, False, vectors)
     return None
