@@ -129,8 +129,8 @@ def _top2(x):
 PLAIN = {
     "direct": ((), 5, torch.float64, [("direct", False)]),
     "closed-form": ((40,), 3, torch.float32, [("closed-form", False)]),
-    "numba-ql-complex": ((64,), 8, torch.complex128, [("numba-ql", False)]),
-    "numba-ql-complex64": ((64,), 5, torch.complex64, [("numba-ql", False)]),
+    "numba-ql-complex": ((128,), 8, torch.complex128, [("numba-ql", False)]),
+    "numba-ql-complex64": ((160,), 5, torch.complex64, [("numba-ql", False)]),
     "numba-jacobi-fanned": ((20000,), 4, torch.float64, [("numba-jacobi", True)]),
     "closed-form-fanned-20000": ((20000,), 3, torch.float64, [("closed-form", True)]),
     "lapack-fanned-complex": ((64,), 40, torch.complex128, [("torch", True)]),
@@ -319,7 +319,7 @@ MATRIX_FUNCTIONS = {
     "closure-float32": (SCALED, ((6,), 5, torch.float32), [("direct", False)]),
     "complex-f-numba-ql": (
         lambda w: torch.exp(1j * w),
-        ((64,), 8, torch.complex128),
+        ((128,), 8, torch.complex128),
         [("numba-ql", False)],
     ),
     "sin-fanned-20000": (torch.sin, ((20000,), 3, torch.float64), [("closed-form", True)]),

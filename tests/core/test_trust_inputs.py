@@ -185,6 +185,32 @@ def _spd_pair(batch, n, dtype=torch.float64, seed=0):
 
 
 @pytest.mark.parametrize("lindep", [None, 1e-10])
+def test_chunked_generalized_calls_plan_the_whole_batch_with_its_vectors_flag(lindep):
+    """The chunks of a generalized call run the strategy planned for the whole call, with
+    or without eigenvectors as the call asks: 100 eigenvalue problems of 8 x 8 stay on
+    LAPACK (the lanes claim them from 192), their eigenpairs go to the lanes (from 64),
+    and the chunked results are bitwise the unchunked ones either way."""
+    from spectra.core._pipeline._solve import whole_batch_strategy
+    from spectra.core._solvers._kernels._choice import lane_min_batch
+
+    assert lane_min_batch(8, False, True) <= 100 < lane_min_batch(8, False, False)
+    opts = spectra.Options()
+    cpu = torch.device("cpu")
+    for vectors in (False, True):
+        whole = spectra.plan(8, 100, torch.float64, vectors=vectors).strategy
+        got = whole_batch_strategy(opts, 8, 100, torch.float64, cpu, vectors).strategy
+        assert got == whole, vectors
+    a = random_hermitian((100,), 8, torch.float64, seed=3)
+    b = torch.eye(8, dtype=torch.float64) * 2
+    kw = {} if lindep is None else {"lindep": lindep}
+    small = 64 * 1024  # a few matrices per chunk
+    assert torch.equal(spectra.eigvalsh(a, b, **kw), spectra.eigvalsh(a, b, max_memory=small, **kw))
+    w, v = spectra.eigh(a, b, **kw)
+    wc, vc = spectra.eigh(a, b, max_memory=small, **kw)
+    assert torch.equal(w, wc) and torch.equal(v, vc)
+
+
+@pytest.mark.parametrize("lindep", [None, 1e-10])
 def test_generalized_paths_chunk_to_the_memory_budget(monkeypatch, lindep):
     from spectra.core._pipeline import _solve
 

@@ -119,15 +119,21 @@ def solve_standard(
 
 
 def whole_batch_strategy(
-    opts: Options, n: int, batch: int, dtype: torch.dtype, device: torch.device
+    opts: Options,
+    n: int,
+    batch: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    vectors: bool = True,
 ) -> Options:
     """``opts`` with the strategy the planner picks for the *whole* batch, for callers that
     solve it in parts (memory chunks, Dask blocks): the strategy depends on the batch size
-    (small batches stay on LAPACK), and one call must not mix strategies, so that its
-    results stay bitwise independent of how it was cut."""
+    (small batches stay on LAPACK) and on whether eigenvectors are wanted (the kernels
+    claim eigenvalue-only batches from larger sizes), and one call must not mix
+    strategies, so that its results stay bitwise independent of how it was cut."""
     if opts.strategy is not None:
         return opts
-    name = plan(n, batch, dtype, device, max_memory=opts.max_memory).strategy
+    name = plan(n, batch, dtype, device, vectors=vectors, max_memory=opts.max_memory).strategy
     return replace(opts, strategy=name)
 
 
@@ -139,8 +145,12 @@ def generalized_rows(a: torch.Tensor, opts: Options) -> int:
     return rows_within(memory_budget(opts.max_memory, a.device), per_matrix, batch)
 
 
-def _chunked(fn: Callable[..., Result], a: torch.Tensor, b: torch.Tensor, opts, *args) -> Result:
-    """``fn(a, b, opts, *args)`` over chunks of the (broadcast) batch that fit the budget.
+def _chunked(
+    fn: Callable[..., Result], a: torch.Tensor, b: torch.Tensor, opts, vectors: bool, *args
+) -> Result:
+    """``fn(a, b, opts, *args)`` over chunks of the (broadcast) batch that fit the budget,
+    every chunk on the strategy planned for the whole batch (``vectors``: eigenvectors
+    wanted, as the whole call's plan says).
 
     Chunks are gathered by index, so a broadcast ``b`` is never materialized for the whole
     batch; errors name indices of the whole batch.
@@ -151,7 +161,7 @@ def _chunked(fn: Callable[..., Result], a: torch.Tensor, b: torch.Tensor, opts, 
     rows = generalized_rows(a, opts)
     if rows >= total:
         return fn(a, b, opts, *args)
-    opts = whole_batch_strategy(opts, n, total, a.dtype, a.device)
+    opts = whole_batch_strategy(opts, n, total, a.dtype, a.device, vectors)
     ws, vs = [], []
     for start in range(0, total, rows):
         flat = torch.arange(start, min(start + rows, total), device=a.device)
@@ -188,7 +198,8 @@ def solve_cholesky(
 
     Chunked so that the reductions' working set fits the memory budget.
     """
-    return _chunked(lambda x, y, o, c: _solve_cholesky(x, y, vectors, o, c), a, b, opts, check)
+    fn = lambda x, y, o, c: _solve_cholesky(x, y, vectors, o, c)  # noqa: E731
+    return _chunked(fn, a, b, opts, vectors, check)
 
 
 def _reduce(a: torch.Tensor, factor: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -349,7 +360,9 @@ def solve_canonical(
     dropped directions of each matrix come last, with eigenvalue ``fill`` and zero vectors.
     Chunked so that the working set fits the memory budget.
     """
-    return _chunked(lambda x, y, o: _solve_canonical(x, y, vectors, o, lindep, fill), a, b, opts)
+    return _chunked(
+        lambda x, y, o: _solve_canonical(x, y, vectors, o, lindep, fill), a, b, opts, vectors
+    )
 
 
 def _solve_canonical(

@@ -60,7 +60,7 @@ def lane_seconds(n: int, dtype: torch.dtype) -> float:
 #: 2026-12-02); a first call takes a kernel only if LAPACK would take longer for its batch
 NUMBA_LOAD_SECONDS = 0.4
 #: groups whose first claim in this process already gave the load-cost threshold: from the
-#: second planned call on the kernels claim from ``KERNEL_MIN_BATCH`` again
+#: second planned call on the kernels claim from their measured batch again
 _DEFERRED: set[str] = set()
 KERNEL_NAMES = ("closed-form", "numba-jacobi", "numba-ql")
 
