@@ -173,10 +173,10 @@ def _chunked(
         ws.append(w)
         vs.append(v)
     w = torch.cat(ws).reshape(*batch_shape, n)
-    vectors = [v for v in vs if v is not None]
-    if len(vectors) != len(vs):
+    found = [v for v in vs if v is not None]
+    if len(found) != len(vs):
         return w, None
-    return w, torch.cat(vectors).reshape(*batch_shape, n, n)
+    return w, torch.cat(found).reshape(*batch_shape, n, n)
 
 
 def _whole_index(start: int, batch_shape: torch.Size, i: tuple[int, ...]) -> tuple[int, ...]:
