@@ -17,7 +17,10 @@ from spectra.core._pipeline import _direct
 from spectra.core._pipeline._autograd_one import _TOL32, _TOL64
 from spectra.core._solvers import _native
 
+from .helpers import pin_cpu_vendor
+
 ENTRY = _native.native_entry(_TOL64, _TOL32)
+_ROUTED_ENTRY = _direct._entry  # (the fixtures below replace it by a spy)
 needs_entry = pytest.mark.skipif(ENTRY is None, reason="the C++ entry is not built")
 
 DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
@@ -464,3 +467,90 @@ def test_a_handful_that_is_not_plain_goes_the_python_route(counted_few: _Countin
     w.sum().backward()
     assert x.grad is not None
     assert counted_few.answered == 0
+
+
+MID_SIZES = [32, 40, 64, 100, 255]
+
+
+@needs_entry
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_larger_matrices_once_the_python_route_found_them_unclaimed(
+    dtype: torch.dtype, counted: _Counting, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From n = 32 (where LAPACK may thread) the entry takes one plain matrix on one kernel
+    thread once the Python route has found no strategy claiming that size: the same bits,
+    the caller's thread counts left as they were."""
+    from spectra.core._pipeline._direct import _claimed_one
+    from spectra.core._strategies import registry_version
+    from spectra.core._support._threads import thread_knobs
+
+    pin_cpu_vendor(monkeypatch, "GenuineIntel")  # no size claimed: the entry's sizes
+    _ROUTED_ENTRY(registry_version())  # the new version: routes forgotten
+    knobs = thread_knobs()
+    for n in MID_SIZES:
+        assert _claimed_one(n, dtype, True, registry_version()) is None
+        a = _random(n, dtype, n)
+        assert ENTRY(a, True, True, True) is None, n  # not marked yet
+        before = counted.answered
+        first = spectra.eigh(a)  # the Python route (marks the size)
+        threads, omp = torch.get_num_threads(), knobs.omp_get()
+        w, v = spectra.eigh(a)
+        assert counted.answered == before + 1, n
+        assert torch.get_num_threads() == threads and knobs.omp_get() == omp, n
+        assert torch.equal(w, first.eigenvalues) and torch.equal(v, first.eigenvectors), n
+        pw, pv = _without_entry(monkeypatch, spectra.eigh, a)
+        assert torch.equal(w, pw) and torch.equal(v, pv), n
+        assert v.stride() == (1, n) and w.dtype == pw.dtype, n
+        values = spectra.eigvalsh(a)  # eigenvalues only: marked separately
+        assert torch.equal(spectra.eigvalsh(a), values), n
+        tracked = a.clone().requires_grad_()
+        assert ENTRY(tracked, True, True, True) is None, n  # history: the Python route
+    # a strategy registered (the registry's version changes): the sizes are forgotten
+    from spectra.core import STRATEGIES
+
+    monkeypatch.setitem(STRATEGIES, "torch", STRATEGIES["torch"])
+    _ROUTED_ENTRY(registry_version())
+    assert ENTRY(_random(64, dtype, 64), True, True, True) is None
+
+
+@needs_entry
+def test_a_claimed_size_stays_with_its_strategy(
+    counted: _Counting, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a strategy claims one matrix (``openblas``: complex128 from n = 56 on AMD CPUs)
+    the entry never takes it: every call runs that strategy, with its bits."""
+    from spectra.core._strategies import registry_version
+
+    pin_cpu_vendor(monkeypatch, "AuthenticAMD")
+    _ROUTED_ENTRY(registry_version())
+    a = _random(64, torch.complex128, 5)
+    first = spectra.eigh(a)
+    again = spectra.eigh(a)
+    assert counted.answered == 0
+    assert ENTRY(a, True, True, True) is None
+    assert torch.equal(first.eigenvectors, again.eigenvectors)
+    w, v = _without_entry(monkeypatch, spectra.eigh, a)
+    assert torch.equal(again.eigenvalues, w) and torch.equal(again.eigenvectors, v)
+
+
+@needs_entry
+def test_larger_matrices_leave_other_threads_running(counted: _Counting) -> None:
+    """The entry releases the GIL while LAPACK runs a matrix from n = 32, as the Python
+    route did: two threads' calls overlap and give the single-threaded results."""
+    import threading
+
+    a = _random(128, torch.float64, 9)
+    ref = spectra.eigh(a)  # marks the size
+    out: list[Any] = [None, None]
+
+    def run(i: int) -> None:
+        out[i] = [spectra.eigh(a) for _ in range(5)]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert counted.answered >= 10
+    for got in out:
+        assert all(torch.equal(g.eigenvectors, ref.eigenvectors) for g in got)

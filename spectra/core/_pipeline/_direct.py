@@ -35,11 +35,13 @@ from torch.autograd import forward_ad
 from .._options import check_tolerance
 from .._request import Request
 from .._solvers._native import (
+    mark_entry_route,
     native_entry,
     native_exactly_hermitian,
     native_few_entry,
     native_solve,
     native_solve_batch,
+    reset_entry_routes,
 )
 from .._solvers._torch_lapack import lapack_aligned, torch_eigh
 from .._strategies import STRATEGIES, preferred, registry_version
@@ -226,7 +228,11 @@ def _closed_direct(version: int) -> bool:
 
 def _entry(version: int) -> tuple[Any, bool]:
     """The C++ one-matrix entry (or ``None``) and the closed-form policy for this
-    registry ``version``, each decided once."""
+    registry ``version``, each decided once; the sizes the entry was let take
+    (:func:`mark_entry_route`) are forgotten when the version changes."""
+    if version != _ROUTED_VERSION[0]:
+        reset_entry_routes()
+        _ROUTED_VERSION[0] = version
     got = _ENTRIES.get(version)
     if got is None:
         solve = native_entry(_TOL64, _TOL32) if _builtin_lapack(version) else None
@@ -235,6 +241,8 @@ def _entry(version: int) -> tuple[Any, bool]:
 
 
 _ENTRIES: dict[int, tuple[Any, bool]] = {}
+#: the registry version for which the C++ entry's routes were marked
+_ROUTED_VERSION = [-1]
 
 
 #: below this size one matrix's LAPACK call uses no threads whatever the setting
@@ -337,6 +345,8 @@ def _solve_one(
         claimed = _claimed_one(n, a.dtype, vectors or tracked, registry_version())
         if claimed is not None:
             return None if tracked else _solve_claimed(a, vectors, check, claimed)
+        if not tracked:  # unclaimed: the C++ entry takes such a matrix from the next call
+            mark_entry_route(a.dtype, vectors, n)
     if tracked:  # the tracked route, its own checks
         try:
             return _tracked_one(a, vectors, check)

@@ -23,6 +23,7 @@ True
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 from typing import Any
@@ -31,7 +32,11 @@ import numpy as np
 import torch
 
 from .._support._arrays import SQUARE_SAFE, default_tolerance, real_dtype
-from .._support._threads import restore_thread_kernel_threads, set_thread_kernel_threads
+from .._support._threads import (
+    restore_thread_kernel_threads,
+    set_thread_kernel_threads,
+    thread_knobs,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -123,6 +128,7 @@ def forget_native() -> None:
     _loaded.clear()
     _entry.clear()
     _few.clear()
+    reset_entry_routes()
 
 
 _UNDECIDED = object()
@@ -413,9 +419,49 @@ def native_entry(degenerate_tol: float, degenerate_tol32: float = 0.0) -> Any:
                 module.api, consts, SEQUENTIAL_N - 1, degenerate_tol, degenerate_tol32
             )
             solve = _native_entry.solve
-            _few.append(_native_entry.solve_few)
+            few = getattr(_native_entry, "solve_few", None)  # (a build older than this
+            if few is not None:  # source has neither: its one-matrix entry still serves)
+                _few.append(few)
+            if getattr(_native_entry, "configure_threads", None) is not None:
+                _configure_routes(_native_entry)
     _entry.append(solve)
     return solve
+
+
+#: the C++ entry's table of sizes it may take above ``SEQUENTIAL_N - 1`` (one plain matrix
+#: without history, on one kernel thread): ``[(kind * 2 + vectors) * 256 + n] == 1`` where
+#: the Python route found no strategy claiming one such matrix (:func:`mark_entry_route`);
+#: zeroed when the registry changes (:func:`reset_entry_routes`)
+_ROUTES = bytearray(4 * 2 * 256)
+_ROUTES_VIEW = (ctypes.c_char * len(_ROUTES)).from_buffer(_ROUTES)
+
+
+def _configure_routes(entry: Any) -> None:
+    """Hand the entry the calling thread's kernel-thread knobs and the routes table (it
+    takes no matrix above ``SEQUENTIAL_N - 1`` without both)."""
+    knobs = thread_knobs()
+    if knobs.omp_set is None or knobs.omp_get is None:
+        return
+
+    def address(fn: Any) -> int:
+        return ctypes.cast(fn, ctypes.c_void_p).value or 0
+
+    local = address(knobs.mkl_local) if knobs.mkl_local is not None else 0
+    entry.configure_threads(
+        address(knobs.omp_set), address(knobs.omp_get), local, ctypes.addressof(_ROUTES_VIEW)
+    )
+
+
+def mark_entry_route(dtype: torch.dtype, vectors: bool, n: int) -> None:
+    """Let the C++ entry take one plain ``n x n`` matrix of ``dtype`` from now on (the
+    caller found no strategy claiming it, for this registry version)."""
+    if SEQUENTIAL_N <= n <= MAX_N:
+        _ROUTES[(_KIND[dtype] * 2 + vectors) * 256 + n] = 1
+
+
+def reset_entry_routes() -> None:
+    """Forget every size marked by :func:`mark_entry_route` (the registry changed)."""
+    ctypes.memset(ctypes.addressof(_ROUTES_VIEW), 0, len(_ROUTES))
 
 
 def native_few_entry(degenerate_tol: float, degenerate_tol32: float = 0.0) -> Any:

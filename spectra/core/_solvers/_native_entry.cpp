@@ -10,7 +10,11 @@
 // (tests/core/test_native_entry.py). Whatever is not plain (a subclass, a lazy conjugate or
 // negation, a functorch or dispatch-mode wrapper, history under grad mode, a torch-function
 // or dispatch mode, another device, dtype or layout, n outside 1 .. max_n) returns None, and
-// the Python route decides, as before.
+// the Python route decides, as before. Matrices of max_n < n <= 255 (where LAPACK may
+// thread) are taken without history only, on one kernel thread (the calling thread's
+// OpenMP and MKL counts set and restored as _threads.py does) with the GIL released, and
+// only at the sizes the Python route has found no strategy claiming (the routes table it
+// marks; configure_threads). A handful of matrices: solve_few.
 //
 // It is built only where torch's headers are found at build time (setup.py), for that
 // torch version; _native.py uses it only under the same version.
@@ -18,6 +22,7 @@
 
 #include <ATen/PythonTorchFunctionTLS.h>
 #include <ATen/SavedTensorHooks.h>
+#include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
@@ -45,6 +50,34 @@ double constants[4][5];  // per kind: tol, 1 - tol, (1 - tol)^2, low, high (the 
 long max_n = 0;          // the largest n taken (0: not configured)
 double degenerate_tol = 0.0;  // the backward's relative gap below which pairs count as tied
 float degenerate_tol32 = 0.0f;  // the same for float32 (0: no float32 tracked route)
+// the calling thread's OpenMP and MKL thread counts (the functions _threads.py sets them
+// with; null: not found, and matrices of n > max_n are not taken), and the sizes the entry
+// may take above max_n: routes[(kind * 2 + vectors) * 256 + n] == 1 where the Python
+// route found no strategy claiming one such matrix (it marks them; zeroed when the
+// registry changes)
+int (*omp_get)() = nullptr;
+void (*omp_set)(int) = nullptr;
+int (*mkl_local)(int) = nullptr;
+const unsigned char* routes = nullptr;
+const int64_t routed_max_n = 255;
+
+// one kernel thread for the calling thread while it lives (LAPACK may thread from n = 32:
+// one thread keeps a matrix's bits those it has in any batch), as _threads.py's
+// set_thread_kernel_threads / restore_thread_kernel_threads
+struct OneKernelThread {
+  int old_omp = 1, old_mkl = 1;
+  OneKernelThread() {
+    (void)at::get_num_threads();  // torch's lazy per-thread setup first: it cannot undo ours
+    old_omp = omp_get();
+    if (old_omp != 1) omp_set(1);
+    if (mkl_local != nullptr) old_mkl = mkl_local(1);
+  }
+  ~OneKernelThread() {
+    if (old_omp != 1) omp_set(old_omp);
+    if (mkl_local != nullptr && old_mkl != 1) mkl_local(old_mkl);
+  }
+};
+
 const double tiny64 = 2.2250738585072014e-308;
 const float tiny32 = 1.17549435e-38f;
 
@@ -212,11 +245,46 @@ PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     if (keys != plain_keys && keys != inference_keys) Py_RETURN_NONE;  // conj, neg, wrappers
     const int kind = kind_of(a.scalar_type());
     const int64_t n = a.size(0);
-    if (kind < 0 || n != a.size(1) || n < 1 || n > max_n || !a.has_storage()) Py_RETURN_NONE;
+    if (kind < 0 || n != a.size(1) || n < 1 || n > routed_max_n || !a.has_storage())
+      Py_RETURN_NONE;
     if (!closed && n <= 3) Py_RETURN_NONE;  // the plan's LAPACK: Python's route
     if (c10::impl::TorchDispatchModeTLS::any_modes_set() ||
         at::impl::PythonTorchFunctionTLS::stack_len() > 0)
       Py_RETURN_NONE;  // a mode sees every op of the Python route: it keeps them
+    if (n > max_n) {  // untracked, on one kernel thread, where no strategy claims it
+      if (routes == nullptr || omp_set == nullptr ||
+          (a.requires_grad() && c10::GradMode::is_enabled()) ||
+          routes[(kind * 2 + (vectors ? 1 : 0)) * 256 + n] != 1)
+        Py_RETURN_NONE;
+      const auto real = (kind == 0 || kind == 2) ? at::kFloat : at::kDouble;
+      at::Tensor w = at::empty({n}, at::TensorOptions().dtype(real));
+      at::Tensor v;
+      if (vectors)
+        v = at::empty_strided({n, n}, {1, n}, at::TensorOptions().dtype(a.scalar_type()));
+      const double* c = constants[kind];
+      const void* ap = a.const_data_ptr();
+      void* wp = w.data_ptr();
+      void* vp = vectors ? v.data_ptr() : nullptr;
+      const int64_t s0 = a.stride(0), s1 = a.stride(1);
+      int status;
+      {
+        OneKernelThread one;
+        Py_BEGIN_ALLOW_THREADS status = api->eigh(kind, static_cast<int>(n), ap, s0, s1, wp, vp,
+                                                  check, c[0], c[1], c[2], c[3], c[4]);
+        Py_END_ALLOW_THREADS
+      }
+      if (status != ST_OK) Py_RETURN_NONE;  // refused, failed or ungauged: the Python route
+      PyObject* out = PyTuple_New(2);
+      if (out == nullptr) return nullptr;
+      PyTuple_SET_ITEM(out, 0, THPVariable_Wrap(std::move(w)));
+      if (vectors) {
+        PyTuple_SET_ITEM(out, 1, THPVariable_Wrap(std::move(v)));
+      } else {
+        Py_INCREF(Py_None);
+        PyTuple_SET_ITEM(out, 1, Py_None);
+      }
+      return out;
+    }
     bool light = false;  // eigenpairs for Python's light node (_autograd_one.with_backward)
     if (a.requires_grad() && c10::GradMode::is_enabled()) {  // the tracked routes
       if (kind <= 1 && n > 3) {
@@ -329,12 +397,39 @@ PyObject* solve_few(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
 }
 
+// configure_threads(omp_set, omp_get, mkl_local, routes): the addresses of the thread-count
+// functions (mkl_local 0: none) and of the routes table (4 x 2 x 256 bytes, kept alive by
+// the caller); returns True
+PyObject* configure_threads(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 4) {
+    PyErr_SetString(PyExc_TypeError, "configure_threads takes 4 arguments");
+    return nullptr;
+  }
+  void* set = PyLong_AsVoidPtr(args[0]);
+  void* get = PyLong_AsVoidPtr(args[1]);
+  void* local = PyLong_AsVoidPtr(args[2]);
+  void* table = PyLong_AsVoidPtr(args[3]);
+  if (PyErr_Occurred()) return nullptr;
+  if (set == nullptr || get == nullptr || table == nullptr) {
+    PyErr_SetString(PyExc_ValueError, "configure_threads: omp_set, omp_get and routes needed");
+    return nullptr;
+  }
+  omp_set = reinterpret_cast<void (*)(int)>(set);
+  omp_get = reinterpret_cast<int (*)()>(get);
+  mkl_local = reinterpret_cast<int (*)(int)>(local);
+  routes = static_cast<const unsigned char*>(table);
+  Py_RETURN_TRUE;
+}
+
 PyMethodDef methods[] = {
     {"configure", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(configure)),
      METH_FASTCALL,
      "configure(capsule, constants, max_n, degenerate_tol, degenerate_tol32) -> True"},
     {"solve", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(solve)), METH_FASTCALL,
      "solve(a, vectors, check, closed) -> (w, v or None), (w, v, separated) or None"},
+    {"configure_threads",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(configure_threads)),
+     METH_FASTCALL, "configure_threads(omp_set, omp_get, mkl_local, routes) -> True"},
     {"solve_few", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(solve_few)),
      METH_FASTCALL, "solve_few(a, vectors, check, closed) -> (w, v or None) or None"},
     {nullptr, nullptr, 0, nullptr},

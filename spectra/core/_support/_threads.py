@@ -112,6 +112,12 @@ def _get_knobs() -> _ThreadKnobs:
     return _knobs
 
 
+def thread_knobs() -> _ThreadKnobs:
+    """The per-thread OpenMP and MKL thread-count functions of the libraries torch loaded
+    (the compiled entry sets them as :func:`set_thread_kernel_threads` does)."""
+    return _get_knobs()
+
+
 def set_thread_kernel_threads(count: int) -> tuple[int, int, int] | None:
     """Set the calling thread's own OpenMP and MKL thread counts; return what restores
     them (``None`` where they cannot be set per thread: then nothing is changed). A count
