@@ -478,8 +478,9 @@ def test_larger_matrices_once_the_python_route_found_them_unclaimed(
     dtype: torch.dtype, counted: _Counting, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """From n = 32 (where LAPACK may thread) the entry takes one plain matrix on one kernel
-    thread once the Python route has found no strategy claiming that size: the same bits,
-    the caller's thread counts left as they were."""
+    thread once the Python route has found no strategy claiming that size: the same bits
+    (and under grad mode the same node and gradient), the caller's thread counts left as
+    they were."""
     from spectra.core._pipeline._direct import _claimed_one
     from spectra.core._strategies import registry_version
     from spectra.core._support._threads import thread_knobs
@@ -503,8 +504,14 @@ def test_larger_matrices_once_the_python_route_found_them_unclaimed(
         assert v.stride() == (1, n) and w.dtype == pw.dtype, n
         values = spectra.eigvalsh(a)  # eigenvalues only: marked separately
         assert torch.equal(spectra.eigvalsh(a), values), n
-        tracked = a.clone().requires_grad_()
-        assert ENTRY(tracked, True, True, True) is None, n  # history: the Python route
+        # under grad mode too: torch's own node (real) or the light node (complex), the
+        # same values, vectors, node and gradient as the Python route
+        weights = torch.randn(n, n, dtype=torch.float64, generator=torch.Generator().manual_seed(n))
+        for fn in (spectra.eigh, spectra.eigvalsh):
+            got = _entry_like_python(fn, a, weights.to(dtype).real, counted, monkeypatch, str(n))
+            node = "_EighSolvedBackward" if dtype.is_complex else "LinalgEighBackward0"
+            assert got[3] == node, (n, got[3])
+            assert torch.get_num_threads() == threads and knobs.omp_get() == omp, n
     # a strategy registered (the registry's version changes): the sizes are forgotten
     from spectra.core import STRATEGIES
 

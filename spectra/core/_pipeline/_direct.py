@@ -345,8 +345,8 @@ def _solve_one(
         claimed = _claimed_one(n, a.dtype, vectors or tracked, registry_version())
         if claimed is not None:
             return None if tracked else _solve_claimed(a, vectors, check, claimed)
-        if not tracked:  # unclaimed: the C++ entry takes such a matrix from the next call
-            mark_entry_route(a.dtype, vectors, n)
+        # unclaimed: the C++ entry takes such a matrix from the next call
+        mark_entry_route(a.dtype, vectors or tracked, n)
     if tracked:  # the tracked route, its own checks
         try:
             return _tracked_one(a, vectors, check)

@@ -35,6 +35,7 @@
 
 #include <cmath>
 #include <exception>
+#include <optional>
 #include <tuple>
 
 #include "_native_eigh.h"
@@ -135,7 +136,12 @@ PyObject* tracked(const at::Tensor& a, int kind, int64_t n, bool vectors, bool c
   if (check && !api->hermitian(kind, a.const_data_ptr(), n, a.stride(0), a.stride(1), 0))
     Py_RETURN_NONE;  // not exactly symmetric (or NaN): the full path decides
   at::Tensor w, v;
-  std::tie(w, v) = at::linalg_eigh(a, "L");
+  if (n > max_n) {  // one kernel thread (the caller's guard): other Python threads run
+    Py_BEGIN_ALLOW_THREADS std::tie(w, v) = at::linalg_eigh(a, "L");
+    Py_END_ALLOW_THREADS
+  } else {
+    std::tie(w, v) = at::linalg_eigh(a, "L");
+  }
   const double* c = constants[kind];
   if (vectors && !api->gauge(kind, v.data_ptr(), n, n, c[0], c[1], c[2], c[3], c[4]))
     Py_RETURN_NONE;
@@ -251,42 +257,18 @@ PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     if (c10::impl::TorchDispatchModeTLS::any_modes_set() ||
         at::impl::PythonTorchFunctionTLS::stack_len() > 0)
       Py_RETURN_NONE;  // a mode sees every op of the Python route: it keeps them
-    if (n > max_n) {  // untracked, on one kernel thread, where no strategy claims it
-      if (routes == nullptr || omp_set == nullptr ||
-          (a.requires_grad() && c10::GradMode::is_enabled()) ||
-          routes[(kind * 2 + (vectors ? 1 : 0)) * 256 + n] != 1)
+    // from max_n + 1 (where LAPACK may thread): one kernel thread, where no strategy
+    // claims such a matrix (the claims are made for eigenvectors where history is kept)
+    const bool tracking = a.requires_grad() && c10::GradMode::is_enabled();
+    std::optional<OneKernelThread> one;
+    if (n > max_n) {
+      const int flag = (vectors || tracking) ? 1 : 0;
+      if (routes == nullptr || omp_set == nullptr || routes[(kind * 2 + flag) * 256 + n] != 1)
         Py_RETURN_NONE;
-      const auto real = (kind == 0 || kind == 2) ? at::kFloat : at::kDouble;
-      at::Tensor w = at::empty({n}, at::TensorOptions().dtype(real));
-      at::Tensor v;
-      if (vectors)
-        v = at::empty_strided({n, n}, {1, n}, at::TensorOptions().dtype(a.scalar_type()));
-      const double* c = constants[kind];
-      const void* ap = a.const_data_ptr();
-      void* wp = w.data_ptr();
-      void* vp = vectors ? v.data_ptr() : nullptr;
-      const int64_t s0 = a.stride(0), s1 = a.stride(1);
-      int status;
-      {
-        OneKernelThread one;
-        Py_BEGIN_ALLOW_THREADS status = api->eigh(kind, static_cast<int>(n), ap, s0, s1, wp, vp,
-                                                  check, c[0], c[1], c[2], c[3], c[4]);
-        Py_END_ALLOW_THREADS
-      }
-      if (status != ST_OK) Py_RETURN_NONE;  // refused, failed or ungauged: the Python route
-      PyObject* out = PyTuple_New(2);
-      if (out == nullptr) return nullptr;
-      PyTuple_SET_ITEM(out, 0, THPVariable_Wrap(std::move(w)));
-      if (vectors) {
-        PyTuple_SET_ITEM(out, 1, THPVariable_Wrap(std::move(v)));
-      } else {
-        Py_INCREF(Py_None);
-        PyTuple_SET_ITEM(out, 1, Py_None);
-      }
-      return out;
+      one.emplace();
     }
     bool light = false;  // eigenpairs for Python's light node (_autograd_one.with_backward)
-    if (a.requires_grad() && c10::GradMode::is_enabled()) {  // the tracked routes
+    if (tracking) {  // the tracked routes
       if (kind <= 1 && n > 3) {
         const bool has_tol = kind == 1 ? degenerate_tol > 0.0 : degenerate_tol32 > 0.0f;
         if (!has_tol) Py_RETURN_NONE;
@@ -306,10 +288,19 @@ PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     at::Tensor v;
     if (want_v) v = at::empty_strided({n, n}, {1, n}, at::TensorOptions().dtype(a.scalar_type()));
     const double* c = constants[kind];
-    const int status =
-        api->eigh(kind, static_cast<int>(n), a.const_data_ptr(), a.stride(0), a.stride(1),
-                  w.data_ptr(), want_v ? v.data_ptr() : nullptr, check, c[0], c[1], c[2], c[3],
-                  c[4]);
+    const void* ap = a.const_data_ptr();
+    void* wp = w.data_ptr();
+    void* vp = want_v ? v.data_ptr() : nullptr;
+    const int64_t s0 = a.stride(0), s1 = a.stride(1);
+    int status;
+    if (n > max_n) {  // other Python threads run meanwhile
+      Py_BEGIN_ALLOW_THREADS status = api->eigh(kind, static_cast<int>(n), ap, s0, s1, wp, vp,
+                                                check, c[0], c[1], c[2], c[3], c[4]);
+      Py_END_ALLOW_THREADS
+    } else {
+      status = api->eigh(kind, static_cast<int>(n), ap, s0, s1, wp, vp, check, c[0], c[1], c[2],
+                         c[3], c[4]);
+    }
     if (status != ST_OK) Py_RETURN_NONE;  // refused, failed or ungauged: the Python route
     if (light) {  // (w, v, None): Python puts them under its light node
       PyObject* out = PyTuple_New(3);
