@@ -280,6 +280,44 @@ def native_exactly_hermitian(a: torch.Tensor, finite: bool = False) -> bool | No
     return bool(module.hermitian(_KIND[a.dtype], b, a.shape[-1], ptr, sb, s0, s1, finite))
 
 
+def native_within_tolerance(a: torch.Tensor, tol: float) -> bool | None:
+    """Whether every matrix of the CPU block ``a`` (``(n, n)`` or ``(B, n, n)``) is finite
+    and Hermitian within ``tol`` relative to its largest entry, the test of
+    :func:`~spectra.core._pipeline._checks.quick_check`, in one compiled pass that releases
+    the GIL. It only accepts: ``True`` where every matrix is within the bound by a margin
+    (computed in double), ``False`` where any is not certainly so (the torch test then
+    decides, and names what it refuses), ``None`` where the helper cannot read ``a`` (as
+    :func:`native_exactly_hermitian`).
+
+    >>> x = torch.tensor([[1.0, 2.0], [2.0 + 1e-12, 3.0]], dtype=torch.float64)
+    >>> native_within_tolerance(x, 1e-8) in (True, None)  # None: no helper built
+    True
+    >>> native_within_tolerance(x, 1e-14) in (False, None)
+    True
+    """
+    module = native_module()
+    if (
+        module is None
+        or not hasattr(module, "within")
+        or not a.is_cpu
+        or a.dtype not in _CONSTANTS
+        or a.layout != torch.strided
+        or a.is_conj()
+        or a.is_neg()
+        or not 2 <= a.dim() <= 3
+    ):
+        return None
+    try:
+        ptr = a.data_ptr()
+    except RuntimeError:  # a wrapper without storage
+        return None
+    if a.dim() == 2:
+        b, sb, (s0, s1) = 1, 0, a.stride()
+    else:
+        b, (sb, s0, s1) = a.shape[0], a.stride()
+    return bool(module.within(_KIND[a.dtype], b, a.shape[-1], ptr, sb, s0, s1, float(tol)))
+
+
 def native_solve_batch(
     flat: torch.Tensor, vectors: bool, check: bool, closed: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor | None] | None:

@@ -144,6 +144,66 @@ static int check_one(int kind, const void *a, Py_ssize_t n, Py_ssize_t s0, Py_ss
                        : check_z(a, n, s0, s1, finite);
 }
 
+/* ---- Hermitian within a tolerance (quick_check's test, accept-only) ---------------- */
+
+/* 1 if the n x n matrix at a is Hermitian within tol relative to its largest entry, as
+ * quick_check tests it (max |A - A^H| <= tol * max |A|, tol alone where A = 0) and every
+ * entry is finite; computed in double, accepted only with a margin below the bound (1e-5
+ * relative: float32's rounding of the torch test's steps is far below it). 0 where not
+ * certain: the torch test then decides (and names what it refuses). */
+#define DEFINE_REAL_WITHIN(NAME, T)                                                       \
+    static int NAME(const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1, double tol) { \
+        double diff = 0.0, scale = 0.0, zero = 0.0;                                       \
+        for (Py_ssize_t i = 0; i < n; i++) {                                              \
+            const T *row = a + i * s0, *col = a + i * s1;                                 \
+            for (Py_ssize_t j = 0; j <= i; j++) {                                         \
+                const double x = (double)row[j * s1], y = (double)col[j * s0];            \
+                const double d = fabs(x - y), ax = fabs(x), ay = fabs(y);                 \
+                diff = d > diff ? d : diff;                                               \
+                scale = ax > scale ? ax : scale;                                          \
+                scale = ay > scale ? ay : scale;                                          \
+                zero += x * 0.0 + y * 0.0;                                                \
+            }                                                                             \
+        }                                                                                 \
+        if (zero != zero) return 0; /* NaN or Inf */                                      \
+        const double bound = tol * (scale > 0.0 ? scale : 1.0) * (1.0 - 1e-5);            \
+        return diff <= bound;                                                             \
+    }
+DEFINE_REAL_WITHIN(within_s, float)
+DEFINE_REAL_WITHIN(within_d, double)
+
+#define DEFINE_COMPLEX_WITHIN(NAME, T)                                                    \
+    static int NAME(const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1, double tol) { \
+        double diff = 0.0, scale = 0.0, zero = 0.0;                                       \
+        for (Py_ssize_t i = 0; i < n; i++) {                                              \
+            const T *row = a + i * s0, *col = a + i * s1;                                 \
+            for (Py_ssize_t j = 0; j <= i; j++) {                                         \
+                const T x = row[j * s1], y = col[j * s0];                                 \
+                const double xr = (double)x.re, xi = (double)x.im;                        \
+                const double yr = (double)y.re, yi = (double)y.im;                        \
+                const double d = hypot(xr - yr, xi + yi);                                 \
+                const double ax = hypot(xr, xi), ay = hypot(yr, yi);                      \
+                diff = d > diff ? d : diff;                                               \
+                scale = ax > scale ? ax : scale;                                          \
+                scale = ay > scale ? ay : scale;                                          \
+                zero += xr * 0.0 + xi * 0.0 + yr * 0.0 + yi * 0.0;                        \
+            }                                                                             \
+        }                                                                                 \
+        if (zero != zero) return 0; /* NaN or Inf */                                      \
+        const double bound = tol * (scale > 0.0 ? scale : 1.0) * (1.0 - 1e-5);            \
+        return diff <= bound;                                                             \
+    }
+DEFINE_COMPLEX_WITHIN(within_c, cfloat)
+DEFINE_COMPLEX_WITHIN(within_z, cdouble)
+
+static int within_one(int kind, const void *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1,
+                      double tol) {
+    return kind == 0   ? within_s(a, n, s0, s1, tol)
+           : kind == 1 ? within_d(a, n, s0, s1, tol)
+           : kind == 2 ? within_c(a, n, s0, s1, tol)
+                       : within_z(a, n, s0, s1, tol);
+}
+
 /* ---- column-major copy (torch's cloneBatchedColumnMajor) --------------------------- */
 
 #define DEFINE_COPY(NAME, T)                                                              \
@@ -669,6 +729,32 @@ static PyObject *py_hermitian(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_END_ALLOW_THREADS return PyLong_FromLong(ok);
 }
 
+/* within(kind, b, n, a, sb, s0, s1, tol) -> 1 if each of the b matrices at a is Hermitian
+ * within tol (within_one: finite, with a margin below the bound), 0 if any is not certain */
+static PyObject *py_within(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "within takes 8 arguments");
+        return NULL;
+    }
+    long kind = PyLong_AsLong(args[0]);
+    Py_ssize_t b = PyLong_AsSsize_t(args[1]), n = PyLong_AsSsize_t(args[2]);
+    const char *a = PyLong_AsVoidPtr(args[3]);
+    Py_ssize_t sb = PyLong_AsSsize_t(args[4]), s0 = PyLong_AsSsize_t(args[5]);
+    Py_ssize_t s1 = PyLong_AsSsize_t(args[6]);
+    double tol = PyFloat_AsDouble(args[7]);
+    if (PyErr_Occurred()) return NULL;
+    if (kind < 0 || kind > 3 || b < 0 || n < 0 || (!a && b * n > 0) || !(tol >= 0.0)) {
+        PyErr_SetString(PyExc_ValueError, "within: kind in 0..3, b, n >= 0, a set, tol >= 0");
+        return NULL;
+    }
+    int ok = tol < 1.0; /* (a bound of the matrix's own size: the torch test decides) */
+    size_t item = ITEM[kind];
+    Py_BEGIN_ALLOW_THREADS for (Py_ssize_t k = 0; k < b && ok; k++) ok =
+        within_one((int)kind, a + (size_t)(k * sb) * item, n, s0, s1, tol);
+    Py_END_ALLOW_THREADS return PyLong_FromLong(ok);
+}
+
 /* ---- symbolic Cholesky counts (spectra/core/_sparse/_symbolic.py) -------------------- */
 
 /* column counts (the diagonal included) of the Cholesky factor of the symmetric pattern
@@ -928,6 +1014,8 @@ static PyMethodDef methods[] = {
      " -> declined count (-1: not run)"},
     {"mirror_exact", (PyCFunction)(void (*)(void))py_mirror_exact, METH_FASTCALL,
      "mirror_exact(kind, n, m, rows, cols, values) -> 1 if exactly Hermitian (0: not decided)"},
+    {"within", (PyCFunction)(void (*)(void))py_within, METH_FASTCALL,
+     "within(kind, b, n, a, sb, s0, s1, tol) -> 1 if Hermitian within tol (0: not certain)"},
     {"components", (PyCFunction)(void (*)(void))py_components, METH_FASTCALL,
      "components(n, m, src, dst, labels) -> count (-1: not run)"},
     {"load", py_load, METH_O, "load(path) -> routines found"},
