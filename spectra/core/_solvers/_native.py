@@ -259,9 +259,16 @@ def native_exactly_hermitian(a: torch.Tensor, finite: bool = False) -> bool | No
     wrapper): the caller's torch test decides. With ``finite``, every entry must also be
     finite (one pass for both tests)."""
     module = native_module()
+    block = _block(a) if module is not None else None
+    return None if block is None else bool(module.hermitian(*block, finite))
+
+
+def _block(a: torch.Tensor) -> tuple[int, int, int, int, int, int, int] | None:
+    """``(kind, b, n, address, sb, s0, s1)`` of a CPU block ``(n, n)`` or ``(B, n, n)`` as
+    the helper's per-matrix tests read it, or ``None`` where they cannot (another device,
+    dtype or layout, a lazy conjugate or negation, a ``torch.func`` wrapper)."""
     if (
-        module is None
-        or not a.is_cpu
+        not a.is_cpu
         or a.dtype not in _CONSTANTS
         or a.layout != torch.strided
         or a.is_conj()
@@ -277,7 +284,7 @@ def native_exactly_hermitian(a: torch.Tensor, finite: bool = False) -> bool | No
         b, sb, (s0, s1) = 1, 0, a.stride()
     else:
         b, (sb, s0, s1) = a.shape[0], a.stride()
-    return bool(module.hermitian(_KIND[a.dtype], b, a.shape[-1], ptr, sb, s0, s1, finite))
+    return _KIND[a.dtype], b, a.shape[-1], ptr, sb, s0, s1
 
 
 def native_within_tolerance(a: torch.Tensor, tol: float) -> bool | None:
@@ -296,26 +303,11 @@ def native_within_tolerance(a: torch.Tensor, tol: float) -> bool | None:
     True
     """
     module = native_module()
-    if (
-        module is None
-        or not hasattr(module, "within")
-        or not a.is_cpu
-        or a.dtype not in _CONSTANTS
-        or a.layout != torch.strided
-        or a.is_conj()
-        or a.is_neg()
-        or not 2 <= a.dim() <= 3
-    ):
+    within: Any = None if module is None else getattr(module, "within", None)
+    if within is None:  # no helper, or a build older than this source
         return None
-    try:
-        ptr = a.data_ptr()
-    except RuntimeError:  # a wrapper without storage
-        return None
-    if a.dim() == 2:
-        b, sb, (s0, s1) = 1, 0, a.stride()
-    else:
-        b, (sb, s0, s1) = a.shape[0], a.stride()
-    return bool(module.within(_KIND[a.dtype], b, a.shape[-1], ptr, sb, s0, s1, float(tol)))
+    block = _block(a)
+    return None if block is None else bool(within(*block, float(tol)))
 
 
 def native_solve_batch(

@@ -151,50 +151,46 @@ static int check_one(int kind, const void *a, Py_ssize_t n, Py_ssize_t s0, Py_ss
  * entry is finite; computed in double, accepted only with a margin below the bound (1e-5
  * relative: float32's rounding of the torch test's steps is far below it). 0 where not
  * certain: the torch test then decides (and names what it refuses). */
-#define DEFINE_REAL_WITHIN(NAME, T)                                                       \
-    static int NAME(const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1, double tol) { \
-        double diff = 0.0, scale = 0.0, zero = 0.0;                                       \
-        for (Py_ssize_t i = 0; i < n; i++) {                                              \
-            const T *row = a + i * s0, *col = a + i * s1;                                 \
-            for (Py_ssize_t j = 0; j <= i; j++) {                                         \
-                const double x = (double)row[j * s1], y = (double)col[j * s0];            \
-                const double d = fabs(x - y), ax = fabs(x), ay = fabs(y);                 \
-                diff = d > diff ? d : diff;                                               \
-                scale = ax > scale ? ax : scale;                                          \
-                scale = ay > scale ? ay : scale;                                          \
-                zero += x * 0.0 + y * 0.0;                                                \
-            }                                                                             \
-        }                                                                                 \
-        if (zero != zero) return 0; /* NaN or Inf */                                      \
-        const double bound = tol * (scale > 0.0 ? scale : 1.0) * (1.0 - 1e-5);            \
-        return diff <= bound;                                                             \
-    }
-DEFINE_REAL_WITHIN(within_s, float)
-DEFINE_REAL_WITHIN(within_d, double)
+/* per entry pair (x = a[i, j], y = a[j, i]), in double: |x - conj(y)|, |x|, and a probe
+ * that is NaN exactly where x is not finite */
+#define REAL_ENTRY(SFX, T)                                                                \
+    static inline double dist_##SFX(T x, T y) { return fabs((double)x - (double)y); }     \
+    static inline double mag_##SFX(T x) { return fabs((double)x); }                       \
+    static inline double probe_##SFX(T x) { return (double)x * 0.0; }
+#define COMPLEX_ENTRY(SFX, T)                                                             \
+    static inline double dist_##SFX(T x, T y) {                                           \
+        return hypot((double)x.re - (double)y.re, (double)x.im + (double)y.im);           \
+    }                                                                                     \
+    static inline double mag_##SFX(T x) { return hypot((double)x.re, (double)x.im); }     \
+    static inline double probe_##SFX(T x) { return (double)x.re * 0.0 + (double)x.im * 0.0; }
+REAL_ENTRY(s, float)
+REAL_ENTRY(d, double)
+COMPLEX_ENTRY(c, cfloat)
+COMPLEX_ENTRY(z, cdouble)
 
-#define DEFINE_COMPLEX_WITHIN(NAME, T)                                                    \
-    static int NAME(const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1, double tol) { \
+#define DEFINE_WITHIN(SFX, T)                                                             \
+    static int within_##SFX(const T *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1,       \
+                            double tol) {                                                 \
         double diff = 0.0, scale = 0.0, zero = 0.0;                                       \
         for (Py_ssize_t i = 0; i < n; i++) {                                              \
             const T *row = a + i * s0, *col = a + i * s1;                                 \
             for (Py_ssize_t j = 0; j <= i; j++) {                                         \
                 const T x = row[j * s1], y = col[j * s0];                                 \
-                const double xr = (double)x.re, xi = (double)x.im;                        \
-                const double yr = (double)y.re, yi = (double)y.im;                        \
-                const double d = hypot(xr - yr, xi + yi);                                 \
-                const double ax = hypot(xr, xi), ay = hypot(yr, yi);                      \
+                const double d = dist_##SFX(x, y), ax = mag_##SFX(x), ay = mag_##SFX(y);  \
                 diff = d > diff ? d : diff;                                               \
                 scale = ax > scale ? ax : scale;                                          \
                 scale = ay > scale ? ay : scale;                                          \
-                zero += xr * 0.0 + xi * 0.0 + yr * 0.0 + yi * 0.0;                        \
+                zero += probe_##SFX(x) + probe_##SFX(y);                                  \
             }                                                                             \
         }                                                                                 \
         if (zero != zero) return 0; /* NaN or Inf */                                      \
         const double bound = tol * (scale > 0.0 ? scale : 1.0) * (1.0 - 1e-5);            \
         return diff <= bound;                                                             \
     }
-DEFINE_COMPLEX_WITHIN(within_c, cfloat)
-DEFINE_COMPLEX_WITHIN(within_z, cdouble)
+DEFINE_WITHIN(s, float)
+DEFINE_WITHIN(d, double)
+DEFINE_WITHIN(c, cfloat)
+DEFINE_WITHIN(z, cdouble)
 
 static int within_one(int kind, const void *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1,
                       double tol) {
@@ -703,29 +699,46 @@ static PyObject *py_gauge(PyObject *self, PyObject *const *args, Py_ssize_t narg
     return PyLong_FromLong(done);
 }
 
+/* the block a per-matrix test reads: args[0..6] = kind, b, n, a, sb, s0, s1 (strides in
+ * elements); 1 if read and valid, else 0 with the Python error set (named by name) */
+typedef struct {
+    int kind;
+    Py_ssize_t b, n, sb, s0, s1;
+    const char *a;
+} block_t;
+
+static int block_args(PyObject *const *args, const char *name, block_t *out) {
+    long kind = PyLong_AsLong(args[0]);
+    out->b = PyLong_AsSsize_t(args[1]);
+    out->n = PyLong_AsSsize_t(args[2]);
+    out->a = PyLong_AsVoidPtr(args[3]);
+    out->sb = PyLong_AsSsize_t(args[4]);
+    out->s0 = PyLong_AsSsize_t(args[5]);
+    out->s1 = PyLong_AsSsize_t(args[6]);
+    if (PyErr_Occurred()) return 0;
+    if (kind < 0 || kind > 3 || out->b < 0 || out->n < 0 || (!out->a && out->b * out->n > 0)) {
+        PyErr_Format(PyExc_ValueError, "%s: kind in 0..3, b, n >= 0, a set", name);
+        return 0;
+    }
+    out->kind = (int)kind;
+    return 1;
+}
+
 /* hermitian(kind, b, n, a, sb, s0, s1, finite) -> 1 if each of the b matrices at a
  * (strides sb, s0, s1 in elements) is exactly Hermitian (and, with finite, finite) */
 static PyObject *py_hermitian(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
+    block_t k;
     if (nargs != 8) {
         PyErr_SetString(PyExc_TypeError, "hermitian takes 8 arguments");
         return NULL;
     }
-    long kind = PyLong_AsLong(args[0]);
-    Py_ssize_t b = PyLong_AsSsize_t(args[1]), n = PyLong_AsSsize_t(args[2]);
-    const char *a = PyLong_AsVoidPtr(args[3]);
-    Py_ssize_t sb = PyLong_AsSsize_t(args[4]), s0 = PyLong_AsSsize_t(args[5]);
-    Py_ssize_t s1 = PyLong_AsSsize_t(args[6]);
+    if (!block_args(args, "hermitian", &k)) return NULL;
     int finite = PyObject_IsTrue(args[7]);
-    if (PyErr_Occurred()) return NULL;
-    if (kind < 0 || kind > 3 || b < 0 || n < 0 || (!a && b * n > 0)) {
-        PyErr_SetString(PyExc_ValueError, "hermitian: kind in 0..3, b, n >= 0, a set");
-        return NULL;
-    }
     int ok = 1;
-    size_t item = ITEM[kind];
-    Py_BEGIN_ALLOW_THREADS for (Py_ssize_t k = 0; k < b && ok; k++) ok =
-        check_one((int)kind, a + (size_t)(k * sb) * item, n, s0, s1, finite);
+    const size_t item = ITEM[k.kind];
+    Py_BEGIN_ALLOW_THREADS for (Py_ssize_t i = 0; i < k.b && ok; i++) ok =
+        check_one(k.kind, k.a + (size_t)(i * k.sb) * item, k.n, k.s0, k.s1, finite);
     Py_END_ALLOW_THREADS return PyLong_FromLong(ok);
 }
 
@@ -733,25 +746,18 @@ static PyObject *py_hermitian(PyObject *self, PyObject *const *args, Py_ssize_t 
  * within tol (within_one: finite, with a margin below the bound), 0 if any is not certain */
 static PyObject *py_within(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
+    block_t k;
     if (nargs != 8) {
         PyErr_SetString(PyExc_TypeError, "within takes 8 arguments");
         return NULL;
     }
-    long kind = PyLong_AsLong(args[0]);
-    Py_ssize_t b = PyLong_AsSsize_t(args[1]), n = PyLong_AsSsize_t(args[2]);
-    const char *a = PyLong_AsVoidPtr(args[3]);
-    Py_ssize_t sb = PyLong_AsSsize_t(args[4]), s0 = PyLong_AsSsize_t(args[5]);
-    Py_ssize_t s1 = PyLong_AsSsize_t(args[6]);
+    if (!block_args(args, "within", &k)) return NULL;
     double tol = PyFloat_AsDouble(args[7]);
     if (PyErr_Occurred()) return NULL;
-    if (kind < 0 || kind > 3 || b < 0 || n < 0 || (!a && b * n > 0) || !(tol >= 0.0)) {
-        PyErr_SetString(PyExc_ValueError, "within: kind in 0..3, b, n >= 0, a set, tol >= 0");
-        return NULL;
-    }
-    int ok = tol < 1.0; /* (a bound of the matrix's own size: the torch test decides) */
-    size_t item = ITEM[kind];
-    Py_BEGIN_ALLOW_THREADS for (Py_ssize_t k = 0; k < b && ok; k++) ok =
-        within_one((int)kind, a + (size_t)(k * sb) * item, n, s0, s1, tol);
+    int ok = tol < 1.0; /* (a bound of the matrix's own size, or NaN: the torch test decides) */
+    const size_t item = ITEM[k.kind];
+    Py_BEGIN_ALLOW_THREADS for (Py_ssize_t i = 0; i < k.b && ok; i++) ok =
+        within_one(k.kind, k.a + (size_t)(i * k.sb) * item, k.n, k.s0, k.s1, tol);
     Py_END_ALLOW_THREADS return PyLong_FromLong(ok);
 }
 

@@ -167,6 +167,27 @@ PyObject* tracked(const at::Tensor& a, int kind, int64_t n, bool vectors, bool c
 }
 c10::DispatchKeySet plain_keys, inference_keys;
 
+// whether a torch-function or dispatch mode is active (it sees every op of the Python
+// route: that route keeps them)
+bool modes_active() {
+  return c10::impl::TorchDispatchModeTLS::any_modes_set() ||
+         at::impl::PythonTorchFunctionTLS::stack_len() > 0;
+}
+
+// the entry's answer: (w, v) with vectors, else (w, None)
+PyObject* answer(at::Tensor&& w, at::Tensor&& v, bool vectors) {
+  PyObject* out = PyTuple_New(2);
+  if (out == nullptr) return nullptr;
+  PyTuple_SET_ITEM(out, 0, THPVariable_Wrap(std::move(w)));
+  if (vectors) {
+    PyTuple_SET_ITEM(out, 1, THPVariable_Wrap(std::move(v)));
+  } else {
+    Py_INCREF(Py_None);
+    PyTuple_SET_ITEM(out, 1, Py_None);
+  }
+  return out;
+}
+
 int kind_of(c10::ScalarType t) {
   switch (t) {
     case c10::ScalarType::Float:
@@ -233,6 +254,29 @@ PyObject* configure(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_TRUE;
 }
 
+// the arguments (a, vectors, check, closed) of the solve calls, where a is a plain CPU
+// tensor of a solver dtype with dims dimensions (no lazy conjugate or negation, no
+// wrapper) and none of the caller's modes is active; false: take the Python route
+struct Call {
+  const at::Tensor* a = nullptr;
+  bool vectors = false, check = false, closed = false;
+  int kind = -1;
+};
+
+bool read_call(PyObject* const* args, Py_ssize_t nargs, int64_t dims, Call* call) {
+  if (nargs != 4 || max_n == 0 || !THPVariable_CheckExact(args[0])) return false;
+  call->vectors = PyObject_IsTrue(args[1]) == 1;
+  call->check = PyObject_IsTrue(args[2]) == 1;
+  call->closed = PyObject_IsTrue(args[3]) == 1;
+  const at::Tensor& a = THPVariable_Unpack(args[0]);
+  if (!a.defined() || a.dim() != dims || !a.has_storage()) return false;
+  const c10::DispatchKeySet keys = a.key_set();
+  if (keys != plain_keys && keys != inference_keys) return false;  // conj, neg, wrappers
+  call->kind = kind_of(a.scalar_type());
+  call->a = &a;
+  return call->kind >= 0 && !modes_active();  // a mode sees every op of the Python route
+}
+
 // solve(a, vectors, check, closed) -> (w, v or None), or None: take the Python route;
 // closed: whether the plan solves n <= 3 by the closed form (else those return None).
 // A real a (n >= 4) that requires grad under grad mode: (w, v, separated) from torch's
@@ -240,23 +284,15 @@ PyObject* configure(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 // one, or a real one of n <= 3 (the closed form): (w, v, None), the eigenpairs without
 // history, which the caller puts under its light node.
 PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 4 || max_n == 0 || !THPVariable_CheckExact(args[0])) Py_RETURN_NONE;
-  const bool vectors = PyObject_IsTrue(args[1]) == 1;
-  const bool check = PyObject_IsTrue(args[2]) == 1;
-  const bool closed = PyObject_IsTrue(args[3]) == 1;
   try {
-    const at::Tensor& a = THPVariable_Unpack(args[0]);
-    if (!a.defined() || a.dim() != 2) Py_RETURN_NONE;
-    const c10::DispatchKeySet keys = a.key_set();
-    if (keys != plain_keys && keys != inference_keys) Py_RETURN_NONE;  // conj, neg, wrappers
-    const int kind = kind_of(a.scalar_type());
+    Call call;
+    if (!read_call(args, nargs, 2, &call)) Py_RETURN_NONE;
+    const at::Tensor& a = *call.a;
+    const bool vectors = call.vectors, check = call.check;
+    const int kind = call.kind;
     const int64_t n = a.size(0);
-    if (kind < 0 || n != a.size(1) || n < 1 || n > routed_max_n || !a.has_storage())
-      Py_RETURN_NONE;
-    if (!closed && n <= 3) Py_RETURN_NONE;  // the plan's LAPACK: Python's route
-    if (c10::impl::TorchDispatchModeTLS::any_modes_set() ||
-        at::impl::PythonTorchFunctionTLS::stack_len() > 0)
-      Py_RETURN_NONE;  // a mode sees every op of the Python route: it keeps them
+    if (n != a.size(1) || n < 1 || n > routed_max_n) Py_RETURN_NONE;
+    if (!call.closed && n <= 3) Py_RETURN_NONE;  // the plan's LAPACK: Python's route
     // from max_n + 1 (where LAPACK may thread): one kernel thread, where no strategy
     // claims such a matrix (the claims are made for eigenvectors where history is kept)
     const bool tracking = a.requires_grad() && c10::GradMode::is_enabled();
@@ -311,16 +347,7 @@ PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       PyTuple_SET_ITEM(out, 2, Py_None);
       return out;
     }
-    PyObject* out = PyTuple_New(2);
-    if (out == nullptr) return nullptr;
-    PyTuple_SET_ITEM(out, 0, THPVariable_Wrap(std::move(w)));
-    if (vectors) {
-      PyTuple_SET_ITEM(out, 1, THPVariable_Wrap(std::move(v)));
-    } else {
-      Py_INCREF(Py_None);
-      PyTuple_SET_ITEM(out, 1, Py_None);
-    }
-    return out;
+    return answer(std::move(w), std::move(v), vectors);
   } catch (const std::exception&) {
     Py_RETURN_NONE;  // e.g. an allocation failure: the Python route reports it
   }
@@ -333,25 +360,16 @@ PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 // call), outputs allocated here. Anything not plain, a matrix not the helper's, or one
 // that requires grad under grad mode returns None, and the Python route decides.
 PyObject* solve_few(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 4 || max_n == 0 || !THPVariable_CheckExact(args[0])) Py_RETURN_NONE;
-  const bool vectors = PyObject_IsTrue(args[1]) == 1;
-  const bool check = PyObject_IsTrue(args[2]) == 1;
-  const bool closed = PyObject_IsTrue(args[3]) == 1;
   try {
-    const at::Tensor& a = THPVariable_Unpack(args[0]);
-    if (!a.defined() || a.dim() != 3) Py_RETURN_NONE;
-    const c10::DispatchKeySet keys = a.key_set();
-    if (keys != plain_keys && keys != inference_keys) Py_RETURN_NONE;  // conj, neg, wrappers
-    const int kind = kind_of(a.scalar_type());
+    Call call;
+    if (!read_call(args, nargs, 3, &call)) Py_RETURN_NONE;
+    const at::Tensor& a = *call.a;
+    const bool vectors = call.vectors, check = call.check;
+    const int kind = call.kind;
     const int64_t b = a.size(0), n = a.size(1);
-    if (kind < 0 || n != a.size(2) || n < 1 || n > max_n || b < 1 || !a.has_storage() ||
-        !a.is_contiguous())
-      Py_RETURN_NONE;
-    if (!closed && n <= 3) Py_RETURN_NONE;  // the plan's LAPACK: Python's route
+    if (n != a.size(2) || n < 1 || n > max_n || b < 1 || !a.is_contiguous()) Py_RETURN_NONE;
+    if (!call.closed && n <= 3) Py_RETURN_NONE;  // the plan's LAPACK: Python's route
     if (a.requires_grad() && c10::GradMode::is_enabled()) Py_RETURN_NONE;
-    if (c10::impl::TorchDispatchModeTLS::any_modes_set() ||
-        at::impl::PythonTorchFunctionTLS::stack_len() > 0)
-      Py_RETURN_NONE;
     const auto real = (kind == 0 || kind == 2) ? at::kFloat : at::kDouble;
     at::Tensor w = at::empty({b, n}, at::TensorOptions().dtype(real));
     at::Tensor v;
@@ -373,16 +391,7 @@ PyObject* solve_few(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
                                a.stride(2), wp, vp, check, c[0], c[1], c[2], c[3], c[4], &index);
     }
     if (status != ST_OK) Py_RETURN_NONE;  // refused, failed or ungauged: the Python route
-    PyObject* out = PyTuple_New(2);
-    if (out == nullptr) return nullptr;
-    PyTuple_SET_ITEM(out, 0, THPVariable_Wrap(std::move(w)));
-    if (vectors) {
-      PyTuple_SET_ITEM(out, 1, THPVariable_Wrap(std::move(v)));
-    } else {
-      Py_INCREF(Py_None);
-      PyTuple_SET_ITEM(out, 1, Py_None);
-    }
-    return out;
+    return answer(std::move(w), std::move(v), vectors);
   } catch (const std::exception&) {
     Py_RETURN_NONE;  // e.g. an allocation failure: the Python route reports it
   }
