@@ -44,13 +44,14 @@ def _random(n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
 
 
 class _Counting:
-    """The entry, counting the calls that it answered."""
+    """An entry call (the one-matrix entry by default), counting the calls it answered."""
 
-    def __init__(self) -> None:
+    def __init__(self, call: Any = None) -> None:
+        self.call = ENTRY if call is None else call
         self.answered = 0
 
     def __call__(self, *args: Any) -> Any:
-        done = ENTRY(*args)
+        done = self.call(*args)
         self.answered += done is not None
         return done
 
@@ -355,21 +356,9 @@ def test_light_tracked_bitwise_the_python_route(
 FEW = _native.native_few_entry(_TOL64, _TOL32)
 
 
-class _CountingFew:
-    """The entry's call for a handful of matrices, counting the calls that it answered."""
-
-    def __init__(self) -> None:
-        self.answered = 0
-
-    def __call__(self, *args: Any) -> Any:
-        done = FEW(*args)
-        self.answered += done is not None
-        return done
-
-
 @pytest.fixture
-def counted_few(monkeypatch: pytest.MonkeyPatch) -> _CountingFew:
-    spy = _CountingFew()
+def counted_few(monkeypatch: pytest.MonkeyPatch) -> _Counting:
+    spy = _Counting(FEW)
     monkeypatch.setattr(_direct, "_few_entry", lambda version: spy)
     return spy
 
@@ -387,7 +376,7 @@ def _handful(b: int, n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
 @needs_entry
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_a_handful_bitwise_the_python_route(
-    dtype: torch.dtype, counted_few: _CountingFew, monkeypatch: pytest.MonkeyPatch
+    dtype: torch.dtype, counted_few: _Counting, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A few matrices in one call (the plan's direct path): the C++ entry answers, with the
     bits, layouts and dtypes of the Python route's compiled batch, and each matrix's
@@ -415,7 +404,7 @@ def test_a_handful_bitwise_the_python_route(
 
 
 @needs_entry
-def test_a_handful_against_scipy(counted_few: _CountingFew) -> None:
+def test_a_handful_against_scipy(counted_few: _Counting) -> None:
     import numpy as np
     import scipy.linalg
 
@@ -430,7 +419,7 @@ def test_a_handful_against_scipy(counted_few: _CountingFew) -> None:
 
 
 @needs_entry
-def test_a_handful_that_is_not_plain_goes_the_python_route(counted_few: _CountingFew) -> None:
+def test_a_handful_that_is_not_plain_goes_the_python_route(counted_few: _Counting) -> None:
     assert FEW is not None
     a = _handful(3, 5, torch.float64, 1)
     c = _handful(3, 5, torch.complex128, 2)
@@ -541,9 +530,12 @@ def test_a_claimed_size_stays_with_its_strategy(
 
 
 @needs_entry
-def test_larger_matrices_leave_other_threads_running(counted: _Counting) -> None:
-    """The entry releases the GIL while LAPACK runs a matrix from n = 32, as the Python
-    route did: two threads' calls overlap and give the single-threaded results."""
+def test_larger_matrices_from_two_threads_give_the_single_threaded_results(
+    counted: _Counting,
+) -> None:
+    """Two threads calling the entry at once on a matrix of n = 128 (the GIL released
+    while LAPACK runs, each thread's kernel count set and restored by itself): every
+    answer is the entry's, bitwise the one-thread result."""
     import threading
 
     a = _random(128, torch.float64, 9)

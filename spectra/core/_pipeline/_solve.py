@@ -198,8 +198,9 @@ def solve_cholesky(
 
     Chunked so that the reductions' working set fits the memory budget.
     """
-    fn = lambda x, y, o, c: _solve_cholesky(x, y, vectors, o, c)  # noqa: E731
-    return _chunked(fn, a, b, opts, vectors, check)
+    return _chunked(
+        lambda x, y, o, c: _solve_cholesky(x, y, vectors, o, c), a, b, opts, vectors, check
+    )
 
 
 def _reduce(a: torch.Tensor, factor: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -462,8 +462,7 @@ def native_entry(degenerate_tol: float, degenerate_tol32: float = 0.0) -> Any:
 #: without history, on one kernel thread): ``[(kind * 2 + vectors) * 256 + n] == 1`` where
 #: the Python route found no strategy claiming one such matrix (:func:`mark_entry_route`);
 #: zeroed when the registry changes (:func:`reset_entry_routes`)
-_ROUTES = bytearray(4 * 2 * 256)
-_ROUTES_VIEW = (ctypes.c_char * len(_ROUTES)).from_buffer(_ROUTES)
+_ROUTES = (ctypes.c_ubyte * (4 * 2 * 256))()
 
 
 def _configure_routes(entry: Any) -> None:
@@ -478,7 +477,7 @@ def _configure_routes(entry: Any) -> None:
 
     local = address(knobs.mkl_local) if knobs.mkl_local is not None else 0
     entry.configure_threads(
-        address(knobs.omp_set), address(knobs.omp_get), local, ctypes.addressof(_ROUTES_VIEW)
+        address(knobs.omp_set), address(knobs.omp_get), local, ctypes.addressof(_ROUTES)
     )
 
 
@@ -491,7 +490,7 @@ def mark_entry_route(dtype: torch.dtype, vectors: bool, n: int) -> None:
 
 def reset_entry_routes() -> None:
     """Forget every size marked by :func:`mark_entry_route` (the registry changed)."""
-    ctypes.memset(ctypes.addressof(_ROUTES_VIEW), 0, len(_ROUTES))
+    ctypes.memset(ctypes.addressof(_ROUTES), 0, len(_ROUTES))
 
 
 def native_few_entry(degenerate_tol: float, degenerate_tol32: float = 0.0) -> Any:
