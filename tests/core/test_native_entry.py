@@ -141,6 +141,7 @@ class _Dispatch(TorchDispatchMode):
 @needs_entry
 def test_what_is_not_plain_goes_the_python_route() -> None:
     assert ENTRY is not None
+    _native.reset_entry_routes()  # n = 32: a size no earlier call has marked
     a = _random(4, torch.complex128, 1)
     r = _random(3, torch.float64, 2)
     refused = {
@@ -513,10 +514,12 @@ def test_larger_matrices_once_the_python_route_found_them_unclaimed(
 def test_a_claimed_size_stays_with_its_strategy(
     counted: _Counting, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Where a strategy claims one matrix (``openblas``: complex128 from n = 56 on AMD CPUs)
-    the entry never takes it: every call runs that strategy, with its bits."""
-    from spectra.core._strategies import registry_version
+    """Where a strategy claims one matrix (``openblas`` on an AMD CPU, made here to claim
+    complex128 from n = 56 from one matrix on) the entry never takes it: every call runs
+    that strategy, with its bits."""
+    from spectra.core._strategies import _openblas, registry_version
 
+    monkeypatch.setitem(_openblas.RANGES, torch.complex128, ((56, 384, 1),))
     pin_cpu_vendor(monkeypatch, "AuthenticAMD")
     _ROUTED_ENTRY(registry_version())
     a = _random(64, torch.complex128, 5)

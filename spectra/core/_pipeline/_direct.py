@@ -43,7 +43,8 @@ from .._solvers._native import (
     native_solve_batch,
     reset_entry_routes,
 )
-from .._solvers._torch_lapack import lapack_aligned, torch_eigh
+from .._solvers._torch_lapack import SEQUENTIAL_N as SEQUENTIAL_LAPACK_N
+from .._solvers._torch_lapack import lapack_aligned, one_kernel_thread, torch_eigh
 from .._strategies import STRATEGIES, preferred, registry_version
 from .._support._threads import restore_thread_kernel_threads, set_thread_kernel_threads
 from ._autograd import eigh_with_grad
@@ -88,8 +89,8 @@ def _as_cpu_tensor(a: Any) -> tuple[torch.Tensor, bool] | None:
 
 
 def _solve(flat: torch.Tensor, vectors: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """LAPACK on ``flat`` (no history) with the plan's one kernel thread, in this thread."""
-    old = set_thread_kernel_threads(1)
+    """LAPACK on ``flat`` (no history) with the plan's kernel threads, in this thread."""
+    old = set_thread_kernel_threads(1) if one_kernel_thread(flat.shape[-1], flat.dtype, vectors) else None
     try:
         if not lapack_aligned(flat):  # one aligned call per matrix, as the planned path
             return torch_eigh(flat, vectors)
@@ -127,8 +128,8 @@ def _solve_ungauged(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _eigh_tracked(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    # below SEQUENTIAL_LAPACK_N LAPACK runs sequentially: the same bits without the setting
-    old = set_thread_kernel_threads(1) if x.shape[-1] >= SEQUENTIAL_LAPACK_N else None
+    # the plan's kernel threads (below SEQUENTIAL_LAPACK_N LAPACK runs sequentially)
+    old = set_thread_kernel_threads(1) if one_kernel_thread(x.shape[-1], x.dtype, True) else None
     try:
         w, v = torch.linalg.eigh(x)
     finally:
@@ -245,8 +246,6 @@ _ENTRIES: dict[int, tuple[Any, bool]] = {}
 _ROUTED_VERSION = [-1]
 
 
-#: below this size one matrix's LAPACK call uses no threads whatever the setting
-SEQUENTIAL_LAPACK_N = 32
 
 
 def solve_one(
@@ -330,7 +329,7 @@ def _solve_one(
     a: torch.Tensor, vectors: bool, check: bool, symmetry_tol: float | None
 ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """One plain 2-D CPU tensor, the commonest call, in as few steps as the plan allows:
-    the same exact-Hermitian test, LAPACK call on one kernel thread, finiteness test and
+    the same exact-Hermitian test, LAPACK call on the plan's kernel threads, finiteness test and
     gauge as :func:`solve_direct`, without its generality; ``None``: take that route."""
     n = a.shape[0]
     tracked = a.requires_grad and torch.is_grad_enabled()
@@ -345,7 +344,8 @@ def _solve_one(
         claimed = _claimed_one(n, a.dtype, vectors or tracked, registry_version())
         if claimed is not None:
             return None if tracked else _solve_claimed(a, vectors, check, claimed)
-        # unclaimed: the C++ entry takes such a matrix from the next call
+        # unclaimed: the C++ entry takes such a matrix from the next call (on the plan's
+        # kernel threads)
         mark_entry_route(a.dtype, vectors or tracked, n)
     if tracked:  # the tracked route, its own checks
         try:
@@ -361,8 +361,9 @@ def _solve_one(
         return None
     # LAPACK's syevd/heevd run sequentially below SEQUENTIAL_LAPACK_N: the same bits on
     # one thread and on torch's default ones (tests/core/test_direct.py), so the thread
-    # setting, 3 us of a 15 us call, is made only above it
-    old = set_thread_kernel_threads(1) if n >= SEQUENTIAL_LAPACK_N else None
+    # setting, 3 us of a 15 us call, is made only from it, up to the size from which the
+    # plan keeps the caller's kernel threads
+    old = set_thread_kernel_threads(1) if one_kernel_thread(n, a.dtype, vectors) else None
     try:
         if vectors:
             w, v = torch.linalg.eigh(a)

@@ -18,7 +18,12 @@ from .._solvers._lapack_subset import window_result
 from .._solvers._torch_lapack import empty_result, torch_eigh
 from .._strategies import STRATEGIES
 from .._support._arrays import real_dtype
-from .._support._threads import check_cancelled, fan_out, single_threaded_kernels
+from .._support._threads import (
+    caller_kernel_threads,
+    check_cancelled,
+    fan_out,
+    single_threaded_kernels,
+)
 from ._checks import InputRejected
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -120,13 +125,19 @@ def execute(
         if p.device.type != "cpu"
         else max(1, SUB_BLOCK_BYTES // max(1, p.n * p.n * a.element_size()))
     )
+    # the plan's kernel threads: one per solve, or the caller's (a single-worker plan of
+    # matrices LAPACK runs faster threaded), also inside the caller's one-thread setting
+    threads = (
+        single_threaded_kernels(blas)
+        if p.workers > 1 or p.single_threaded
+        else caller_kernel_threads()
+        if p.device.type == "cpu"
+        else nullcontext()
+    )
     if len(chunks) == 1 and p.workers == 1 and p.batch <= step:
-        if p.single_threaded:
-            with single_threaded_kernels(blas):
-                return block(a, 0)
-        return block(a, 0)
+        with threads:
+            return block(a, 0)
     w, v = outputs(a, p.vectors)  # column-major like LAPACK's: `into` writes in place
-    threads = single_threaded_kernels(blas) if p.workers > 1 or p.single_threaded else nullcontext()
     with threads:  # set once for all chunks: changing torch's thread count is not free
         for start, stop in chunks:
 

@@ -21,6 +21,7 @@ import torch
 
 from .._options import check_count, check_positive
 from .._solvers._native import CLOSED_FORM_MAX_N, native_module
+from .._solvers._torch_lapack import THREADED_LAPACK_MIN_N
 from .._strategies import (
     DEFAULT_STRATEGY,
     STRATEGIES,
@@ -41,10 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Ask", "Plan", "choose_strategy", "direct_path", "format_bytes", "plan"]
 
-#: Below this size one CPU matrix gains nothing from threaded LAPACK; running every CPU
-#: solve with one kernel thread also keeps results bitwise independent of how the batch
-#: is split. Larger matrices in a single-worker plan use the caller's thread settings.
-THREADED_LAPACK_MIN_N = 256
 _MIN_PARALLEL_BATCH = 2
 #: Fanning out costs a thread hand-off (tens of microseconds, milliseconds under load) and
 #: on the 2-core CI VM a second core that only runs at full speed after a few milliseconds:
@@ -56,11 +53,11 @@ _MIN_PARALLEL_SECONDS = 4e-3
 
 def direct_path(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
     """Whether a default CPU call on ``batch`` matrices of size ``n`` is planned as one
-    LAPACK call in the caller's thread on one kernel thread, which the direct path
-    (``_direct``) then runs without the pipeline: no kernel (fewer than
-    ``KERNEL_MIN_BATCH`` matrices, or a size LAPACK wins), too little work to fan out, one
-    chunk (a few small matrices always fit the budget's 64 MiB floor), ``n`` below the
-    threaded-LAPACK size. A strategy claiming the problem (``Runs.prefers``) from this
+    LAPACK call in the caller's thread, which the direct path (``_direct``) then runs
+    without the pipeline, on the plan's kernel threads (one, or the caller's from
+    ``_torch_lapack.threaded_from``): no kernel (fewer than ``KERNEL_MIN_BATCH`` matrices,
+    or a size LAPACK wins), too little work to fan out, one chunk (a few small matrices
+    always fit the budget's 64 MiB floor), ``n`` below ``THREADED_LAPACK_MIN_N``. A strategy claiming the problem (``Runs.prefers``) from this
     batch on takes it off the direct path. The planner reports it (``Plan.direct``).
 
     >>> direct_path(8, 1, torch.float64, True), direct_path(8, 4096, torch.float64, True)
@@ -386,12 +383,14 @@ def _threads(ask: Ask, chosen: Strategy, size: int, reasons: list[str]) -> tuple
             reasons.append(
                 "one core, or too little work to share: a single call in the caller's thread"
             )
-    single = workers > 1 or n < THREADED_LAPACK_MIN_N
+    fn = chosen.runs.threaded_from
+    threaded = THREADED_LAPACK_MIN_N if fn is None else fn(ask.dtype, ask.vectors)
+    single = workers > 1 or n < threaded
     if workers == 1:
         reasons.append(
             "one kernel thread per solve"
             if single
-            else f"n >= {THREADED_LAPACK_MIN_N}: threaded LAPACK inside the one call"
+            else f"n >= {threaded}: threaded LAPACK inside the one call"
         )
     return workers, single
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ._torch_lapack import SEQUENTIAL_N, one_kernel_thread, threaded_from
 from .._support._arrays import SQUARE_SAFE, default_tolerance, real_dtype
 from .._support._threads import (
     restore_thread_kernel_threads,
@@ -48,9 +49,6 @@ MAX_N = 255
 #: the largest n of the executor's fused block pass (:func:`native_eigh_into`)
 FUSED_MAX_N = 2048
 
-#: from this size LAPACK may thread: the call runs with one kernel thread, as the
-#: Python route's
-SEQUENTIAL_N = 32
 
 _KIND = {torch.float32: 0, torch.float64: 1, torch.complex64: 2, torch.complex128: 3}
 
@@ -64,10 +62,11 @@ def _constants(dtype: torch.dtype) -> tuple[int, torch.dtype, float, float, floa
     return _KIND[dtype], real_dtype(dtype), tol, 1 - tol, (1 - tol) * (1 - tol), low, high
 
 
-def _lapack(n: int, call: Any, *args: Any) -> Any:
-    """``call(*args)`` with one kernel thread from the size LAPACK may thread (as the
-    Python route calls LAPACK)."""
-    old = set_thread_kernel_threads(1) if n >= SEQUENTIAL_N else None
+def _lapack(n: int, dtype: torch.dtype, vectors: bool, call: Any, *args: Any) -> Any:
+    """``call(*args)`` on the plan's kernel threads for ``n x n`` ``dtype`` matrices (one
+    from the size LAPACK may thread to ``threaded_from``, as the Python route calls
+    LAPACK)."""
+    old = set_thread_kernel_threads(1) if one_kernel_thread(n, dtype, vectors) else None
     try:
         return call(*args)
     finally:
@@ -215,7 +214,7 @@ def native_solve(
         w, v = _prototypes(dtype, n) if vectors else (torch.empty(n, dtype=real), None)
     s0, s1 = a.stride()
     vp = 0 if v is None else v.data_ptr()
-    old = set_thread_kernel_threads(1) if n >= SEQUENTIAL_N else None
+    old = set_thread_kernel_threads(1) if one_kernel_thread(n, dtype, vectors) else None
     try:  # (inline, not _lapack: one Python call fewer on the commonest call)
         status = module.eigh(kind, n, a.data_ptr(), s0, s1, w.data_ptr(), vp, check, *_GAUGE[dtype])
     finally:
@@ -325,7 +324,7 @@ def native_solve_batch(
         return None
     w = torch.empty((b, n), dtype=_CONSTANTS[flat.dtype][1])
     v = torch.empty_strided((b, n, n), (n * n, 1, n), dtype=flat.dtype) if vectors else None
-    return (w, v) if _lapack(n, _batch_call, module, flat, w, v, check) else None
+    return (w, v) if _lapack(n, flat.dtype, vectors, _batch_call, module, flat, w, v, check) else None
 
 
 def _batch_call(module: Any, a: torch.Tensor, w: torch.Tensor, v: Any, check: bool) -> bool:
@@ -459,9 +458,11 @@ def native_entry(degenerate_tol: float, degenerate_tol32: float = 0.0) -> Any:
 
 
 #: the C++ entry's table of sizes it may take above ``SEQUENTIAL_N - 1`` (one plain matrix
-#: without history, on one kernel thread): ``[(kind * 2 + vectors) * 256 + n] == 1`` where
-#: the Python route found no strategy claiming one such matrix (:func:`mark_entry_route`);
-#: zeroed when the registry changes (:func:`reset_entry_routes`)
+#: without history): ``[(kind * 2 + vectors) * 256 + n]`` is 1 (on one kernel thread) or
+#: 2 (on the caller's, from ``threaded_from``) where the Python route found no strategy
+#: claiming one such matrix (:func:`mark_entry_route`), 0 otherwise; zeroed when the
+#: registry changes (:func:`reset_entry_routes`). A build older than the value 2 takes only
+#: the 1s.
 _ROUTES = (ctypes.c_ubyte * (4 * 2 * 256))()
 
 
@@ -485,7 +486,8 @@ def mark_entry_route(dtype: torch.dtype, vectors: bool, n: int) -> None:
     """Let the C++ entry take one plain ``n x n`` matrix of ``dtype`` from now on (the
     caller found no strategy claiming it, for this registry version)."""
     if SEQUENTIAL_N <= n <= MAX_N:
-        _ROUTES[(_KIND[dtype] * 2 + vectors) * 256 + n] = 1
+        threaded = n >= threaded_from(dtype, vectors)
+        _ROUTES[(_KIND[dtype] * 2 + vectors) * 256 + n] = 2 if threaded else 1
 
 
 def reset_entry_routes() -> None:

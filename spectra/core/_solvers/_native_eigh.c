@@ -68,12 +68,19 @@ static heevd_z p_zheevd = NULL;
 #define MAX_BATCH_N 2048
 #define ALIGN 64
 
-/* workspace sizes from LAPACK's own query, per kind, jobz and n (benign races: every
- * thread computes the same numbers) */
-static int ws_lwork[4][2][MAX_N];
-static int ws_lrwork[4][2][MAX_N];
-static int ws_liwork[4][2][MAX_N];
-static char ws_known[4][2][MAX_N];
+/* workspace sizes from LAPACK's own query, per kernel-thread count, kind, jobz and n
+ * (benign races: every thread of one count computes the same numbers). MKL's query depends
+ * on the calling thread's kernel threads (zheevd, jobz 'N', n = 32: 672 complex entries on
+ * one thread, 416 on two), and a workspace other than the one torch's call queries in the
+ * same thread can change the bits: the sizes are kept per count (MKL_Get_Max_Threads where
+ * torch's LAPACK is MKL, else one count), up to WS_THREADS; above it every call queries. */
+#define WS_THREADS 8
+static int ws_lwork[WS_THREADS][4][2][MAX_N];
+static int ws_lrwork[WS_THREADS][4][2][MAX_N];
+static int ws_liwork[WS_THREADS][4][2][MAX_N];
+static char ws_known[WS_THREADS][4][2][MAX_N];
+typedef int (*max_threads_fn)(void);
+static max_threads_fn p_max_threads = NULL;
 
 static void *aligned(size_t bytes) {
     size_t size = (bytes + ALIGN - 1) / ALIGN * ALIGN;
@@ -395,10 +402,12 @@ static int gauge(int kind, void *v, Py_ssize_t n, Py_ssize_t m, double tol, doub
 
 /* workspace sizes for (kind, jobz, n) from LAPACK's query, as torch makes it */
 static void query(int kind, int vec, int n, int *lwork, int *lrwork, int *liwork) {
-    if (n < MAX_N && ws_known[kind][vec][n]) {
-        *lwork = ws_lwork[kind][vec][n];
-        *lrwork = ws_lrwork[kind][vec][n];
-        *liwork = ws_liwork[kind][vec][n];
+    const int t = p_max_threads != NULL ? p_max_threads() - 1 : 0;
+    const int kept = n < MAX_N && t >= 0 && t < WS_THREADS;
+    if (kept && ws_known[t][kind][vec][n]) {
+        *lwork = ws_lwork[t][kind][vec][n];
+        *lrwork = ws_lrwork[t][kind][vec][n];
+        *liwork = ws_liwork[t][kind][vec][n];
         return;
     }
     const char jobz = vec ? 'V' : 'N', uplo = 'L';
@@ -427,11 +436,11 @@ static void query(int kind, int vec, int n, int *lwork, int *lrwork, int *liwork
         *lrwork = max1((int)rq);
     }
     *liwork = max1(iq);
-    if (n < MAX_N) {
-        ws_lwork[kind][vec][n] = *lwork;
-        ws_lrwork[kind][vec][n] = *lrwork;
-        ws_liwork[kind][vec][n] = *liwork;
-        ws_known[kind][vec][n] = 1;
+    if (kept) {
+        ws_lwork[t][kind][vec][n] = *lwork;
+        ws_lrwork[t][kind][vec][n] = *lrwork;
+        ws_liwork[t][kind][vec][n] = *liwork;
+        ws_known[t][kind][vec][n] = 1;
     }
 }
 
@@ -993,6 +1002,7 @@ static PyObject *py_load(PyObject *self, PyObject *arg) {
     p_dsyevd = (syevd_d)dlsym(lib, "dsyevd_");
     p_cheevd = (heevd_c)dlsym(lib, "cheevd_");
     p_zheevd = (heevd_z)dlsym(lib, "zheevd_");
+    p_max_threads = (max_threads_fn)dlsym(lib, "MKL_Get_Max_Threads");
     memset(ws_known, 0, sizeof ws_known);
     long found = (p_ssyevd != NULL) + (p_dsyevd != NULL) + (p_cheevd != NULL) +
                  (p_zheevd != NULL);

@@ -11,10 +11,11 @@
 // negation, a functorch or dispatch-mode wrapper, history under grad mode, a torch-function
 // or dispatch mode, another device, dtype or layout, n outside 1 .. max_n) returns None, and
 // the Python route decides, as before. Matrices of max_n < n <= 255 (where LAPACK may
-// thread) are taken without history only, on one kernel thread (the calling thread's
-// OpenMP and MKL counts set and restored as _threads.py does) with the GIL released, and
-// only at the sizes the Python route has found no strategy claiming (the routes table it
-// marks; configure_threads). A handful of matrices: solve_few.
+// thread) are taken with the GIL released, only at the sizes the Python route has found no
+// strategy claiming (the routes table it marks; configure_threads), on the plan's kernel
+// threads: one (the calling thread's OpenMP and MKL counts set and restored as _threads.py
+// does) or, from the size where one matrix runs faster threaded, the caller's, as the
+// table says. A handful of matrices: solve_few.
 //
 // It is built only where torch's headers are found at build time (setup.py), for that
 // torch version; _native.py uses it only under the same version.
@@ -53,9 +54,9 @@ double degenerate_tol = 0.0;  // the backward's relative gap below which pairs c
 float degenerate_tol32 = 0.0f;  // the same for float32 (0: no float32 tracked route)
 // the calling thread's OpenMP and MKL thread counts (the functions _threads.py sets them
 // with; null: not found, and matrices of n > max_n are not taken), and the sizes the entry
-// may take above max_n: routes[(kind * 2 + vectors) * 256 + n] == 1 where the Python
-// route found no strategy claiming one such matrix (it marks them; zeroed when the
-// registry changes)
+// may take above max_n: routes[(kind * 2 + vectors) * 256 + n] is 1 (on one kernel
+// thread) or 2 (on the caller's) where the Python route found no strategy claiming one
+// such matrix, 0 otherwise (it marks them; zeroed when the registry changes)
 int (*omp_get)() = nullptr;
 void (*omp_set)(int) = nullptr;
 int (*mkl_local)(int) = nullptr;
@@ -63,7 +64,8 @@ const unsigned char* routes = nullptr;
 const int64_t routed_max_n = 255;
 
 // one kernel thread for the calling thread while it lives (LAPACK may thread from n = 32:
-// one thread keeps a matrix's bits those it has in any batch), as _threads.py's
+// below the size the plan threads, one thread keeps a matrix's bits those it has in any
+// batch), as _threads.py's
 // set_thread_kernel_threads / restore_thread_kernel_threads
 struct OneKernelThread {
   int old_omp = 1, old_mkl = 1;
@@ -136,7 +138,7 @@ PyObject* tracked(const at::Tensor& a, int kind, int64_t n, bool vectors, bool c
   if (check && !api->hermitian(kind, a.const_data_ptr(), n, a.stride(0), a.stride(1), 0))
     Py_RETURN_NONE;  // not exactly symmetric (or NaN): the full path decides
   at::Tensor w, v;
-  if (n > max_n) {  // one kernel thread (the caller's guard): other Python threads run
+  if (n > max_n) {  // the plan's kernel threads (the caller's guard): other Python threads run
     Py_BEGIN_ALLOW_THREADS std::tie(w, v) = at::linalg_eigh(a, "L");
     Py_END_ALLOW_THREADS
   } else {
@@ -293,15 +295,15 @@ PyObject* solve(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     const int64_t n = a.size(0);
     if (n != a.size(1) || n < 1 || n > routed_max_n) Py_RETURN_NONE;
     if (!call.closed && n <= 3) Py_RETURN_NONE;  // the plan's LAPACK: Python's route
-    // from max_n + 1 (where LAPACK may thread): one kernel thread, where no strategy
-    // claims such a matrix (the claims are made for eigenvectors where history is kept)
+    // from max_n + 1 (where LAPACK may thread): where no strategy claims such a matrix
+    // (the claims are made for eigenvectors where history is kept), on the plan's threads
     const bool tracking = a.requires_grad() && c10::GradMode::is_enabled();
     std::optional<OneKernelThread> one;
     if (n > max_n) {
       const int flag = (vectors || tracking) ? 1 : 0;
-      if (routes == nullptr || omp_set == nullptr || routes[(kind * 2 + flag) * 256 + n] != 1)
-        Py_RETURN_NONE;
-      one.emplace();
+      const unsigned char route = routes == nullptr ? 0 : routes[(kind * 2 + flag) * 256 + n];
+      if (omp_set == nullptr || (route != 1 && route != 2)) Py_RETURN_NONE;
+      if (route == 1) one.emplace();
     }
     bool light = false;  // eigenpairs for Python's light node (_autograd_one.with_backward)
     if (tracking) {  // the tracked routes

@@ -32,6 +32,52 @@ import torch
 #: the boundary MKL's kernels align to (one cache line, an AVX-512 register)
 ALIGNMENT = 64
 
+#: below this size LAPACK's ``?syevd``/``?heevd`` run sequentially whatever the thread setting
+SEQUENTIAL_N = 32
+#: ``(dtype, eigenvectors) -> n`` from which one matrix's ``?syevd``/``?heevd`` (torch's
+#: MKL) runs faster on two kernel threads than on one. Measured one matrix at a time, 1 and
+#: 2 threads interleaved, medians of 3 x 20-400 calls (AMD EPYC, 2 cores, 2026-12-05;
+#: ``benchmarks/results/threaded-lapack-2026-12-05.json``): eigenpairs gain 1.1-1.3x from
+#: n = 56 (real; 48: 0.99-1.02x) and 1.07-1.3x from 48 (complex), 1.2-1.56x at 96-192;
+#: eigenvalues only, real ones lose (0.84-1.0x up to 200), complex128 gains from 48
+#: (1.13-1.43x) and complex64 from 128 (1.19x). Below :data:`THREADED_LAPACK_MIN_N` every
+#: other solve runs on one kernel thread.
+THREADED_FROM: dict[tuple[torch.dtype, bool], int] = {
+    (torch.float32, True): 56,
+    (torch.float64, True): 56,
+    (torch.complex64, True): 48,
+    (torch.complex128, True): 48,
+    (torch.complex64, False): 128,
+    (torch.complex128, False): 48,
+}
+
+
+#: from this size a single-worker call runs its solver on the caller's kernel threads
+#: whatever the strategy (the planner's default; measured for OpenBLAS's partial solve,
+#: ``_lapack_subset.THREADED_MIN_N``)
+THREADED_LAPACK_MIN_N = 256
+
+
+def threaded_from(dtype: torch.dtype, vectors: bool) -> int:
+    """The size from which a single-worker call of ``dtype`` (eigenvectors or not) runs
+    torch's LAPACK on the caller's kernel threads, as ``torch.linalg.eigh`` does.
+
+    >>> threaded_from(torch.float64, True), threaded_from(torch.float64, False)
+    (56, 256)
+    """
+    return THREADED_FROM.get((dtype, vectors), THREADED_LAPACK_MIN_N)
+
+
+def one_kernel_thread(n: int, dtype: torch.dtype, vectors: bool) -> bool:
+    """Whether one ``n x n`` solve of ``dtype`` in the caller's thread is run with one
+    kernel thread set: from the size LAPACK may thread (:data:`SEQUENTIAL_N`; below it the
+    setting would change nothing) to :func:`threaded_from`.
+
+    >>> [one_kernel_thread(n, torch.float64, True) for n in (8, 40, 64)]
+    [False, True, False]
+    """
+    return SEQUENTIAL_N <= n < threaded_from(dtype, vectors)
+
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 
 

@@ -114,6 +114,9 @@ class Runs:
     prefers_window : ``prefers_window(n, k, dtype, device, vectors)``: a :class:`Claim` to
         solve only the ``k`` wanted of ``n`` eigenpairs (its ``Abilities.window``) where
         measured faster than the full decomposition, else ``None`` (the default: never).
+    threaded_from : ``threaded_from(dtype, vectors)``: the size from which a single-worker
+        CPU call runs it on the caller's kernel threads (``None``, the default: the
+        planner's ``THREADED_LAPACK_MIN_N``); below it every solve has one kernel thread.
     """
 
     available: Callable[[], bool] = _always
@@ -123,6 +126,7 @@ class Runs:
     fan_out: bool = False
     blas_pool: bool = False
     prefers_window: WindowPrefersFn = _never_window
+    threaded_from: Callable[[torch.dtype, bool], int] | None = None
 
 
 @dataclass(frozen=True)

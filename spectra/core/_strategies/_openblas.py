@@ -5,12 +5,11 @@ Torch's LAPACK is MKL, whose dispatcher runs its tuned code on Intel CPUs only. 
 x86-64 CPUs the planner takes this strategy where it was measured faster than torch's
 (:func:`openblas_claim`; AMD EPYC, one thread each, interleaved,
 ``benchmarks/results/lapack-libraries-2026-12-05.json``): complex128 from ``n = 56`` to
-383 (1.11-1.25x at ``n = 64 .. 256``) and float64 from ``n = 256`` (1.15-1.19x). Where
-one matrix of those sizes runs on the caller's kernel threads (a single-worker call from
-``n = 256``, MKL's two threads beating one of OpenBLAS's) the claim starts at two
-matrices, as the bitwise guarantee already leaves those calls within tolerance; below
-``n = 256`` it starts at one matrix, so that a matrix alone and in any batch gets the same
-bits. On Intel CPUs, and for float32, complex64 and eigenvalues only, torch's LAPACK stays
+383 (1.11-1.25x at ``n = 64 .. 256``) and float64 from ``n = 256`` (1.15-1.19x). One
+matrix of those sizes runs torch's MKL on the caller's kernel threads (a single-worker
+call from ``_torch_lapack.threaded_from``: MKL's two threads beat one of OpenBLAS's, e.g.
+complex128 ``n = 128`` 2.1 against 2.8 ms), so the claim starts at two matrices, as the
+bitwise guarantee already leaves those calls within tolerance. On Intel CPUs, and for float32, complex64 and eigenvalues only, torch's LAPACK stays
 the default; ``strategy="openblas"`` runs it anywhere it is available.
 
 >>> import torch
@@ -39,7 +38,7 @@ NON_INTEL_X86 = frozenset({"AuthenticAMD", "HygonGenuine"})
 #: ``dtype -> (first n, last n + 1, the batch the claim starts from)`` ranges measured
 #: faster than torch's MKL on a non-Intel CPU (one thread each)
 RANGES: dict[torch.dtype, tuple[tuple[int, int, int], ...]] = {
-    torch.complex128: ((56, 256, 1), (256, 384, 2)),
+    torch.complex128: ((56, 384, 2),),
     torch.float64: ((256, 1 << 31, 2),),
 }
 

@@ -155,10 +155,36 @@ def single_threaded_kernels(blas: bool = False) -> Iterator[None]:
     (OpenBLAS) can only be limited process-wide, which other threads would observe.
     """
     old = set_thread_kernel_threads(1)
+    outermost = getattr(_local, "caller", None) is None
+    if outermost:  # what the caller had, for a threaded solve inside (caller_kernel_threads)
+        _local.caller = old
     try:
         yield
     finally:
+        if outermost:
+            _local.caller = None
         restore_thread_kernel_threads(old)
+
+
+@contextmanager
+def caller_kernel_threads() -> Iterator[None]:
+    """Run the block on the kernel threads the caller of the outermost
+    :func:`single_threaded_kernels` had (a plan's threaded LAPACK call inside the core's
+    one-thread setting), and return to one thread after it; outside such a block nothing
+    changes.
+
+    >>> with single_threaded_kernels(), caller_kernel_threads():
+    ...     pass
+    """
+    saved = getattr(_local, "caller", None)
+    if saved is None:
+        yield
+        return
+    restore_thread_kernel_threads(saved)
+    try:
+        yield
+    finally:
+        set_thread_kernel_threads(1)
 
 
 def built_once(factory: Callable[[], T]) -> Callable[[], T]:
