@@ -95,7 +95,7 @@ def run(quick: bool = False, clock: str = "wall") -> list[dict[str, Any]]:
     tick = time.thread_time if clock == "cpu" else time.perf_counter
     rounds, calls = (9, 100) if quick else (21, 200)
     rows: list[dict[str, Any]] = []
-    sizes = (2, 3, 8, 16, 32, 64) if quick else (2, 3, 5, 8, 16, 32, 50, 64)
+    sizes = (2, 3, 8, 16, 32, 64) if quick else (2, 3, 5, 8, 16, 32, 50, 64, 128)
     dtypes = (
         (torch.float64,)
         if quick

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 import torch
 
@@ -9,6 +12,7 @@ from spectra.core._support._samples import random_hermitian, random_unitary, wit
 
 __all__ = [
     "DTYPES",
+    "bitwise_threads",
     "projector_distance",
     "random_hermitian",
     "random_unitary",
@@ -141,3 +145,23 @@ def tracked_grads(base, fn, loss):  # type: ignore[no-untyped-def]
     loss(w, v).backward()
     assert a.grad is not None
     return w.detach(), v.detach(), a.grad
+
+
+@contextmanager
+def bitwise_threads(n: int, dtype: torch.dtype, vectors: bool = True) -> Iterator[None]:
+    """The caller's kernel threads under which spectra's bitwise guarantee across batches,
+    positions, chunks and worker splits holds for ``n x n`` ``dtype`` matrices: any below
+    ``threaded_from`` (every solve on one kernel thread), one from it (a single-worker call
+    there runs LAPACK on the caller's threads, as ``torch.linalg.eigh`` does; one caller
+    thread gives it the bits of a fan-out's workers)."""
+    from spectra.core._solvers._torch_lapack import threaded_from
+
+    if n < threaded_from(dtype, vectors):
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)

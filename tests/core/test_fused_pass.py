@@ -142,3 +142,27 @@ def test_plans_it_does_not_serve(passes: list[int], monkeypatch: pytest.MonkeyPa
     assert passes == []
     spectra.eigh(_batch(8, 40, torch.float64, 4), strategy="torch", workers=1)
     assert passes == [8]
+
+
+@needs_native
+def test_a_threaded_call_first_leaves_a_fan_outs_bits(passes: list[int]) -> None:
+    """The helper keeps LAPACK's workspace sizes per kernel-thread count: MKL's query
+    depends on it (zheevd, eigenvalues only, n = 32: 672 entries on one thread, 416 on
+    two), and another workspace can change the bits. A process whose first call of a size
+    ran threaded (one complex128 matrix from n = 48, on the caller's threads) then fans a
+    batch of that size out: every matrix has the bits of torch's one-thread call. With one
+    size cache for all counts the fan-out reused the threaded sizes and differed."""
+    n = 61  # a size no other test solves first
+    a = _batch(24, n, torch.complex128, n)
+    spectra.eigvalsh(a[0])  # one matrix: threaded LAPACK, its sizes queried on two threads
+    p = spectra.plan(n, 24, torch.complex128, vectors=False, strategy="torch", workers=2)
+    assert p.workers == 2 and p.single_threaded, str(p)
+    w = spectra.eigvalsh(a, strategy="torch", workers=2)
+    assert passes and sum(passes) == 24  # the helper's batch loop ran them
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ref = torch.linalg.eigvalsh(a)
+    finally:
+        torch.set_num_threads(old)
+    assert torch.equal(w, ref)

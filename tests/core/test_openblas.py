@@ -30,9 +30,10 @@ CPU = torch.device("cpu")
 def test_claims_off_intel_in_the_measured_ranges_only():
     amd = "AuthenticAMD"
     assert claim_for(55, torch.complex128, amd) is None
-    assert claim_for(56, torch.complex128, amd).min_batch == 1  # type: ignore[union-attr]
-    assert claim_for(255, torch.complex128, amd).min_batch == 1  # type: ignore[union-attr]
-    # from n = 256 one matrix runs on the caller's threads (MKL's two): from two matrices
+    # one matrix runs torch's MKL on the caller's threads (two beat one of OpenBLAS's, from
+    # threaded_from): the claim starts at two matrices
+    assert claim_for(56, torch.complex128, amd).min_batch == 2  # type: ignore[union-attr]
+    assert claim_for(255, torch.complex128, amd).min_batch == 2  # type: ignore[union-attr]
     assert claim_for(256, torch.complex128, amd).min_batch == 2  # type: ignore[union-attr]
     assert claim_for(384, torch.complex128, amd) is None
     assert claim_for(255, torch.float64, amd) is None
@@ -65,10 +66,12 @@ def test_the_vendor_is_read_from_cpuinfo():
 
 def test_the_planner_takes_it_off_intel_only(monkeypatch):
     pin_cpu_vendor(monkeypatch, "AuthenticAMD")
-    one = spectra.plan(64, 1, torch.complex128)
-    assert one.strategy == "openblas" and not one.direct, str(one)
-    assert "AuthenticAMD" in "\n".join(one.reasons)
-    assert spectra.plan(64, 1, torch.complex128, vectors=False).strategy == "torch"
+    two = spectra.plan(64, 2, torch.complex128)
+    assert two.strategy == "openblas" and not two.direct, str(two)
+    assert "AuthenticAMD" in "\n".join(two.reasons)
+    one = spectra.plan(64, 1, torch.complex128)  # MKL on the caller's threads
+    assert one.strategy == "torch" and one.direct and not one.single_threaded, str(one)
+    assert spectra.plan(64, 2, torch.complex128, vectors=False).strategy == "torch"
     assert spectra.plan(256, 1, torch.float64).strategy == "torch"  # MKL's threads, one matrix
     many = spectra.plan(256, 8, torch.float64)
     assert many.strategy == "openblas" and many.workers == 2, str(many)
@@ -125,13 +128,21 @@ def test_an_empty_batch_and_one_by_one():
     assert w.tolist() == [[-2.5]] and v.tolist() == [[[1.0]]]
 
 
+def _claim_one_matrix(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The claim made to hold from one matrix (complex128, n = 56-383) on a pinned AMD CPU:
+    the direct path's claimed one-matrix route, which a strategy claiming one matrix takes
+    (the built-in claim starts at two: one matrix runs torch's MKL on the caller's threads)."""
+    monkeypatch.setitem(_openblas.RANGES, torch.complex128, ((56, 384, 1),))
+    pin_cpu_vendor(monkeypatch, "AuthenticAMD")
+
+
 @pytest.mark.parametrize("n", [57, 100])
 def test_bitwise_alone_in_any_batch_chunk_and_worker_split(monkeypatch, n):
-    """Where the claim holds from one matrix (complex128 below n = 256), a matrix's bits do
-    not depend on its batch: alone (the direct path's claimed route), as a batch of one, at
-    an odd position of a batch whose members are not 64-byte aligned (57^2 x 16 bytes), in
-    chunks, on one worker or two."""
-    pin_cpu_vendor(monkeypatch, "AuthenticAMD")
+    """Where the claim holds from one matrix, a matrix's bits do not depend on its batch:
+    alone (the direct path's claimed route), as a batch of one, at an odd position of a
+    batch whose members are not 64-byte aligned (57^2 x 16 bytes), in chunks, on one
+    worker or two."""
+    _claim_one_matrix(monkeypatch)
     a = random_hermitian((9,), n, torch.complex128, seed=7)
     assert spectra.plan(n, 9, torch.complex128).strategy == "openblas"
     w, v = spectra.eigh(a, workers=2)
@@ -167,7 +178,7 @@ def test_float64_batches_are_bitwise_across_worker_splits_and_chunks(monkeypatch
 def test_the_one_matrix_route_hands_the_unusual_to_the_full_path(monkeypatch):
     """Not exactly Hermitian (within the tolerance), NaN: the claimed route declines and
     the full path answers (the same bits as in a batch) or refuses, naming the problem."""
-    pin_cpu_vendor(monkeypatch, "AuthenticAMD")
+    _claim_one_matrix(monkeypatch)
     a = random_hermitian((2,), 64, torch.complex128, seed=9)
     a[0, 5, 2] += 1e-13  # the lower triangle is what is read
     assert _direct._solve_one(a[0], True, True, None) is None
@@ -183,7 +194,7 @@ def test_the_one_matrix_route_hands_the_unusual_to_the_full_path(monkeypatch):
 
 
 def test_gradients_through_the_claimed_strategy(monkeypatch):
-    pin_cpu_vendor(monkeypatch, "AuthenticAMD")
+    _claim_one_matrix(monkeypatch)
     base = random_hermitian((1,), 60, torch.complex128, seed=10)[0]
 
     def grad(strategy: str | None) -> torch.Tensor:

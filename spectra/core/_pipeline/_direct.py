@@ -90,7 +90,11 @@ def _as_cpu_tensor(a: Any) -> tuple[torch.Tensor, bool] | None:
 
 def _solve(flat: torch.Tensor, vectors: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
     """LAPACK on ``flat`` (no history) with the plan's kernel threads, in this thread."""
-    old = set_thread_kernel_threads(1) if one_kernel_thread(flat.shape[-1], flat.dtype, vectors) else None
+    old = (
+        set_thread_kernel_threads(1)
+        if one_kernel_thread(flat.shape[-1], flat.dtype, vectors)
+        else None
+    )
     try:
         if not lapack_aligned(flat):  # one aligned call per matrix, as the planned path
             return torch_eigh(flat, vectors)
@@ -244,8 +248,6 @@ def _entry(version: int) -> tuple[Any, bool]:
 _ENTRIES: dict[int, tuple[Any, bool]] = {}
 #: the registry version for which the C++ entry's routes were marked
 _ROUTED_VERSION = [-1]
-
-
 
 
 def solve_one(

@@ -57,8 +57,9 @@ def direct_path(n: int, batch: int, dtype: torch.dtype, vectors: bool) -> bool:
     without the pipeline, on the plan's kernel threads (one, or the caller's from
     ``_torch_lapack.threaded_from``): no kernel (fewer than ``KERNEL_MIN_BATCH`` matrices,
     or a size LAPACK wins), too little work to fan out, one chunk (a few small matrices
-    always fit the budget's 64 MiB floor), ``n`` below ``THREADED_LAPACK_MIN_N``. A strategy claiming the problem (``Runs.prefers``) from this
-    batch on takes it off the direct path. The planner reports it (``Plan.direct``).
+    always fit the budget's 64 MiB floor), ``n`` below ``THREADED_LAPACK_MIN_N``. A strategy
+    claiming the problem (``Runs.prefers``) from this batch on takes it off the direct path.
+    The planner reports it (``Plan.direct``).
 
     >>> direct_path(8, 1, torch.float64, True), direct_path(8, 4096, torch.float64, True)
     (True, False)

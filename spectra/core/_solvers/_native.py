@@ -31,13 +31,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._torch_lapack import SEQUENTIAL_N, one_kernel_thread, threaded_from
 from .._support._arrays import SQUARE_SAFE, default_tolerance, real_dtype
 from .._support._threads import (
     restore_thread_kernel_threads,
     set_thread_kernel_threads,
     thread_knobs,
 )
+from ._torch_lapack import SEQUENTIAL_N, one_kernel_thread, threaded_from
 
 _log = logging.getLogger(__name__)
 
@@ -324,7 +324,9 @@ def native_solve_batch(
         return None
     w = torch.empty((b, n), dtype=_CONSTANTS[flat.dtype][1])
     v = torch.empty_strided((b, n, n), (n * n, 1, n), dtype=flat.dtype) if vectors else None
-    return (w, v) if _lapack(n, flat.dtype, vectors, _batch_call, module, flat, w, v, check) else None
+    return (
+        (w, v) if _lapack(n, flat.dtype, vectors, _batch_call, module, flat, w, v, check) else None
+    )
 
 
 def _batch_call(module: Any, a: torch.Tensor, w: torch.Tensor, v: Any, check: bool) -> bool:

@@ -78,6 +78,7 @@ def one_kernel_thread(n: int, dtype: torch.dtype, vectors: bool) -> bool:
     """
     return SEQUENTIAL_N <= n < threaded_from(dtype, vectors)
 
+
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 
 

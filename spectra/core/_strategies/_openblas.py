@@ -7,10 +7,11 @@ x86-64 CPUs the planner takes this strategy where it was measured faster than to
 ``benchmarks/results/lapack-libraries-2026-12-05.json``): complex128 from ``n = 56`` to
 383 (1.11-1.25x at ``n = 64 .. 256``) and float64 from ``n = 256`` (1.15-1.19x). One
 matrix of those sizes runs torch's MKL on the caller's kernel threads (a single-worker
-call from ``_torch_lapack.threaded_from``: MKL's two threads beat one of OpenBLAS's, e.g.
-complex128 ``n = 128`` 2.1 against 2.8 ms), so the claim starts at two matrices, as the
-bitwise guarantee already leaves those calls within tolerance. On Intel CPUs, and for float32, complex64 and eigenvalues only, torch's LAPACK stays
-the default; ``strategy="openblas"`` runs it anywhere it is available.
+call from ``_torch_lapack.threaded_from``: MKL's two threads beat one of OpenBLAS's,
+e.g. complex128 ``n = 128`` 2.1 against 2.8 ms), so the claim starts at two matrices, as
+the bitwise guarantee already leaves those calls within tolerance. On Intel CPUs, and
+for float32, complex64 and eigenvalues only, torch's LAPACK stays the default;
+``strategy="openblas"`` runs it anywhere it is available.
 
 >>> import torch
 >>> from spectra.core import plan

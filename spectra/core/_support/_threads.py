@@ -155,22 +155,21 @@ def single_threaded_kernels(blas: bool = False) -> Iterator[None]:
     (OpenBLAS) can only be limited process-wide, which other threads would observe.
     """
     old = set_thread_kernel_threads(1)
-    outermost = getattr(_local, "caller", None) is None
-    if outermost:  # what the caller had, for a threaded solve inside (caller_kernel_threads)
-        _local.caller = old
+    outer = getattr(_local, "caller", None)
+    _local.caller = old  # what this block's caller had (caller_kernel_threads)
     try:
         yield
     finally:
-        if outermost:
-            _local.caller = None
+        _local.caller = outer
         restore_thread_kernel_threads(old)
 
 
 @contextmanager
 def caller_kernel_threads() -> Iterator[None]:
-    """Run the block on the kernel threads the caller of the outermost
+    """Run the block on the kernel threads the caller of the innermost
     :func:`single_threaded_kernels` had (a plan's threaded LAPACK call inside the core's
-    one-thread setting), and return to one thread after it; outside such a block nothing
+    one-thread setting: the threads of whoever called the core, one where a domain asked
+    for one around it), and return to one thread after it; outside such a block nothing
     changes.
 
     >>> with single_threaded_kernels(), caller_kernel_threads():
