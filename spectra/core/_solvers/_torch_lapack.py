@@ -35,16 +35,17 @@ ALIGNMENT = 64
 #: below this size LAPACK's ``?syevd``/``?heevd`` run sequentially whatever the thread setting
 SEQUENTIAL_N = 32
 #: ``(dtype, eigenvectors) -> n`` from which one matrix's ``?syevd``/``?heevd`` (torch's
-#: MKL) runs faster on two kernel threads than on one. Measured one matrix at a time, 1 and
-#: 2 threads alternating, 5 rounds of 15-400 calls (AMD EPYC, 2 cores, 2026-12-05;
+#: MKL) runs faster on two kernel threads than on one. Measured one matrix at a time, 1
+#: and 2 threads alternating, 5 rounds of 15-400 calls (AMD EPYC, 2 cores, 2026-12-05;
 #: ``benchmarks/results/threaded-lapack-2026-12-05.json``, script beside it): eigenpairs
-#: float64 1.19-1.46x from n = 56 (0.81-0.98x at 32-52), float32 1.09-1.32x from 50,
-#: complex64 1.05-1.51x from 40, complex128 1.06-1.60x from 48; eigenvalues only, real ones
-#: gain nothing below 255 (0.92-1.0x), complex64 1.08-1.33x from 96, complex128 1.0x at
-#: 48-50 and 1.10-1.51x from 52. A first run without a threaded warm-up read float32
-#: eigenpairs 0.73-0.94x (``...-nowarmup.json``; three other runs 1.07-1.28x from 56).
-#: Below these sizes, and below :data:`THREADED_LAPACK_MIN_N` for every other solve, each
-#: solve runs on one kernel thread.
+#: float64 1.19-1.46x from n = 56 (one 0.97x at 96; 0.81-0.98x at 32-52), float32
+#: 1.04-1.32x from 50, complex64 1.05-1.51x from 40, complex128 1.06-1.60x from 48;
+#: eigenvalues only, real ones gain nothing below 255 (0.92-1.0x), complex64 1.08-1.33x
+#: from 96, complex128 1.0x at 48-50 and 1.10-1.51x from 52. A first run without a
+#: threaded warm-up read float32 eigenpairs 0.73-0.94x (``...-nowarmup.json``; three
+#: other runs 1.07-1.28x from 56). Below these sizes, and below
+#: :data:`THREADED_LAPACK_MIN_N` for every other solve, each solve runs on one kernel
+#: thread.
 THREADED_FROM: dict[tuple[torch.dtype, bool], int] = {
     (torch.float32, True): 56,
     (torch.float64, True): 56,
