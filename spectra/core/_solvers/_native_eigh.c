@@ -73,8 +73,9 @@ static heevd_z p_zheevd = NULL;
  * on the calling thread's kernel threads (zheevd, jobz 'N', n = 32: 672 complex entries on
  * one thread, 416 on two), and a workspace other than the one torch's call queries in the
  * same thread can change the bits: the sizes are kept per count (MKL_Get_Max_Threads where
- * torch's LAPACK is MKL, else one count), up to WS_THREADS; above it every call queries. */
-#define WS_THREADS 8
+ * torch's LAPACK is MKL, else one count), up to WS_THREADS (1.7 MB of zero pages, touched
+ * only where used); above it every call queries. */
+#define WS_THREADS 64
 static int ws_lwork[WS_THREADS][4][2][MAX_N];
 static int ws_lrwork[WS_THREADS][4][2][MAX_N];
 static int ws_liwork[WS_THREADS][4][2][MAX_N];
