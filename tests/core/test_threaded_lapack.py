@@ -106,11 +106,8 @@ def test_a_fanned_out_batch_agrees_and_is_bitwise_on_one_caller_thread(dtype: to
     scale = float(batch.eigenvalues.abs().max())
     assert float((one.eigenvalues - batch.eigenvalues[4]).abs().max()) <= 20 * tol(dtype) * scale
     overlap = (one.eigenvectors.mH @ batch.eigenvectors[4]).abs().diagonal()
-    assert (
-        float((overlap - 1).abs().max()) < 1e-3
-        if dtype in (torch.float32, torch.complex64)
-        else 1e-8
-    )
+    limit = 1e-3 if dtype in (torch.float32, torch.complex64) else 1e-8
+    assert float((overlap - 1).abs().max()) < limit
     with bitwise_threads(n, dtype):  # one caller thread: the fan-out's bits
         alone = spectra.eigh(a[4])
         assert torch.equal(alone.eigenvalues, batch.eigenvalues[4])
@@ -119,14 +116,14 @@ def test_a_fanned_out_batch_agrees_and_is_bitwise_on_one_caller_thread(dtype: to
 
 def test_forward_and_backward_on_the_callers_threads() -> None:
     """A tracked real matrix (torch's own node) and a complex one (the light node) of a
-    threaded size: gradients as the batch's to rounding."""
+    threaded size, alone and as a batch of one: the same gradients to rounding."""
     for dtype in (torch.float64, torch.complex128):
         n = threaded_from(dtype, True) + 1
         base = random_hermitian((), n, dtype, seed=2)
         grads = []
         for batched in (False, True):
             x = base.clone().requires_grad_(True)
-            w, v = spectra.eigh(x[None] if batched else x, workers=1 if not batched else None)
+            w, v = spectra.eigh(x[None] if batched else x)  # the direct path, the pipeline
             w, v = (w[0], v[0]) if batched else (w, v)
             (w[:3].sum() + (v[:, :2].abs() ** 2 * torch.arange(float(n))[:, None]).sum()).backward()
             assert x.grad is not None
