@@ -43,7 +43,7 @@ SEQUENTIAL_N = 32
 #: eigenvalues only, real ones gain nothing below 255 (0.92-1.0x), complex64 1.08-1.33x
 #: from 96, complex128 1.0x at 48-50 and 1.10-1.51x from 52. A first run without a
 #: threaded warm-up read float32 eigenpairs 0.73-0.94x (``...-nowarmup.json``; three
-#: other runs 1.07-1.28x from 56). Below these sizes, and below
+#: shorter runs 1.01-1.28x from 56). Below these sizes, and below
 #: :data:`THREADED_LAPACK_MIN_N` for every other solve, each solve runs on one kernel
 #: thread.
 THREADED_FROM: dict[tuple[torch.dtype, bool], int] = {
