@@ -144,12 +144,17 @@ DEFINE_REAL_CHECK(check_d, double)
 DEFINE_COMPLEX_CHECK(check_c, cfloat, float)
 DEFINE_COMPLEX_CHECK(check_z, cdouble, double)
 
+/* FN_s, FN_d, FN_c or FN_z by kind (0: float32, 1: float64, 2: complex64, 3: complex128),
+ * for the per-matrix tests whose four versions take the same arguments */
+#define BY_KIND(kind, FN, ...)                                                            \
+    ((kind) == 0   ? FN##_s(__VA_ARGS__)                                                 \
+     : (kind) == 1 ? FN##_d(__VA_ARGS__)                                                 \
+     : (kind) == 2 ? FN##_c(__VA_ARGS__)                                                 \
+                   : FN##_z(__VA_ARGS__))
+
 static int check_one(int kind, const void *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1,
                      int finite) {
-    return kind == 0   ? check_s(a, n, s0, s1, finite)
-           : kind == 1 ? check_d(a, n, s0, s1, finite)
-           : kind == 2 ? check_c(a, n, s0, s1, finite)
-                       : check_z(a, n, s0, s1, finite);
+    return BY_KIND(kind, check, a, n, s0, s1, finite);
 }
 
 /* ---- Hermitian within a tolerance (quick_check's test, accept-only) ---------------- */
@@ -202,10 +207,7 @@ DEFINE_WITHIN(z, cdouble)
 
 static int within_one(int kind, const void *a, Py_ssize_t n, Py_ssize_t s0, Py_ssize_t s1,
                       double tol) {
-    return kind == 0   ? within_s(a, n, s0, s1, tol)
-           : kind == 1 ? within_d(a, n, s0, s1, tol)
-           : kind == 2 ? within_c(a, n, s0, s1, tol)
-                       : within_z(a, n, s0, s1, tol);
+    return BY_KIND(kind, within, a, n, s0, s1, tol);
 }
 
 /* ---- column-major copy (torch's cloneBatchedColumnMajor) --------------------------- */
