@@ -253,6 +253,9 @@ class BatchPCA(ProbabilisticMixin, TransformMixin, StateMixin, EstimatorBase):
                 n, d = int(X.shape[-2]), int(X.shape[-1])
         else:
             n, d = int(shape[-2]), int(shape[-1])
+        return self._plan_for(n, d)
+
+    def _plan_for(self, n: int, d: int) -> PCAPlan:
         return make_plan(
             self.n_components,
             n,
@@ -267,7 +270,7 @@ class BatchPCA(ProbabilisticMixin, TransformMixin, StateMixin, EstimatorBase):
         data = batch.data.to(self._work_dtype(batch.data.dtype))
         mean, xc = centered(data, batch.mask, batch.counts, self.center, batch.ragged)
         n_pad, d = data.shape[-2], data.shape[-1]
-        plan = self.plan(shape=(n_pad, d))
+        plan = self._plan_for(n_pad, d)  # (the parameters were checked by fit)
 
         def on_bad(_: list[int]) -> None:
             check_finite(batch)  # names datasets and samples with NaN/Inf, if that is the cause
@@ -343,7 +346,8 @@ class BatchPCA(ProbabilisticMixin, TransformMixin, StateMixin, EstimatorBase):
         return self
 
     def _store(self, fit: PCAFit, origin: Origin, n_features: int) -> None:
-        fit = fit.to(origin.dtype)
+        if fit.components.dtype != origin.dtype:
+            fit = fit.to(origin.dtype)
         self._fit = fit
         self._origin = origin
         self._single = False

@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
 
+import numpy as np
 import torch
 
 from ..core import eigh
 from ..core.domain import InputError
+from ._host import (
+    Array,
+    arange,
+    as_torch,
+    astype,
+    at_least,
+    at_most,
+    copy,
+    eps,
+    flags,
+    flip_last,
+    host,
+    indices,
+    lib,
+    like,
+    put_rows,
+    take_last,
+)
 from ._svd import svd_spectrum
 
 
@@ -62,120 +82,127 @@ def check_n_components(spec: Any) -> None:
     raise TypeError(f"n_components must be None, 'mle', an int or a float in (0, 1), got {spec!r}")
 
 
-def svd_flip_rows(components: torch.Tensor) -> torch.Tensor:
+def svd_flip_rows(components: Array) -> Array:
     """sklearn's ``svd_flip(u_based_decision=False)``: the largest-|entry| of each row > 0.
 
-    Ties go to the first maximal entry (``argmax``), exactly as sklearn; zero rows stay zero.
+    Ties go to the first maximal entry (``argmax``), exactly as sklearn; zero rows stay
+    zero. ``components`` is a torch tensor or a NumPy array (returned in the same kind).
+
+    >>> import torch
+    >>> svd_flip_rows(torch.tensor([[1.0, -3.0], [0.0, 0.0]]))
+    tensor([[-1.,  3.],
+            [ 0.,  0.]])
     """
-    if components.numel() == 0:
+    if 0 in components.shape:
         return components
-    idx = components.abs().argmax(-1, keepdim=True)
-    pivot = components.gather(-1, idx)
-    return components * torch.where(pivot < 0, -1.0, 1.0).to(components.dtype)
+    pivot = take_last(components, abs(components).argmax(-1)[..., None])
+    return lib(components).where(pivot < 0, -components, components)
 
 
-def choose_k(
-    ratio: torch.Tensor, rank: torch.Tensor, spec: Any, ev: torch.Tensor, count: torch.Tensor
-) -> torch.Tensor:
+def choose_k(ratio: Array, rank: Array, spec: Any, ev: Array, count: Array) -> Array:
     """Per-dataset number of components (B,) for ``n_components`` ``spec``.
 
     ``ratio`` (B, R) are the explained-variance ratios in descending order and ``rank``
     (B,) the number of meaningful ones, ``min(n_samples, n_features)``; ``ev`` (B, R) the
-    explained variances and ``count`` (B,) the sample counts (for ``"mle"``).
+    explained variances and ``count`` (B,) the sample counts (for ``"mle"``). Torch
+    tensors or NumPy arrays, all of one kind (the result's).
     """
+    xp = lib(rank)
     if spec is None:
-        return rank.clone()
+        return copy(rank)
     if isinstance(spec, str):  # "mle": Minka's MLE, which needs n_samples >= n_features
         from ._likelihood import infer_dimension
 
         if ev.shape[0] == 0:
-            return rank.clone()
-        return infer_dimension(ev, count).to(rank)
+            return copy(rank)
+        return astype(like(infer_dimension(as_torch(ev), as_torch(count)), rank), rank)
     if isinstance(spec, Integral):
         k = int(spec)
-        bad = torch.nonzero(rank < k).flatten().tolist()
-        if bad:
-            lows = sorted({int(rank[i]) for i in bad})
+        bad = rank < k
+        if bool(bad.any()):
+            rows = indices(bad)
+            lows = sorted({int(rank[i]) for i in rows})
             raise InputError(
                 f"n_components={k}",
                 "must be <= min(n_samples, n_features) for every dataset; "
                 f"these datasets allow only {lows}",
-                [(i,) for i in bad],
+                [(i,) for i in rows],
             )
-        return torch.full_like(rank, k)
-    cum = torch.cumsum(ratio.nan_to_num(0.0), -1)
-    cols = torch.arange(ratio.shape[-1], device=ratio.device)
-    cum = torch.where(cols < rank[:, None], cum, torch.inf).contiguous()
-    target = torch.full((ratio.shape[0], 1), float(spec), dtype=cum.dtype, device=cum.device)
-    counts = torch.searchsorted(cum, target, right=True).squeeze(-1) + 1
-    return torch.minimum(counts, rank)
+        return xp.full_like(rank, k)
+    # the fewest leading components whose cumulative ratio exceeds spec (sklearn's
+    # searchsorted(..., side="right") + 1); past the rank nothing counts
+    cum = xp.cumsum(xp.nan_to_num(ratio, nan=0.0), -1)
+    cum = xp.where(arange(ratio.shape[-1], rank) < rank[:, None], cum, float("inf"))
+    return xp.minimum((cum <= float(spec)).sum(-1) + 1, rank)
 
 
 def finish(
-    count: torch.Tensor,
+    count: Array,
     mean: torch.Tensor,
-    lam: torch.Tensor,
-    total: torch.Tensor,
-    rank: torch.Tensor,
+    lam: Array,
+    total: Array,
+    rank: Array,
     spec: Any,
-    vectors: Callable[[int], torch.Tensor],
+    vectors: Callable[[int], Array],
 ) -> PCAFit:
     """sklearn's attributes from the descending eigenvalues of the scatter matrices.
 
     ``lam`` (B, R): eigenvalues of ``X_c^T X_c`` (= squared singular values), descending;
     ``total`` (B,): its trace; ``rank`` (B,): ``min(n_samples, n_features)``;
     ``vectors(kmax)`` returns the matching leading component columns ``(B, D, kmax)``.
+    Torch tensors or NumPy views of CPU tensors (:mod:`~spectra.pca._host`), all of one
+    kind; the fit's fields are torch tensors.
     """
-    dof = (count - 1).to(lam.dtype)[:, None]
-    lam = lam.clamp(min=0)
+    xp = lib(lam)
+    dof = astype(count - 1, lam)[:, None]
+    lam = at_least(lam, 0)
     ev_all = lam / dof
-    total_var = total.clamp(min=0) / dof[:, 0]
-    ratio_all = ev_all / total_var[:, None]
+    total_var = at_least(total, 0) / dof[:, 0]
+    with np.errstate(invalid="ignore", divide="ignore"):  # no variance: 0 / 0, as torch
+        ratio_all = ev_all / total_var[:, None]
     k = choose_k(ratio_all, rank, spec, ev_all, count)
-    if k.numel():
+    if k.shape[0]:
         kmax = int(k.max())
     else:  # no datasets: keep the requested width
         kmax = int(spec) if isinstance(spec, Integral) and not isinstance(spec, bool) else 0
-    cols = torch.arange(lam.shape[-1], device=lam.device)
+    cols = arange(lam.shape[-1], lam)
     tail = (cols >= k[:, None]) & (cols < rank[:, None])
-    left = (rank - k).to(lam.dtype)
-    noise = torch.where(
-        left > 0, (ev_all * tail).sum(-1) / left.clamp(min=1), torch.zeros_like(left)
-    )
+    left = astype(rank - k, lam)
+    noise = xp.where(left > 0, (ev_all * tail).sum(-1) / at_least(left, 1), 0.0)
     mask = cols[:kmax] < k[:, None]
     comps = svd_flip_rows(vectors(kmax).mT) * mask[..., None]
-    zero = torch.zeros((), dtype=lam.dtype, device=lam.device)
     return PCAFit(
         mean=mean,
-        components=comps,
-        explained_variance=torch.where(mask, ev_all[:, :kmax], zero),
-        explained_variance_ratio=torch.where(mask, ratio_all[:, :kmax], zero),
-        singular_values=torch.where(mask, lam[:, :kmax].sqrt(), zero),
-        noise_variance=noise,
-        n_components=k,
-        n_samples=count.to(torch.int64),
-        mask=mask,
+        components=as_torch(comps),
+        explained_variance=as_torch(xp.where(mask, ev_all[:, :kmax], 0.0)),
+        explained_variance_ratio=as_torch(xp.where(mask, ratio_all[:, :kmax], 0.0)),
+        singular_values=as_torch(xp.where(mask, xp.sqrt(lam[:, :kmax]), 0.0)),
+        noise_variance=as_torch(noise),
+        n_components=as_torch(k),
+        n_samples=as_torch(count).to(torch.int64),
+        mask=as_torch(mask),
     )
 
 
-def drop_roundoff(lam: torch.Tensor, n_features: int) -> torch.Tensor:
+def drop_roundoff(lam: Array, n_features: int) -> Array:
     """Descending eigenvalues ``lam`` (B, R) with the round-off-level ones set to exactly 0.
 
     Below ``10 max(R, D) eps lam_max`` an eigenvalue of a scatter or Gram matrix carries no
     information (an SVD would give a singular value at round-off too); zeroing it keeps
     ``singular_values_`` and the Gram route's null directions well defined.
     """
-    if lam.numel() == 0:
+    if 0 in lam.shape:
         return lam
-    eps = torch.finfo(lam.dtype).eps
-    floor = 10 * max(lam.shape[-1], n_features) * eps * lam[:, :1].clamp(min=0)
-    return torch.where(lam > floor, lam, torch.zeros_like(lam))
+    floor = 10 * max(lam.shape[-1], n_features) * eps(lam) * at_least(lam[:, :1], 0)
+    return lib(lam).where(lam > floor, lam, 0.0)
 
 
-def check_counts(count: torch.Tensor, spec: Any = None, n_features: int = 0) -> None:
+def check_counts(count: Array, spec: Any = None, n_features: int = 0) -> None:
     """PCA needs two samples per dataset (the variance divides by ``n_samples - 1``);
     ``n_components="mle"`` needs ``n_samples >= n_features`` (as sklearn)."""
-    bad = torch.nonzero(count < 2).flatten().tolist()
+    if count.shape[0] == 0 or (int(count.min()) >= 2 and not isinstance(spec, str)):
+        return
+    bad = indices(count < 2)
     if bad:
         have = sorted({int(count[i]) for i in bad})
         raise InputError(
@@ -185,7 +212,7 @@ def check_counts(count: torch.Tensor, spec: Any = None, n_features: int = 0) -> 
             [(i,) for i in bad],
         )
     if isinstance(spec, str):
-        bad = torch.nonzero(count < n_features).flatten().tolist()
+        bad = indices(count < n_features)
         if bad:
             raise InputError(
                 "n_components='mle'",
@@ -206,21 +233,24 @@ def overflow(bad: list[int]) -> None:
     )
 
 
-def check_stats(
-    mean: torch.Tensor, total: torch.Tensor, on_bad: Callable[[list[int]], None]
-) -> None:
+def check_stats(mean: Array, total: Array, on_bad: Callable[[list[int]], None]) -> None:
     """Finite means and trace imply finite scatter (|S_ij| <= sqrt(S_ii S_jj)): one cheap test
     on (B, D) numbers instead of a pass over the data; ``on_bad`` gets the bad datasets."""
-    bad = ~(torch.isfinite(mean).all(-1) & torch.isfinite(total))
+    if math.isfinite(float(mean.sum()) + float(total.sum())):
+        return  # every entry finite (a sum that overflows takes the test below)
+    xp = lib(total)
+    bad = ~(xp.isfinite(like(mean, total)).all(-1) & xp.isfinite(total))
     if bool(bad.any()):
-        on_bad(torch.nonzero(bad).flatten().tolist())
-        overflow(torch.nonzero(bad).flatten().tolist())
+        on_bad(indices(bad))
+        overflow(indices(bad))
 
 
-def _eigh(a: torch.Tensor, eigh_kw: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+def _eigh(a: torch.Tensor, eigh_kw: dict[str, Any]) -> tuple[Array, Array]:
+    """The core's eigh of the scatter or Gram matrices ``a``, ascending, where the
+    bookkeeping runs (:func:`~spectra.pca._host.host`)."""
     # symmetric by construction and checked finite: skip the core's input scan by default
     w, v = eigh(a, **{"check": False, **eigh_kw})
-    return w, v
+    return host(w), host(v)
 
 
 def from_scatter(
@@ -233,30 +263,31 @@ def from_scatter(
 ) -> PCAFit:
     """Covariance route: one batched eigh of the ``(B, D, D)`` scatter matrices."""
     d = scatter.shape[-1]
+    count = host(count)
     check_counts(count, spec, d)
-    total = scatter.diagonal(dim1=-2, dim2=-1).sum(-1)
+    total = host(scatter.diagonal(dim1=-2, dim2=-1).sum(-1))
     check_stats(mean, total, on_bad)
     w, v = _eigh(scatter, eigh_kw)
-    lam = drop_roundoff(w.flip(-1), d)
-    rank = count.clamp(max=d)
-    return finish(count, mean, lam, total, rank, spec, lambda kmax: v[..., d - kmax :].flip(-1))
+    lam = drop_roundoff(flip_last(w), d)
+    rank = at_most(count, d)
+    return finish(count, mean, lam, total, rank, spec, lambda kmax: flip_last(v[..., d - kmax :]))
 
 
-def complete(vecs: torch.Tensor, good: torch.Tensor) -> torch.Tensor:
+def complete(vecs: Array, good: Array) -> Array:
     """Replace the columns outside ``good`` by an orthonormal complement of the good ones.
 
     Good columns come first in each dataset (descending variance), so the Householder QR
     of the matrix with the bad columns zeroed continues the basis with unit vectors
-    orthogonal to the good columns, deterministically.
+    orthogonal to the good columns, deterministically (torch's QR, in ``vecs``' kind).
     """
     if bool(good.all()):
         return vecs
     vecs = vecs * good[:, None, :]
-    q, _ = torch.linalg.qr(vecs, mode="complete")
-    return torch.where(good[:, None, :], vecs, q[..., : vecs.shape[-1]])
+    q = like(torch.linalg.qr(as_torch(vecs), mode="complete")[0], vecs)
+    return lib(vecs).where(good[:, None, :], vecs, q[..., : vecs.shape[-1]])
 
 
-def ill_conditioned(lam: torch.Tensor, rank: torch.Tensor | None = None) -> torch.Tensor:
+def ill_conditioned(lam: Array, rank: Array | None = None) -> Array:
     """``(B,)`` True where the covariance route loses digits: ``lambda_max / lambda_min``
     (over the non-zero eigenvalues) above ``eps^(-1/3)`` (1.6e5 in float64, 203 in float32),
     or, given the expected ``rank`` ``(B,)``, fewer non-zero eigenvalues than that (the
@@ -266,39 +297,43 @@ def ill_conditioned(lam: torch.Tensor, rank: torch.Tensor | None = None) -> torc
     threshold it stays under ``eps^(2/3)`` (4e-11 in float64), the SVD route's error
     ``~eps sqrt(kappa)`` under ``eps^(5/6)``.
     """
-    if lam.numel() == 0:
-        return torch.zeros(lam.shape[0], dtype=torch.bool, device=lam.device)
-    limit = torch.finfo(lam.dtype).eps ** (-1.0 / 3.0)
+    if 0 in lam.shape:
+        return flags(lam.sum(-1), False)
+    xp = lib(lam)
+    limit = eps(lam) ** (-1.0 / 3.0)
     positive = lam > 0
-    low = torch.where(positive, lam, torch.inf).amin(-1)
-    bad = positive.any(-1) & (lam[:, 0] > limit * low)
+    low = xp.amin(xp.where(positive, lam, float("inf")), -1)
+    some = positive.any(-1)
+    bad = some & (lam[:, 0] > limit * low)
     if rank is not None:
-        bad = bad | (positive.any(-1) & (positive.sum(-1) < rank))
+        bad = bad | (some & (positive.sum(-1) < rank))
     return bad
 
 
 def _base_spectrum(
-    xc: torch.Tensor, route: str, eigh_kw: dict[str, Any], check: Callable[[torch.Tensor], None]
-) -> tuple[torch.Tensor, torch.Tensor, Callable[[int], torch.Tensor]]:
-    """``(lam, total, vectors)`` of the covariance or Gram route (``vectors(kmax)`` raw);
-    ``check(total)`` runs before the eigh (non-finite statistics never reach it)."""
+    xc: torch.Tensor, route: str, eigh_kw: dict[str, Any], check: Callable[[Array], None]
+) -> tuple[Array, Array, Callable[[int], Array]]:
+    """``(lam, total, vectors)`` of the covariance or Gram route (``vectors(kmax)`` raw),
+    where the bookkeeping runs; ``check(total)`` runs before the eigh (non-finite
+    statistics never reach it)."""
     d = xc.shape[-1]
     if route == "covariance":
         scatter = xc.mT @ xc  # symmetric up to round-off; eigh reads one triangle
-        total = scatter.diagonal(dim1=-2, dim2=-1).sum(-1)
+        total = host(scatter.diagonal(dim1=-2, dim2=-1).sum(-1))
         check(total)
         w, v = _eigh(scatter, eigh_kw)
-        return drop_roundoff(w.flip(-1), d), total, lambda kmax: v[..., d - kmax :].flip(-1)
+        return drop_roundoff(flip_last(w), d), total, lambda kmax: flip_last(v[..., d - kmax :])
     gram = xc @ xc.mT
-    total = gram.diagonal(dim1=-2, dim2=-1).sum(-1)
+    total = host(gram.diagonal(dim1=-2, dim2=-1).sum(-1))
     check(total)
     w, u = _eigh(gram, eigh_kw)
-    lam, u = drop_roundoff(w.flip(-1), d), u.flip(-1)
+    lam, n = drop_roundoff(flip_last(w), d), gram.shape[-1]
 
-    def vectors(kmax: int) -> torch.Tensor:
+    def vectors(kmax: int) -> Array:
         lk = lam[:, :kmax]
-        scale = torch.where(lk > 0, lk, 1.0).sqrt()
-        return (xc.mT @ u[..., :kmax]) / scale[:, None, :]
+        scale = lib(lk).sqrt(lib(lk).where(lk > 0, lk, 1.0))
+        lead = as_torch(flip_last(u[..., n - kmax :]))  # the kmax leading, descending
+        return like(xc.mT @ lead, lk) / scale[:, None, :]
 
     return lam, total, vectors
 
@@ -324,51 +359,51 @@ def from_data(
     are filled, where asked for, with an orthonormal complement of the others (as an SVD).
     """
     n, d = xc.shape[-2], xc.shape[-1]
+    count = host(count)
     check_counts(count, spec, d)
-    rank = count.clamp(max=d)
+    rank = at_most(count, d)
     base = route if route != "auto" else ("gram" if n < d else "covariance")
     if base == "svd":
-        check_stats(mean, xc.square().sum((-2, -1)), on_bad)
-        lam, vecs = svd_spectrum(xc, eigh_kw)
+        check_stats(mean, host(xc.square().sum((-2, -1))), on_bad)
+        lam, vecs = (host(t) for t in svd_spectrum(xc, eigh_kw))
         redo = list(range(xc.shape[0]))
-        exact = torch.zeros_like(count, dtype=torch.bool)
+        exact = flags(count, False)
         return finish_vectors(count, mean, lam, lam.sum(-1), rank, spec, vecs, exact), redo
     lam, total, vectors = _base_spectrum(
         xc, base, eigh_kw, lambda total: check_stats(mean, total, on_bad)
     )
-    exact = torch.full_like(count, base == "covariance", dtype=torch.bool)
+    exact = flags(count, base == "covariance")
     # centred data has rank min(N - 1, D) unless its columns are dependent
-    expected = (count - 1).clamp(min=0, max=d)
-    bad = ill_conditioned(lam, expected) if route == "auto" else torch.zeros_like(exact)
-    redo = torch.nonzero(bad).flatten().tolist()
+    expected = at_most(at_least(count - 1, 0), d)
+    bad = ill_conditioned(lam, expected) if route == "auto" else flags(count, False)
+    redo = indices(bad)
     vecs_fn = vectors
     if redo:
-        idx = torch.nonzero(bad).flatten()
-        lam_s, vecs_s = svd_spectrum(xc[idx], eigh_kw)
-        lam = lam.index_copy(0, idx, lam_s)
-        total = total.index_copy(0, idx, lam_s.sum(-1))
+        lam_s, vecs_s = (host(t) for t in svd_spectrum(xc[redo], eigh_kw))
+        lam = put_rows(lam, redo, lam_s)
+        total = put_rows(total, redo, lam_s.sum(-1))
         exact = exact & ~bad
 
-        def vecs_fn(kmax: int) -> torch.Tensor:
-            return vectors(kmax).index_copy(0, idx, vecs_s[..., :kmax])
+        def vecs_fn(kmax: int) -> Array:
+            return put_rows(vectors(kmax), redo, vecs_s[..., :kmax])
 
     return finish_vectors(count, mean, lam, total, rank, spec, vecs_fn, exact), redo
 
 
 def finish_vectors(
-    count: torch.Tensor,
+    count: Array,
     mean: torch.Tensor,
-    lam: torch.Tensor,
-    total: torch.Tensor,
-    rank: torch.Tensor,
+    lam: Array,
+    total: Array,
+    rank: Array,
     spec: Any,
-    vectors: torch.Tensor | Callable[[int], torch.Tensor],
-    exact: torch.Tensor,
+    vectors: Array | Callable[[int], Array],
+    exact: Array,
 ) -> PCAFit:
     """:func:`finish`, completing the null columns of the datasets not marked ``exact``
     (whose vectors did not come from an eigh of the scatter matrix itself)."""
 
-    def leading(kmax: int) -> torch.Tensor:
+    def leading(kmax: int) -> Array:
         vecs = vectors(kmax) if callable(vectors) else vectors[..., :kmax]
         good = (lam[:, :kmax] > 0) | exact[:, None]
         return complete(vecs, good)
