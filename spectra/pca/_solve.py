@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -310,17 +311,48 @@ def ill_conditioned(lam: Array, rank: Array | None = None) -> Array:
     return bad
 
 
+def surely_ill_conditioned(diagonal: Array, count: Array) -> Array:
+    """``(B,)`` True where the covariance route's spectrum is sure to be
+    :func:`ill_conditioned`, from the scatter matrices' diagonals ``(B, D)`` alone (the
+    columns' sums of squares): with ``n_samples - 1 >= D`` every eigenvalue is expected
+    positive, and ``lambda_max >= max_j S_jj``, ``lambda_min <= min_j S_jj``, so a diagonal
+    spread beyond twice the limit (or an exactly zero column) is one in the spectrum too.
+
+    >>> import numpy as np
+    >>> surely_ill_conditioned(np.array([[4.0, 1.0], [1e6, 1e-2], [1.0, 0.0]]), np.array([9, 9, 9]))
+    array([False,  True,  True])
+    """
+    xp, d = lib(diagonal), diagonal.shape[-1]
+    if d == 0:
+        return count < 0  # no features: nothing to solve
+    limit = eps(diagonal) ** (-1.0 / 3.0)
+    spread = xp.amax(diagonal, -1) > 2 * limit * xp.amin(diagonal, -1)
+    return (count - 1 >= d) & spread
+
+
 def _base_spectrum(
-    xc: torch.Tensor, route: str, eigh_kw: dict[str, Any], check: Callable[[Array], None]
-) -> tuple[Array, Array, Callable[[int], Array]]:
+    xc: torch.Tensor,
+    route: str,
+    eigh_kw: dict[str, Any],
+    check: Callable[[Array], None],
+    svd_for: Array | None = None,
+) -> tuple[Array, Array, Callable[[int], Array]] | None:
     """``(lam, total, vectors)`` of the covariance or Gram route (``vectors(kmax)`` raw),
     where the bookkeeping runs; ``check(total)`` runs before the eigh (non-finite
-    statistics never reach it)."""
+    statistics never reach it). ``None`` (no eigh) where, given the sample counts
+    ``svd_for``, every dataset is :func:`surely_ill_conditioned` (the SVD route's)."""
     d = xc.shape[-1]
     if route == "covariance":
         scatter = xc.mT @ xc  # symmetric up to round-off; eigh reads one triangle
-        total = host(scatter.diagonal(dim1=-2, dim2=-1).sum(-1))
+        diagonal = scatter.diagonal(dim1=-2, dim2=-1)
+        total = host(diagonal.sum(-1))
         check(total)
+        if (
+            svd_for is not None
+            and svd_for.shape[0]
+            and bool(surely_ill_conditioned(host(diagonal), svd_for).all())
+        ):
+            return None
         w, v = _eigh(scatter, eigh_kw)
         return drop_roundoff(flip_last(w), d), total, lambda kmax: flip_last(v[..., d - kmax :])
     gram = xc @ xc.mT
@@ -363,15 +395,19 @@ def from_data(
     check_counts(count, spec, d)
     rank = at_most(count, d)
     base = route if route != "auto" else ("gram" if n < d else "covariance")
-    if base == "svd":
-        check_stats(mean, host(xc.square().sum((-2, -1))), on_bad)
+    # "auto" skips the covariance eigh where every dataset would be solved again anyway
+    got = None
+    if base != "svd":
+        check = functools.partial(check_stats, mean, on_bad=on_bad)
+        got = _base_spectrum(xc, base, eigh_kw, check, count if route == "auto" else None)
+    if got is None:
+        if base == "svd":
+            check_stats(mean, host(xc.square().sum((-2, -1))), on_bad)
         lam, vecs = (host(t) for t in svd_spectrum(xc, eigh_kw))
         redo = list(range(xc.shape[0]))
         exact = flags(count, False)
         return finish_vectors(count, mean, lam, lam.sum(-1), rank, spec, vecs, exact), redo
-    lam, total, vectors = _base_spectrum(
-        xc, base, eigh_kw, lambda total: check_stats(mean, total, on_bad)
-    )
+    lam, total, vectors = got
     exact = flags(count, base == "covariance")
     # centred data has rank min(N - 1, D) unless its columns are dependent
     expected = at_most(at_least(count - 1, 0), d)

@@ -133,3 +133,57 @@ def test_the_small_steps_agree_with_their_definitions(kind: str) -> None:
     k = solve.choose_k(ratio, wrap(torch.tensor([3, 2])), 0.75, ratio, ratio)
     # the fewest leading components whose cumulative ratio exceeds 0.75 (as sklearn)
     assert as_torch(k).tolist() == [2, 1]
+
+
+def _count_eighs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the covariance/Gram eighs the fits below make."""
+    calls: list[int] = []
+    eigh_of = solve._eigh
+
+    def spy(a: torch.Tensor, kw: dict[str, Any]) -> Any:
+        calls.append(a.shape[-1])
+        return eigh_of(a, kw)
+
+    monkeypatch.setattr(solve, "_eigh", spy)
+    return calls
+
+
+def _ill_inputs() -> list[np.ndarray]:
+    from sklearn.datasets import load_wine
+
+    zero_column = np.random.default_rng(5).normal(size=(40, 6))
+    zero_column[:, 3] = 2.0
+    wine = load_wine().data
+    return [wine, zero_column, np.stack([wine[:60], wine[60:120]])]
+
+
+@pytest.mark.parametrize("x", _ill_inputs(), ids=["wine", "zero column", "two wine parts"])
+def test_a_surely_ill_conditioned_fit_skips_the_covariance_eigh(
+    monkeypatch: pytest.MonkeyPatch, x: np.ndarray
+) -> None:
+    """wine's columns (variances 1e-2 .. 1e5) and a zero column: the covariance spectrum
+    would fail the conditioning test, so "auto" goes to the SVD route at once, with the
+    fit of the covariance-first route (which solves them all again)."""
+    calls = _count_eighs(monkeypatch)
+    direct = _fits(x, n_components=3)
+    assert calls == [] and len(direct["plan"].svd_datasets) == (2 if x.ndim == 3 else 1)
+    monkeypatch.setattr(solve, "surely_ill_conditioned", lambda d, c: d[:, 0] != d[:, 0])
+    first = _fits(x, n_components=3)
+    assert calls == [x.shape[-1]]  # the covariance eigh, then the SVD route for all
+    assert direct.pop("plan") == first.pop("plan")
+    for field, got in first.items():
+        np.testing.assert_array_equal(got, direct[field], err_msg=field)
+
+
+def test_a_well_conditioned_fit_keeps_the_covariance_route(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sklearn.datasets import load_iris
+
+    calls = _count_eighs(monkeypatch)
+    fit = _fits(load_iris().data, n_components=2)
+    assert calls == [4] and fit["plan"].svd_datasets == ()
+    # one surely ill dataset beside a good one: the batch's covariance eigh runs, and only
+    # the ill one is solved again
+    rng = np.random.default_rng(2)
+    good, ill = rng.normal(size=(50, 4)), rng.normal(size=(50, 4)) * [1e4, 1, 1, 1e-3]
+    assert _fits(np.stack([good, ill]), n_components=2)["plan"].svd_datasets == (1,)
+    assert calls == [4, 4]
