@@ -51,10 +51,15 @@ def _run(
         )
         if traced is not None:
             return traced
-    plain = b is None and plan is None and options is None and not execution
-    if plain and request.lindep is None and request.device in (None, "cpu"):
-        # one CPU matrix or a handful: what the plan would run, without the pipeline
-        direct = solve_direct(a, request)
+    if b is None and request.lindep is None and request.device in (None, "cpu"):
+        # one CPU matrix or a handful: what the plan would run, without the pipeline (with
+        # options or a plan too, where they plan it as the default call)
+        plain = plan is None and options is None and not execution
+        direct = (
+            solve_direct(a, request)
+            if plain
+            else _direct_with_options(a, request, plan, options, execution)
+        )
         if direct is not None:
             return direct
     if is_sparse_input(a):  # torch/SciPy sparse, linear operators: the iterative path
@@ -87,6 +92,20 @@ def _run(
             return _solver_errors(solve_ragged, a, b, request, opts)
     with _caller_kernels(a, request.device):
         return _run_dense(a, b, request, plan, opts)
+
+
+def _direct_with_options(
+    a: Any, request: Request, plan: Plan | None, options: Options | None, execution: dict
+) -> tuple[Any, Any] | None:
+    """:func:`solve_direct` for a dense call with options or a plan; ``None`` where the full
+    path decides (sparse input and its own keywords, an option's error included)."""
+    if not (type(a) is np.ndarray or (type(a) is torch.Tensor and a.layout == torch.strided)):
+        return None
+    try:
+        opts = Options.build(options, **execution)
+    except (TypeError, InputError):
+        return None  # the full path raises it, where the input's kind is known
+    return solve_direct(a, request, opts, plan)
 
 
 def _caller_kernels(a: Any, device: Any) -> AbstractContextManager[None]:

@@ -151,7 +151,7 @@ class Options:
     @classmethod
     def names(cls) -> tuple[str, ...]:
         """The option names (the keywords ``spectra.eigh`` accepts besides its own)."""
-        return tuple(f.name for f in fields(cls))
+        return _NAMES if cls is Options else tuple(f.name for f in fields(cls))
 
     @classmethod
     def build(cls, options: Options | None = None, **kwargs: Any) -> Options:
@@ -178,3 +178,7 @@ class Options:
             verify=p.verify,
             autotune=False,
         )
+
+
+#: :meth:`Options.names` (read on every call with options)
+_NAMES = tuple(f.name for f in fields(Options))

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
+import pytest
 import torch
 
+from spectra.core import _eigh
 from spectra.core._support._samples import random_hermitian, random_unitary, with_spectrum
 
 __all__ = [
     "DTYPES",
     "bitwise_threads",
+    "pipeline_only",
+    "planned",
     "projector_distance",
     "random_hermitian",
     "random_unitary",
@@ -165,3 +170,19 @@ def bitwise_threads(n: int, dtype: torch.dtype, vectors: bool = True) -> Iterato
         yield
     finally:
         torch.set_num_threads(old)
+
+
+def pipeline_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls with options or a plan take the planned pipeline, even where those plan them
+    as the default call (which then takes the direct path:
+    ``spectra.core._eigh._direct_with_options``): for tests of the pipeline itself and
+    comparisons against it."""
+    monkeypatch.setattr(_eigh, "_direct_with_options", lambda *args, **kwargs: None)
+
+
+def planned(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, workers=1, **kwargs)`` through the planned pipeline itself (one worker;
+    :func:`pipeline_only`)."""
+    with pytest.MonkeyPatch.context() as m:
+        pipeline_only(m)
+        return fn(*args, workers=1, **kwargs)

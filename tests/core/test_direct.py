@@ -19,15 +19,15 @@ from spectra.core._solvers._native import native_module
 from spectra.core._strategies import _kernels
 from spectra.core._support import _threads
 
-from .helpers import random_hermitian, without_native_entry
+from .helpers import planned, random_hermitian, without_native_entry
 
 DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
 
 
 def _full_path(x, **kw):
-    """The same call through the whole pipeline (an execution keyword skips the direct
-    path; ``workers=1`` is what the plan of a small call says anyway)."""
-    return spectra.eigh(x, workers=1, **kw)
+    """The same call through the whole pipeline (``workers=1``, what the plan of a small
+    call says anyway, with the direct path switched off: ``helpers.planned``)."""
+    return planned(spectra.eigh, x, **kw)
 
 
 def _no_pipeline(monkeypatch):
@@ -66,7 +66,7 @@ def test_direct_results_are_bitwise_the_planned_path(shape, n, dtype):
     wf, vf = _full_path(a)
     assert torch.equal(w, wf) and torch.equal(v, vf)
     assert w.shape == (*shape, n) and v.shape == (*shape, n, n)
-    assert torch.equal(spectra.eigvalsh(a), spectra.eigvalsh(a, workers=1))
+    assert torch.equal(spectra.eigvalsh(a), planned(spectra.eigvalsh, a))
     k = max(1, n // 2)
     for largest in (False, True):
         wk, vk = spectra.eigh(a, k=k, largest=largest)
@@ -304,7 +304,7 @@ def test_small_lapack_calls_are_sequential_so_one_matrix_sets_no_threads(dtype, 
         a = random_hermitian((), n, dtype, seed=1)
         w, v = spectra.eigh(a)
         assert calls == expected, n
-        ref_w, ref_v = spectra.eigh(a[None], workers=1)  # the planned path
+        ref_w, ref_v = planned(spectra.eigh, a[None])  # the planned path
         assert torch.equal(w, ref_w[0]) and torch.equal(v, ref_v[0]), n
 
 
@@ -409,3 +409,80 @@ def test_tracked_eigenvalues_skip_the_gauge_and_keep_the_gradients_bits(monkeypa
     c = a0.clone().requires_grad_()
     (torch.linalg.eigvalsh(c) ** 2).sum().backward()
     torch.testing.assert_close(a.grad, c.grad, rtol=1e-12, atol=1e-12)
+
+
+def _count_pipeline(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from spectra.core import _eigh
+
+    runs: list[int] = []
+    real = _eigh._run_dense
+    monkeypatch.setattr(_eigh, "_run_dense", lambda *a: runs.append(1) or real(*a))
+    return runs
+
+
+@pytest.mark.parametrize(
+    "x, kw",
+    [
+        (random_hermitian((), 8, torch.float64, seed=3), {}),
+        (random_hermitian((), 40, torch.complex128, seed=4), {}),
+        (random_hermitian((16,), 8, torch.float32, seed=5), {}),
+        (random_hermitian((), 12, torch.float64, seed=6).numpy(), {}),
+        (random_hermitian((3,), 20, torch.complex64, seed=7), {"k": 3, "largest": True}),
+        (random_hermitian((), 70, torch.float64, seed=8), {"k": 0}),
+    ],
+    ids=["8 float64", "40 complex128", "16 x 8 float32", "NumPy", "k of a handful", "k = 0"],
+)
+def test_options_that_plan_the_default_call_take_the_direct_path(
+    monkeypatch: pytest.MonkeyPatch, x, kw
+) -> None:
+    """``workers=1``, the default strategy forced, an ``Options``, a plan handed back, a
+    backward option on input without history: the planner plans the call as the default
+    one, so it runs as that one does (no pipeline), bitwise; options that change the plan
+    (verification, another strategy) take the pipeline."""
+    n, batch = x.shape[-1], int(np.prod(x.shape[:-2]))
+    dtype = x.dtype if isinstance(x, torch.Tensor) else torch.from_numpy(x).dtype
+    default = spectra.plan(n, batch, dtype)
+    assert default.direct and default.strategy == "torch", str(default)
+    w0, v0 = spectra.eigh(x, **kw)
+    runs = _count_pipeline(monkeypatch)
+    same = [
+        {"workers": 1},
+        {"strategy": "torch", "chunk_size": batch},
+        {"options": spectra.Options(workers=1, max_memory=2**30)},
+        {"plan": default},
+        {"degenerate": "nan", "broadening": 1e-9},
+    ]
+    for opts in same:
+        w, v = spectra.eigh(x, **kw, **opts)
+        assert runs == [] and type(w) is type(w0), opts
+        assert np.array_equal(np.asarray(w), np.asarray(w0)), opts
+        assert np.array_equal(np.asarray(v), np.asarray(v0)), opts
+        assert spectra.plan(
+            n, batch, dtype, **opts.get("options", spectra.Options()).planning()
+        ).direct
+    assert spectra.plan(n, batch, dtype, workers=1).direct
+    assert any(r.startswith("direct path: the call runs") for r in default.reasons)
+    for i, opts in enumerate([{"verify": True}, {"strategy": "numpy"}], start=1):
+        w, v = spectra.eigh(x, **kw, **opts)
+        assert runs == [1] * i, opts  # the pipeline's route, the same eigenpairs
+        assert np.allclose(
+            np.asarray(w),
+            np.asarray(w0),
+            rtol=1e-4,
+            atol=1e-4 * abs(np.asarray(w0)).max(initial=1.0),
+        )
+    # the pipeline itself agrees bitwise (the planned call, the direct path switched off)
+    pw, pv = planned(spectra.eigh, x, **kw)
+    assert runs == [1, 1, 1]
+    assert np.array_equal(np.asarray(pw), np.asarray(w0))
+    assert np.array_equal(np.asarray(pv), np.asarray(v0))
+
+
+def test_options_keep_the_pipeline_for_input_with_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its backward takes the options (here the degenerate policy): the pipeline runs it."""
+    runs = _count_pipeline(monkeypatch)
+    a = random_hermitian((), 6, torch.float64, seed=9).requires_grad_(True)
+    w, _ = spectra.eigh(a, degenerate="nan")
+    assert runs == [1]
+    w.sum().backward()
+    assert a.grad is not None and torch.allclose(a.grad, torch.eye(6, dtype=torch.float64))

@@ -17,7 +17,7 @@ from spectra.core._pipeline import _direct
 from spectra.core._pipeline._gauge import fix_gauge
 from spectra.core._solvers import _native
 
-from .helpers import assert_refusals, pin_cpu_vendor, without_native_entry
+from .helpers import assert_refusals, pin_cpu_vendor, planned, without_native_entry
 
 MODULE = _native.native_module()
 needs_native = pytest.mark.skipif(MODULE is None, reason="the compiled helper is not built")
@@ -130,7 +130,7 @@ def _python_route(monkeypatch: pytest.MonkeyPatch, fn, *args, **kwargs):  # type
     if a.is_complex() and _direct._closed_small(a.shape[-1], a.dtype):
         # the complex closed form has no Python twin (the real one has numba's lanes): the
         # planned path's own call of it (its executor, workers=1) is the reference
-        return fn(*args, workers=1, **kwargs)
+        return planned(fn, *args, **kwargs)
     with monkeypatch.context() as m:
         m.setattr(_native, "native_module", lambda: None)
         return fn(*args, **kwargs)
@@ -251,8 +251,9 @@ def test_unchecked_reads_the_lower_triangle(spy: _Spy, monkeypatch: pytest.Monke
 @needs_native
 def test_routes(spy: _Spy, monkeypatch: pytest.MonkeyPatch) -> None:
     """One matrix (tensor or NumPy, with or without k): the one-matrix call; a small
-    batch: the batch call, bitwise the Python route; n = 256 or execution options: the
-    pipeline."""
+    batch: the batch call, bitwise the Python route; execution options that plan it as the
+    default call: the same one-matrix call; n = 256 or options that change the plan
+    (verification): the pipeline."""
     assert MODULE is not None
     batches: list[int] = []
     inner = MODULE.eigh_batch
@@ -267,10 +268,13 @@ def test_routes(spy: _Spy, monkeypatch: pytest.MonkeyPatch) -> None:
     pw, pv = _python_route(monkeypatch, spectra.eigh, stack)
     assert torch.equal(w, pw) and torch.equal(v, pv)
     assert torch.equal(spectra.eigvalsh(stack), _python_route(monkeypatch, spectra.eigvalsh, stack))
+    spectra.eigh(a, workers=1, strategy="torch")  # options that plan it as the default call
+    assert len(spy.calls) == 3 and batches == [5, 5]
     spectra.eigh(_random(256, torch.float64, 1))  # beyond the one-matrix route
-    spectra.eigh(a, workers=1)  # execution options
-    # both through the pipeline, whose torch strategy runs the fused batch pass
-    assert len(spy.calls) == 2 and batches == [5, 5, 1, 1]
+    # through the pipeline, whose torch strategy runs the fused batch pass
+    assert len(spy.calls) == 3 and batches == [5, 5, 1]
+    spectra.eigh(a, verify=True)  # options that change the plan: the pipeline's own route
+    assert len(spy.calls) == 3 and batches == [5, 5, 1]
 
 
 @needs_native
@@ -287,7 +291,7 @@ def test_batch_bitwise_the_python_route(
         w, v = spectra.eigh(x)
         pw, pv = _python_route(monkeypatch, spectra.eigh, x)
         assert torch.equal(w, pw) and torch.equal(v, pv), (n, b)
-        planned_w, planned_v = spectra.eigh(x, workers=1)  # the planned path itself
+        planned_w, planned_v = planned(spectra.eigh, x)  # the planned path itself
         assert torch.equal(w, planned_w) and torch.equal(v, planned_v), (n, b)
         one_w, one_v = spectra.eigh(x[b - 1])
         assert torch.equal(w[b - 1], one_w) and torch.equal(v[b - 1], one_v), (n, b)

@@ -19,7 +19,7 @@ from spectra.core._solvers import _native
 from spectra.core._solvers._kernels import numba_available
 from spectra.core._strategies import _kernels
 
-from .helpers import assert_refusals, tracked_grads
+from .helpers import assert_refusals, planned, tracked_grads
 
 MODULE = _native.native_module()
 needs_native = pytest.mark.skipif(MODULE is None, reason="the compiled helper is not built")
@@ -133,11 +133,11 @@ def test_planned_from_one_matrix() -> None:
 def test_one_matrix_a_handful_and_a_batch_agree(dtype: torch.dtype, n: int) -> None:
     """One matrix (the C++ entry or the compiled call), a handful (the compiled batch), a
     batch through the pipeline (numba's lanes or the compiled helper) and the pipeline
-    forced (``workers=1``): the same bits for the same matrix."""
+    forced (``helpers.planned``): the same bits for the same matrix."""
     x = _batch(n, dtype, 30 + n, b=200)
     big_w, big_v = spectra.eigh(x)
     few_w, few_v = spectra.eigh(x[:7])
-    piped_w, piped_v = spectra.eigh(x[:7], workers=1)
+    piped_w, piped_v = planned(spectra.eigh, x[:7])
     assert torch.equal(few_w, big_w[:7]) and torch.equal(few_v, big_v[:7])
     assert torch.equal(piped_w, few_w) and torch.equal(piped_v, few_v)
     for k in (0, 1, 25, 61, 95, 140, 141, 199):
@@ -175,7 +175,7 @@ def test_tracked_gradient_is_the_pipelines() -> None:
         return tracked_grads(base, fn, lambda w, v: w.sum() + (v * weights).sum())
 
     one = grad(spectra.eigh)
-    piped = grad(lambda a: spectra.eigh(a, workers=1))
+    piped = grad(lambda a: spectra.eigh(a, workers=1))  # (tracked: the pipeline)
     for x, y in zip(one, piped, strict=True):
         assert torch.equal(x, y)
     _, tv = torch.linalg.eigh(base)

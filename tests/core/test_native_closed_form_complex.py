@@ -16,7 +16,7 @@ import spectra
 from spectra.core._pipeline._gauge import gauge_phase
 from spectra.core._solvers import _native
 
-from .helpers import assert_refusals, tracked_grads
+from .helpers import assert_refusals, planned, tracked_grads
 
 MODULE = _native.native_module()
 needs_native = pytest.mark.skipif(MODULE is None, reason="the compiled helper is not built")
@@ -115,7 +115,7 @@ def test_against_scipy(dtype: torch.dtype, n: int) -> None:
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_one_matrix_a_handful_and_a_batch_agree(dtype: torch.dtype, n: int) -> None:
     """One matrix (the C++ entry or the compiled call), a handful (the compiled batch), a
-    batch through the pipeline and the pipeline forced (``workers=1``): the plan is the
+    batch through the pipeline and the pipeline forced (``helpers.planned``): the plan is the
     compiled closed form at each size, and the bits are the same."""
     x = _batch(n, dtype, 60 + n, b=240)
     for batch in (1, 7, 240, 100_000):
@@ -125,7 +125,7 @@ def test_one_matrix_a_handful_and_a_batch_agree(dtype: torch.dtype, n: int) -> N
     assert spectra.plan(n, 1, dtype).direct
     big_w, big_v = spectra.eigh(x)
     few_w, few_v = spectra.eigh(x[:7])
-    piped_w, piped_v = spectra.eigh(x[:7], workers=1)
+    piped_w, piped_v = planned(spectra.eigh, x[:7])
     cw, cv = _compiled(x)
     assert torch.equal(big_w, cw) and torch.equal(big_v, cv)
     assert torch.equal(few_w, big_w[:7]) and torch.equal(few_v, big_v[:7])
@@ -180,7 +180,7 @@ def test_tracked_gradient_is_the_pipelines_and_torchs(n: int) -> None:
         return tracked_grads(base, fn, lambda w, v: w.sum() + (v.abs() ** 2 * weights).sum())
 
     one = grad(spectra.eigh)
-    piped = grad(lambda a: spectra.eigh(a, workers=1))
+    piped = grad(lambda a: spectra.eigh(a, workers=1))  # (tracked: the pipeline)
     for x, y in zip(one, piped, strict=True):
         assert torch.equal(x, y)
     ref = grad(torch.linalg.eigh)

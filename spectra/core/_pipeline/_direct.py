@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch.autograd import forward_ad
 
-from .._options import check_tolerance
+from .._options import PLANNING_FIELDS, Options, check_tolerance
 from .._request import Request
 from .._solvers._native import (
     mark_entry_route,
@@ -52,8 +52,8 @@ from ._autograd_one import _TOL32, _TOL64, eigh_native, node_or_rule, with_backw
 from ._backward_fast import gauge_fresh
 from ._checks import InputRejected, quick_check
 from ._gauge import fix_gauge_small_
-from ._plan import THREADED_LAPACK_MIN_N, compiled_closed_form, direct_path, plan
-from ._prepare import check_k
+from ._plan import THREADED_LAPACK_MIN_N, Plan, compiled_closed_form, direct_path, plan
+from ._prepare import check_k, check_plan
 from ._select import select_k
 
 _TORCH_DTYPES = frozenset((torch.float32, torch.float64, torch.complex64, torch.complex128))
@@ -461,9 +461,59 @@ def _native_block(
     return w, v
 
 
-def solve_direct(a: Any, request: Request) -> tuple[Any, Any] | None:
+@functools.lru_cache(maxsize=4096)
+def _direct_with(
+    n: int,
+    batch: int,
+    dtype: torch.dtype,
+    vectors: bool,
+    k: int | None,
+    largest: bool,
+    planning: tuple[Any, ...],
+    version: int,
+) -> bool:
+    """Whether a call with the planner's options ``planning`` (the values of
+    ``Options.planning()``) is planned as the default call, and that one directly: the
+    same strategy and window, one worker, one chunk within the budget, no verification."""
+    if not _direct_cached(n, batch, dtype, vectors, k, largest, version):
+        return False
+    wanted = dict(zip(PLANNING_FIELDS, planning, strict=True))
+    k = k or None  # k = 0: the empty slice of the full solve
+    given = plan(n, batch, dtype, vectors=vectors, k=k, largest=largest, **wanted)
+    default = plan(n, batch, dtype, vectors=vectors, k=k, largest=largest)
+    same = (given.strategy, given.window) == (default.strategy, default.window)
+    return same and given.direct and not given.verify
+
+
+def _planned_alike(a: Any, request: Request, opts: Options, given: Plan | None) -> bool:
+    """Whether a call with options ``opts`` (or the plan ``given``, checked against the
+    input as the full path checks it) runs what the default call runs on the direct path.
+    Input with history keeps the full path (its backward takes the options)."""
+    got = _as_cpu_tensor(a)
+    if got is None or (got[0].requires_grad and torch.is_grad_enabled()):
+        return False
+    t = got[0]
+    shape = t.shape
+    if len(shape) < 2 or shape[-1] != shape[-2] or 0 in shape:
+        return False
+    n, batch = shape[-1], math.prod(shape[:-2])
+    if given is not None:
+        opts = Options.from_plan(check_plan(given, n, batch, t.dtype, t.device), opts)
+    k = None if request.k is None else check_k(request.k, n)
+    key, version = tuple(opts.planning().values()), registry_version()
+    return _direct_with(n, batch, t.dtype, request.vectors, k, request.largest, key, version)
+
+
+def solve_direct(
+    a: Any, request: Request, opts: Options | None = None, given: Plan | None = None
+) -> tuple[Any, Any] | None:
     """``(w, v or None)`` of a small CPU call as its plan would compute them, or ``None``
-    when the call must take the full path."""
+    when the call must take the full path. A call with options ``opts`` (or a plan
+    ``given``) takes it where they plan it as the default call (:func:`_direct_with`)."""
+    if (opts is not None or given is not None) and not _planned_alike(
+        a, request, opts or Options(), given
+    ):
+        return None
     vectors, k, check, symmetry_tol = (
         request.vectors,
         request.k,
@@ -471,7 +521,9 @@ def solve_direct(a: Any, request: Request) -> tuple[Any, Any] | None:
         request.symmetry_tol,
     )
     if type(a) is torch.Tensor and a.dim() == 2 and k is None:
-        one = _solve_one(a, vectors, check, symmetry_tol)
+        # (a call with options has not tried the compiled entry yet: solve_one does first)
+        solve = _solve_one if opts is None and given is None else solve_one
+        one = solve(a, vectors, check, symmetry_tol)
         if one is not None:
             return one
     got = _as_cpu_tensor(a)
@@ -494,7 +546,12 @@ def solve_direct(a: Any, request: Request) -> tuple[Any, Any] | None:
     flat = t if len(shape) == 2 else t.reshape(batch, n, n)
     if not flat.is_contiguous():
         flat = flat.contiguous()
-    solved = None if tracked else _native_block(flat, vectors, check)
+    solved = None
+    if not tracked and (kk is not None or opts is not None or given is not None):
+        # the compiled entries the default call without k tried first (k of n: sliced below)
+        solved = solve_one(flat, vectors, check, symmetry_tol)
+    if solved is None and not tracked:
+        solved = _native_block(flat, vectors, check)
     if solved is None and _closed_small(n, t.dtype):
         return None  # tracked, refused or not finite: the full path's closed form decides
     if solved is None:

@@ -107,8 +107,9 @@ class Plan:
     memory_budget: int
     reasons: tuple[str, ...] = field(default=())
     single_threaded: bool = False  # one intra-op/BLAS thread per solve (CPU)
-    #: one LAPACK call in the caller's thread that a default call runs without the
-    #: pipeline (``direct_path``): same result, none of the fixed cost
+    #: one LAPACK call in the caller's thread that the call runs without the pipeline
+    #: (``direct_path``; a call with options too where they plan it as the default one):
+    #: same result, none of the fixed cost
     direct: bool = False
     #: ``(lo, hi)``: only eigenpairs ``lo .. hi - 1`` of each matrix are computed (the
     #: strategy's partial solve, for ``k`` of ``n``); ``None``: all of them
@@ -421,7 +422,7 @@ def _plan_cached(ask: Ask, version: int = 0) -> Plan:
     if direct:
         solver = "LAPACK call" if name == DEFAULT_STRATEGY else "compiled closed form"
         reasons.append(
-            f"direct path: a default call runs this one {solver} without the pipeline "
+            f"direct path: the call runs this one {solver} without the pipeline "
             "(check, solve and gauge in one compiled call where built)"
         )
     return Plan(
