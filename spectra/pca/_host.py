@@ -41,9 +41,12 @@ def host(t: torch.Tensor) -> Array:
 def as_torch(x: Array) -> torch.Tensor:
     """``x`` as a torch tensor: a NumPy array is wrapped without a copy (copied first where
     it is a reversed view, which torch cannot wrap)."""
-    if isinstance(x, np.ndarray):  # (numpy calls a reversed axis of length 1 contiguous)
-        return torch.from_numpy(x.copy() if any(s < 0 for s in x.strides) else x)
-    return x
+    if not isinstance(x, np.ndarray):
+        return x
+    try:
+        return torch.from_numpy(x)
+    except ValueError:  # negative strides (numpy calls a reversed axis of length 1 contiguous)
+        return torch.from_numpy(x.copy())
 
 
 def like(t: Array, ref: Array) -> Array:
@@ -65,6 +68,16 @@ def eps(x: Array) -> float:
 
 
 _EPS: dict[Any, float] = {}
+
+
+def row_max(x: Array) -> Array:
+    """The largest entry along the last axis (NaN propagates)."""
+    return x.max(-1) if isinstance(x, np.ndarray) else x.amax(-1)
+
+
+def row_min(x: Array) -> Array:
+    """The smallest entry along the last axis (NaN propagates)."""
+    return x.min(-1) if isinstance(x, np.ndarray) else x.amin(-1)
 
 
 def at_least(x: Array, low: float) -> Array:

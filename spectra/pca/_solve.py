@@ -30,6 +30,8 @@ from ._host import (
     lib,
     like,
     put_rows,
+    row_max,
+    row_min,
     take_last,
 )
 from ._svd import svd_spectrum
@@ -303,7 +305,7 @@ def ill_conditioned(lam: Array, rank: Array | None = None) -> Array:
     xp = lib(lam)
     limit = eps(lam) ** (-1.0 / 3.0)
     positive = lam > 0
-    low = xp.amin(xp.where(positive, lam, float("inf")), -1)
+    low = row_min(xp.where(positive, lam, float("inf")))
     some = positive.any(-1)
     bad = some & (lam[:, 0] > limit * low)
     if rank is not None:
@@ -322,11 +324,11 @@ def surely_ill_conditioned(diagonal: Array, count: Array) -> Array:
     >>> surely_ill_conditioned(np.array([[4.0, 1.0], [1e6, 1e-2], [1.0, 0.0]]), np.array([9, 9, 9]))
     array([False,  True,  True])
     """
-    xp, d = lib(diagonal), diagonal.shape[-1]
+    d = diagonal.shape[-1]
     if d == 0:
         return count < 0  # no features: nothing to solve
     limit = eps(diagonal) ** (-1.0 / 3.0)
-    spread = xp.amax(diagonal, -1) > 2 * limit * xp.amin(diagonal, -1)
+    spread = row_max(diagonal) > 2 * limit * row_min(diagonal)
     return (count - 1 >= d) & spread
 
 
