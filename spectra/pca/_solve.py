@@ -333,28 +333,16 @@ def surely_ill_conditioned(diagonal: Array, count: Array) -> Array:
 
 
 def _base_spectrum(
-    xc: torch.Tensor,
-    route: str,
-    eigh_kw: dict[str, Any],
-    check: Callable[[Array], None],
-    svd_for: Array | None = None,
-) -> tuple[Array, Array, Callable[[int], Array]] | None:
+    xc: torch.Tensor, route: str, eigh_kw: dict[str, Any], check: Callable[[Array], None]
+) -> tuple[Array, Array, Callable[[int], Array]]:
     """``(lam, total, vectors)`` of the covariance or Gram route (``vectors(kmax)`` raw),
     where the bookkeeping runs; ``check(total)`` runs before the eigh (non-finite
-    statistics never reach it). ``None`` (no eigh) where, given the sample counts
-    ``svd_for``, every dataset is :func:`surely_ill_conditioned` (the SVD route's)."""
+    statistics never reach it)."""
     d = xc.shape[-1]
     if route == "covariance":
         scatter = xc.mT @ xc  # symmetric up to round-off; eigh reads one triangle
-        diagonal = scatter.diagonal(dim1=-2, dim2=-1)
-        total = host(diagonal.sum(-1))
+        total = host(scatter.diagonal(dim1=-2, dim2=-1).sum(-1))
         check(total)
-        if (
-            svd_for is not None
-            and svd_for.shape[0]
-            and bool(surely_ill_conditioned(host(diagonal), svd_for).all())
-        ):
-            return None
         w, v = _eigh(scatter, eigh_kw)
         return drop_roundoff(flip_last(w), d), total, lambda kmax: flip_last(v[..., d - kmax :])
     gram = xc @ xc.mT
@@ -397,19 +385,22 @@ def from_data(
     check_counts(count, spec, d)
     rank = at_most(count, d)
     base = route if route != "auto" else ("gram" if n < d else "covariance")
-    # "auto" skips the covariance eigh where every dataset would be solved again anyway
-    got = None
-    if base != "svd":
-        check = functools.partial(check_stats, mean, on_bad=on_bad)
-        got = _base_spectrum(xc, base, eigh_kw, check, count if route == "auto" else None)
-    if got is None:
-        if base == "svd":
-            check_stats(mean, host(xc.square().sum((-2, -1))), on_bad)
+    squares = None
+    if route == "auto" and base == "covariance" and xc.shape[0]:
+        # the scatter's diagonal without the scatter: where it proves every dataset
+        # ill-conditioned, the SVD route at once (the covariance route would redo them all)
+        squares = host(xc.square().sum(-2))
+        if bool(surely_ill_conditioned(squares, count).all()):
+            base = "svd"
+    if base == "svd":
+        total = squares.sum(-1) if squares is not None else host(xc.square().sum((-2, -1)))
+        check_stats(mean, total, on_bad)
         lam, vecs = (host(t) for t in svd_spectrum(xc, eigh_kw))
         redo = list(range(xc.shape[0]))
         exact = flags(count, False)
         return finish_vectors(count, mean, lam, lam.sum(-1), rank, spec, vecs, exact), redo
-    lam, total, vectors = got
+    check = functools.partial(check_stats, mean, on_bad=on_bad)
+    lam, total, vectors = _base_spectrum(xc, base, eigh_kw, check)
     exact = flags(count, base == "covariance")
     # centred data has rank min(N - 1, D) unless its columns are dependent
     expected = at_most(at_least(count - 1, 0), d)
