@@ -20,6 +20,7 @@ from ._options import Options
 from ._pipeline._checks import BlockCheck, InputRejected, check_finite, check_hermitian
 from ._pipeline._dense import solve_dense
 from ._pipeline._direct import solve_direct, solve_one
+from ._pipeline._direct_generalized import solve_direct_generalized
 from ._pipeline._plan import THREADED_LAPACK_MIN_N, Plan
 from ._pipeline._prepare import check_plan, is_ragged, prepare
 from ._pipeline._ragged_solve import solve_ragged
@@ -51,6 +52,17 @@ def _run(
         )
         if traced is not None:
             return traced
+    if (
+        b is not None
+        and plan is None
+        and options is None
+        and not execution
+        and request.lindep is None
+        and request.device in (None, "cpu")
+    ):  # one small pair (or a handful): the serial Cholesky path's steps, no pipeline
+        direct = solve_direct_generalized(a, b, request)
+        if direct is not None:
+            return direct
     if b is None and request.lindep is None and request.device in (None, "cpu"):
         # one CPU matrix or a handful: what the plan would run, without the pipeline (with
         # options or a plan too, where they plan it as the default call)

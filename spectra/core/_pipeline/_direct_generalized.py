@@ -1,0 +1,108 @@
+"""The direct path of a small generalized problem ``A v = w B v`` (one pair, or a handful).
+
+One pair per call is how a tight-binding code asks for ``H(k), S(k)`` at one k-point and
+how PySCF hands over a Fock matrix and its overlap. Through the pipeline such a call paid
+~0.5 ms of layers (the request, the chunking, the plan, the executor, the torch gauge) for
+a few microseconds of LAPACK: one 8 x 8 pair took 510 us against SciPy's 35 us. Where the
+reduced problem's plan is direct (:func:`~._direct._direct`) and nothing needs the
+pipeline (no history, no ``lindep``, exactly Hermitian finite input or ``check=False``, a
+positive-definite ``b``), this runs the serial Cholesky path's own steps
+(:func:`~._solve._solve_cholesky`: the factor, the two triangular solves, LAPACK on the
+reduced matrix, the back-transformation, the gauge) without those layers: bitwise its
+results (``tests/core/test_direct_generalized.py``). Anything else returns ``None``, and
+the full path answers or names what is wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import nullcontext
+from typing import Any
+
+import torch
+
+from .._request import Request
+from .._solvers._native import native_exactly_hermitian, native_within_tolerance
+from .._solvers._torch_lapack import SEQUENTIAL_N, one_kernel_thread
+from .._support._memory import GENERALIZED_MATRICES
+from .._support._threads import caller_kernel_threads, single_threaded_kernels
+from ._checks import hermitian_from_lower, symmetry_tolerance
+from ._direct import _as_cpu_tensor, _closed_small, _direct, _solve
+from ._gauge import fix_gauge_small_
+from ._prepare import check_k
+from ._select import select_k
+from ._solve import _reduce
+
+#: at most this many bytes of working set (``GENERALIZED_MATRICES`` matrices per pair):
+#: within the smallest default budget (64 MiB), so no chunking can be planned for it
+DIRECT_GENERALIZED_BYTES = 64 << 20
+
+
+def _accepted(x: torch.Tensor, tol: float) -> bool:
+    """Whether every matrix of ``x`` passes the full path's check (``quick_check``): finite
+    and exactly Hermitian, or Hermitian within ``tol`` (one compiled pass each; ``False``
+    without the helper: the full path's checks decide)."""
+    return bool(native_exactly_hermitian(x, True) or native_within_tolerance(x, tol))
+
+
+def solve_direct_generalized(a: Any, b: Any, request: Request) -> tuple[Any, Any] | None:
+    """``(w, v or None)`` of ``A v = w B v`` for a small CPU pair (or a handful of the same
+    shape), as the serial Cholesky path computes them; ``None``: the full path.
+
+    >>> import torch
+    >>> from spectra.core._request import Request
+    >>> a = torch.diag(torch.tensor([2.0, 8.0], dtype=torch.float64))
+    >>> b = torch.diag(torch.tensor([1.0, 4.0], dtype=torch.float64))
+    >>> request = Request.build(True, None, False, None, float("inf"), True, None, None)
+    >>> solve_direct_generalized(a, b, request)[0]
+    tensor([2., 2.], dtype=torch.float64)
+    """
+    got_a, got_b = _as_cpu_tensor(a), _as_cpu_tensor(b)
+    if got_a is None or got_b is None or got_a[1] != got_b[1]:
+        return None
+    (ta, numpy_in), (tb, _) = got_a, got_b
+    shape = ta.shape
+    if tb.shape != shape or tb.dtype != ta.dtype or ta.dim() not in (2, 3):
+        return None
+    n = shape[-1]
+    batch = shape[0] if ta.dim() == 3 else 1
+    if n == 0 or batch == 0 or shape[-2] != n:
+        return None
+    if torch.is_grad_enabled() and (ta.requires_grad or tb.requires_grad):
+        return None  # the backward: the full path's rule
+    if batch * n * n * ta.element_size() * GENERALIZED_MATRICES > DIRECT_GENERALIZED_BYTES:
+        return None
+    vectors = request.vectors
+    if not _direct(n, batch, ta.dtype, vectors) or _closed_small(n, ta.dtype):
+        return None  # the reduced problem is not planned as one LAPACK call here
+    k = None if request.k is None else check_k(request.k, n)
+    if request.check:
+        tol = request.symmetry_tol
+        tol = symmetry_tolerance(ta.dtype) if tol is None else tol
+        if not (_accepted(ta, tol) and _accepted(tb, tol)):
+            return None  # refused: the full path names what is wrong and where
+    ta = hermitian_from_lower(ta)  # (the matrix itself where exactly Hermitian)
+    # the full path's thread settings: its steps on one kernel thread in the caller's
+    # thread, the reduced problem's LAPACK call on the plan's (the caller's from
+    # ``threaded_from``), so the factor and the solves round as there
+    with single_threaded_kernels():
+        factor, info = torch.linalg.cholesky_ex(tb)  # reads b's lower triangle
+        if bool(info.any() if info.dim() else info):
+            return None  # not positive definite: the full path names the matrices
+        c = _reduce(ta, factor).contiguous()
+        threaded = not one_kernel_thread(n, ta.dtype, vectors) and n >= SEQUENTIAL_N
+        try:
+            with caller_kernel_threads() if threaded else nullcontext():
+                w, u = _solve(c, vectors)
+        except RuntimeError:
+            return None
+        if not math.isfinite(sum(w.flatten().tolist())):
+            return None  # an overflow: the full path decides
+        v = None
+        if u is not None:
+            v = fix_gauge_small_(torch.linalg.solve_triangular(factor.mH, u, upper=True))
+    if k is not None:
+        w, v = select_k(w, v, k, request.largest)
+    if numpy_in:
+        return w.numpy(), (v.numpy() if v is not None else None)
+    return w, v
