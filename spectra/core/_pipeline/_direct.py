@@ -425,12 +425,26 @@ def _direct_cached(
     k: int | None,
     largest: bool,
     version: int,
+    planning: tuple[Any, ...] | None = None,
 ) -> bool:
+    """Whether the default call is planned directly; with the planner's options
+    ``planning`` (the values of ``Options.planning()``), whether a call with them is
+    planned as that default call: the same strategy and window, one worker, one chunk
+    within the budget, no verification."""
     if not (_builtin_lapack(version) and direct_path(n, batch, dtype, vectors)):
         return False
     # k of n eigenpairs that the planner solves by a partial solve (Plan.window) are not
     # a full LAPACK call sliced: the full path runs them
-    return not (k and vectors and plan(n, batch, dtype, k=k, largest=largest).window)
+    if k and vectors and plan(n, batch, dtype, k=k, largest=largest).window:
+        return False
+    if planning is None:
+        return True
+    wanted = dict(zip(PLANNING_FIELDS, planning, strict=True))
+    k = k or None  # k = 0: the empty slice of the full solve
+    given = plan(n, batch, dtype, vectors=vectors, k=k, largest=largest, **wanted)
+    default = plan(n, batch, dtype, vectors=vectors, k=k, largest=largest)
+    same = (given.strategy, given.window) == (default.strategy, default.window)
+    return same and given.direct and not given.verify
 
 
 def _direct(
@@ -461,30 +475,6 @@ def _native_block(
     return w, v
 
 
-@functools.lru_cache(maxsize=4096)
-def _direct_with(
-    n: int,
-    batch: int,
-    dtype: torch.dtype,
-    vectors: bool,
-    k: int | None,
-    largest: bool,
-    planning: tuple[Any, ...],
-    version: int,
-) -> bool:
-    """Whether a call with the planner's options ``planning`` (the values of
-    ``Options.planning()``) is planned as the default call, and that one directly: the
-    same strategy and window, one worker, one chunk within the budget, no verification."""
-    if not _direct_cached(n, batch, dtype, vectors, k, largest, version):
-        return False
-    wanted = dict(zip(PLANNING_FIELDS, planning, strict=True))
-    k = k or None  # k = 0: the empty slice of the full solve
-    given = plan(n, batch, dtype, vectors=vectors, k=k, largest=largest, **wanted)
-    default = plan(n, batch, dtype, vectors=vectors, k=k, largest=largest)
-    same = (given.strategy, given.window) == (default.strategy, default.window)
-    return same and given.direct and not given.verify
-
-
 def _planned_alike(a: Any, request: Request, opts: Options, given: Plan | None) -> bool:
     """Whether a call with options ``opts`` (or the plan ``given``, checked against the
     input as the full path checks it) runs what the default call runs on the direct path.
@@ -501,7 +491,7 @@ def _planned_alike(a: Any, request: Request, opts: Options, given: Plan | None) 
         opts = Options.from_plan(check_plan(given, n, batch, t.dtype, t.device), opts)
     k = None if request.k is None else check_k(request.k, n)
     key, version = tuple(opts.planning().values()), registry_version()
-    return _direct_with(n, batch, t.dtype, request.vectors, k, request.largest, key, version)
+    return _direct_cached(n, batch, t.dtype, request.vectors, k, request.largest, version, key)
 
 
 def solve_direct(
@@ -509,7 +499,7 @@ def solve_direct(
 ) -> tuple[Any, Any] | None:
     """``(w, v or None)`` of a small CPU call as its plan would compute them, or ``None``
     when the call must take the full path. A call with options ``opts`` (or a plan
-    ``given``) takes it where they plan it as the default call (:func:`_direct_with`)."""
+    ``given``) takes it where they plan it as the default call (:func:`_direct_cached`)."""
     if (opts is not None or given is not None) and not _planned_alike(
         a, request, opts or Options(), given
     ):
