@@ -9,6 +9,12 @@ round), reporting per-call medians with their quartiles and the paired ratio
 - ``eigh n``: one ``n x n`` matrix, ``spectra.eigh`` vs ``torch.linalg.eigh``, for
   n = 2 .. 64, float64, float32, complex128 and complex64 (the direct path);
 - ``eigh B x n``: a handful of matrices in one call (4, 16 and 64 of 8x8), the same pair;
+- ``eigh n, workers=1``: one matrix with an execution option that plans it as the default
+  call (8x8 float64, 40x40 complex128), against ``torch.linalg.eigh``;
+- ``eigh(a, b) n``: one generalized pair (n = 8, 32, 64 float64; ``b`` Hermitian to
+  rounding), against torch's reduction (``baselines.generalized_reduction``: Cholesky, two
+  triangular solves, ``eigh``, one more solve), SciPy's ``eigh(a, b)`` (``?sygvd``) timed
+  beside them;
 - ``fwd+bwd n``: one ``n x n`` float64 (n = 3, 5, 8, 16, 32), ``w.sum() + v.sum()`` forward
   and backward, against ``torch.linalg.eigh``'s; and float32, complex128, complex64 at
   n = 3, 8 (complex: ``w.sum() + (|v|^2 weights).sum()``, phase free);
@@ -29,6 +35,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import torch
@@ -89,6 +96,50 @@ def _first_call(call: str, repeats: int) -> list[float]:
 
 #: a handful of small matrices in one call (batch, n): the direct path's batches
 FEW = ((4, 8), (16, 8), (64, 8))
+#: one matrix with an execution option (n, dtype), and one generalized pair (n, float64)
+WITH_OPTIONS = ((8, torch.float64), (40, torch.complex128))
+PAIRS = (8, 32, 64)
+
+
+def _option_and_pair_rows(
+    rounds: int, calls: int, tick: Callable[[], float]
+) -> list[dict[str, Any]]:
+    """The ``eigh n, workers=1`` and ``eigh(a, b) n`` rows."""
+    import scipy.linalg
+
+    rows: list[dict[str, Any]] = []
+    for n, dtype in WITH_OPTIONS:
+        a = torch.randn(n, n, dtype=dtype)
+        a = a + a.mH
+        fns = {
+            "spectra": lambda a=a: spectra.eigh(a, workers=1),
+            "torch": lambda a=a: baselines.torch_batched(a),
+        }
+        per = max(10, calls // max(1, n // 8))
+        rows.append(
+            {
+                "row": f"eigh {n}, workers=1",
+                "dtype": str(dtype)[6:],
+                **_paired(fns, rounds, per, tick),
+            }
+        )
+        print(_line(rows[-1]), flush=True)
+    for n in PAIRS:
+        a = torch.randn(n, n, dtype=torch.float64)
+        a = a + a.mT
+        m = torch.randn(n, n, dtype=torch.float64)
+        b = m @ m.mT + n * torch.eye(n, dtype=torch.float64)
+        sides: dict[str, Callable[[], Any]] = {
+            "spectra": partial(spectra.eigh, a, b),
+            "torch": partial(baselines.generalized_reduction, a, b),
+            "scipy": partial(scipy.linalg.eigh, a.numpy(), b.numpy()),
+        }
+        per = max(10, calls // max(1, n // 8))
+        rows.append(
+            {"row": f"eigh(a, b) {n}", "dtype": "float64", **_paired(sides, rounds, per, tick)}
+        )
+        print(_line(rows[-1]) + f"  scipy {rows[-1]['scipy']['median_us']:.1f} us", flush=True)
+    return rows
 
 
 def run(quick: bool = False, clock: str = "wall") -> list[dict[str, Any]]:
@@ -131,6 +182,7 @@ def run(quick: bool = False, clock: str = "wall") -> list[dict[str, Any]]:
                 }
             )
             print(_line(rows[-1]), flush=True)
+    rows += _option_and_pair_rows(rounds, calls, tick)
     rows += backward_rows(quick, tick)
     repeats = 3 if quick else 7
     spectra_first = _first_call("spectra.eigh(a)", repeats)
