@@ -51,11 +51,11 @@ def solve_direct_generalized(a: Any, b: Any, request: Request) -> tuple[Any, Any
 
     >>> import torch
     >>> from spectra.core._request import Request
-    >>> a = torch.diag(torch.tensor([2.0, 8.0], dtype=torch.float64))
-    >>> b = torch.diag(torch.tensor([1.0, 4.0], dtype=torch.float64))
+    >>> a = torch.diag(torch.tensor([2.0, 8.0, 3.0, 12.0], dtype=torch.float64))
+    >>> b = torch.diag(torch.tensor([1.0, 4.0, 1.0, 4.0], dtype=torch.float64))
     >>> request = Request.build(True, None, False, None, float("inf"), True, None, None)
     >>> solve_direct_generalized(a, b, request)[0]
-    tensor([2., 2.], dtype=torch.float64)
+    tensor([2., 2., 3., 3.], dtype=torch.float64)
     """
     got_a, got_b = _as_cpu_tensor(a), _as_cpu_tensor(b)
     if got_a is None or got_b is None or got_a[1] != got_b[1]:
