@@ -16,7 +16,7 @@ Examples
 
 >>> from spectra._bench.domains import DOMAINS
 >>> DOMAINS["one_call"] is one_call, STEPS
-(True, 8)
+(True, 9)
 """
 
 from __future__ import annotations
@@ -42,12 +42,14 @@ MATRIX_ROWS = (
 )
 #: the forward + backward row: n, calls (quick, full)
 BACKWARD_ROW = (5, 200, 1_000)
+#: the generalized row, one pair ``A v = w B v`` per call: n, calls (quick, full)
+GENERALIZED_ROW = (8, 300, 2_000)
 #: the per-graph transform row: nodes, k, graphs (quick, full)
 GRAPH_ROW = (25, 4, 50, 300)
 #: the optimizer rows: St(n, p), steps (quick, full)
 STIEFEL_ROW = (50, 5, 50, 300)
 #: progress steps: one per row (quick and full run the same rows)
-STEPS = len(MATRIX_ROWS) + 4
+STEPS = len(MATRIX_ROWS) + 5
 
 
 def _loop(fn: Callable[[], Any], calls: int) -> Callable[[], None]:
@@ -100,7 +102,29 @@ def _matrix_rows(quick: bool, timer: Timer, step: Callable[[str], None]) -> list
     cells, attempts = timer.measure(impls)
     case = f"eigh, one {n}x{n} float64, forward + backward"
     rows.append(case_row(case, cells, attempts, calls=calls))
+    rows.append(_generalized_row(quick, timer, step))
     return rows
+
+
+def _generalized_row(quick: bool, timer: Timer, step: Callable[[str], None]) -> dict[str, Any]:
+    """One pair ``A v = w B v`` per call (a tight-binding ``H(k), S(k)``, a Fock matrix and
+    its overlap), against torch's reduction and SciPy's ``eigh(a, b)``."""
+    from ..core import eigh
+
+    n, quick_calls, full_calls = GENERALIZED_ROW
+    calls = quick_calls if quick else full_calls
+    step(f"one call: eigh(a, b) {n}x{n} float64")
+    a = _hermitian(n, torch.float64, seed=3)
+    m = _hermitian(n, torch.float64, seed=4)
+    b = m @ m.mT + n * torch.eye(n, dtype=torch.float64)  # Hermitian to rounding
+    pair = [(a.numpy(), b.numpy())]
+    impls = {
+        "spectra.eigh": Impl(_loop(partial(eigh, a, b), calls)),
+        "torch reduction": Impl(_loop(partial(baselines.generalized_reduction, a, b), calls)),
+        "scipy loop (a, b)": Impl(_loop(partial(baselines.scipy_generalized_loop, pair), calls)),
+    }
+    cells, attempts = timer.measure(impls)
+    return case_row(f"eigh(a, b), one {n}x{n} float64 pair", cells, attempts, calls=calls)
 
 
 def _graph_row(quick: bool, timer: Timer, step: Callable[[str], None]) -> dict[str, Any]:
@@ -183,11 +207,15 @@ def _stiefel_rows(quick: bool, timer: Timer, step: Callable[[str], None]) -> lis
 
 
 def one_call(quick: bool, timer: Timer, step: Callable[[str], None]) -> dict[str, Any]:
-    """The "one call" table: one matrix, forward + backward of one matrix, a per-graph
-    transform and one optimizer parameter, each against the tool it replaces. Rows whose
+    """The "one call" table: one matrix, forward + backward of one matrix, one generalized
+    pair, a per-graph transform and one optimizer parameter, each against the tool it
+    replaces. Rows whose
     peer is not installed are skipped and named."""
     table: dict[str, Any] = {
-        "title": "one call: one matrix, one graph, one optimizer step vs the tool each replaces",
+        "title": (
+            "one call: one matrix, one pair, one graph, one optimizer step vs the tool "
+            "each replaces"
+        ),
         "rows": _matrix_rows(quick, timer, step),
         "notes": [
             "Each cell times a loop of `calls` calls (the row's JSON): microseconds per call "

@@ -19,9 +19,10 @@ def small(monkeypatch):
         one_call, "MATRIX_ROWS", ((3, torch.float64, 4, 6), (8, torch.complex128, 4, 6))
     )
     monkeypatch.setattr(one_call, "BACKWARD_ROW", (5, 3, 5))
+    monkeypatch.setattr(one_call, "GENERALIZED_ROW", (8, 3, 5))
     monkeypatch.setattr(one_call, "GRAPH_ROW", (25, 4, 3, 5))
     monkeypatch.setattr(one_call, "STIEFEL_ROW", (50, 5, 3, 5))
-    monkeypatch.setattr(one_call, "STEPS", 2 + 1 + 3)
+    monkeypatch.setattr(one_call, "STEPS", 2 + 2 + 3)
 
 
 def _timer() -> Timer:
@@ -38,12 +39,14 @@ def test_every_row_times_spectra_against_the_tool_it_replaces(small):
         "eigh, one 3x3 float64",
         "eigh, one 8x8 complex128",
         "eigh, one 5x5 float64, forward + backward",
+        "eigh(a, b), one 8x8 float64 pair",
         "LaplacianPE(4) as a per-graph transform, 25 nodes",
         "RSGD step, one St(50, 5) float64",
         "RAdam step, one St(50, 5) float64",
     ]
     peers = {case: set(r["ratios"]) for case, r in cases.items()}
     assert peers["eigh, one 3x3 float64"] == {"torch batched"}
+    assert peers["eigh(a, b), one 8x8 float64 pair"] == {"torch reduction", "scipy loop (a, b)"}
     assert peers["LaplacianPE(4) as a per-graph transform, 25 nodes"] == {
         "PyG AddLaplacianEigenvectorPE"
     }
@@ -53,7 +56,7 @@ def test_every_row_times_spectra_against_the_tool_it_replaces(small):
         "spectra qr",
         "geoopt EuclideanStiefel (QR)",
     }
-    quick_calls = [4, 4, 3, 3, 3, 3]
+    quick_calls = [4, 4, 3, 3, 3, 3, 3]
     assert [r["calls"] for r in table["rows"]] == quick_calls
     for r in table["rows"]:
         assert all(c["median_s"] > 0 and c["repeats"] == 1 for c in r["cells"].values())
@@ -74,8 +77,9 @@ def test_the_spectra_cells_call_spectra_and_each_call_is_one_matrix(small, monke
     monkeypatch.setattr(spectra.core, "eigh", counting)
     monkeypatch.setattr(one_call, "missing", lambda module, extra="": {"peer": module})
     one_call.one_call(False, _timer(), lambda label: None)
-    # full run: 6 calls per loop (5 for the backward row), a warm-up and one repeat each
-    assert seen == [(3, 3)] * 12 + [(8, 8)] * 12 + [(5, 5)] * 10
+    # full run: 6 calls per loop (5 for the backward and pair rows), a warm-up and one
+    # repeat each
+    assert seen == [(3, 3)] * 12 + [(8, 8)] * 12 + [(5, 5)] * 10 + [(8, 8)] * 10
 
 
 def test_missing_peers_skip_their_rows_and_keep_the_progress_steps(small, monkeypatch):
@@ -88,6 +92,7 @@ def test_missing_peers_skip_their_rows_and_keep_the_progress_steps(small, monkey
         "eigh, one 3x3 float64",
         "eigh, one 8x8 complex128",
         "eigh, one 5x5 float64, forward + backward",
+        "eigh(a, b), one 8x8 float64 pair",
     ]
     assert [s["peer"] for s in table["skipped"]] == ["torch_geometric", "geoopt"]
     assert len(steps) == one_call.STEPS
@@ -96,4 +101,4 @@ def test_missing_peers_skip_their_rows_and_keep_the_progress_steps(small, monkey
 def test_the_table_is_one_of_the_domains():
     assert domains.DOMAINS["one_call"] is one_call.one_call
     assert domains.STEPS["one_call"] == (one_call.STEPS, one_call.STEPS)
-    assert len(one_call.MATRIX_ROWS) + 4 == one_call.STEPS
+    assert len(one_call.MATRIX_ROWS) + 5 == one_call.STEPS
