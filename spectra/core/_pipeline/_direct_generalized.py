@@ -22,11 +22,10 @@ from typing import Any
 import torch
 
 from .._request import Request
-from .._solvers._native import native_exactly_hermitian, native_within_tolerance
 from .._solvers._torch_lapack import SEQUENTIAL_N, one_kernel_thread
 from .._support._memory import GENERALIZED_MATRICES
 from .._support._threads import caller_kernel_threads, single_threaded_kernels
-from ._checks import hermitian_from_lower, symmetry_tolerance
+from ._checks import InputRejected, hermitian_from_lower, quick_check, symmetry_tolerance
 from ._direct import _as_cpu_tensor, _closed_small, _direct, _solve
 from ._gauge import fix_gauge_small_
 from ._prepare import check_k
@@ -39,10 +38,14 @@ DIRECT_GENERALIZED_BYTES = 64 << 20
 
 
 def _accepted(x: torch.Tensor, tol: float) -> bool:
-    """Whether every matrix of ``x`` passes the full path's check (``quick_check``): finite
-    and exactly Hermitian, or Hermitian within ``tol`` (one compiled pass each; ``False``
-    without the helper: the full path's checks decide)."""
-    return bool(native_exactly_hermitian(x, True) or native_within_tolerance(x, tol))
+    """Whether every matrix of ``x`` passes the full path's check of a pair's operand:
+    finite, and exactly Hermitian or Hermitian within ``tol`` (one compiled pass where the
+    helper is built)."""
+    try:
+        quick_check(x, tol, finite=True)
+    except InputRejected:
+        return False
+    return True
 
 
 def solve_direct_generalized(a: Any, b: Any, request: Request) -> tuple[Any, Any] | None:
