@@ -52,26 +52,16 @@ def _run(
         )
         if traced is not None:
             return traced
-    if (
-        b is not None
-        and plan is None
-        and options is None
-        and not execution
-        and request.lindep is None
-        and request.device in (None, "cpu")
-    ):  # one small pair (or a handful): the serial Cholesky path's steps, no pipeline
-        direct = solve_direct_generalized(a, b, request)
-        if direct is not None:
-            return direct
-    if b is None and request.lindep is None and request.device in (None, "cpu"):
-        # one CPU matrix or a handful: what the plan would run, without the pipeline (with
-        # options or a plan too, where they plan it as the default call)
+    if request.lindep is None and request.device in (None, "cpu"):
+        # one CPU matrix, one pair or a handful: what the plan would run, without the
+        # pipeline (with options or a plan too, where they plan it as the default call)
         plain = plan is None and options is None and not execution
-        direct = (
-            solve_direct(a, request)
-            if plain
-            else _direct_with_options(a, request, plan, options, execution)
-        )
+        if b is not None:  # the serial Cholesky path's steps
+            direct = solve_direct_generalized(a, b, request) if plain else None
+        elif plain:
+            direct = solve_direct(a, request)
+        else:
+            direct = _direct_with_options(a, request, plan, options, execution)
         if direct is not None:
             return direct
     if is_sparse_input(a):  # torch/SciPy sparse, linear operators: the iterative path

@@ -375,7 +375,8 @@ def from_data(
     ``V = X_c^T U / sqrt(w)``; ``"svd"``: QR and the dilation eigh (SVD-accurate, see
     :mod:`spectra.pca._svd`); ``"auto"``: the Gram route when ``N < D``, else the covariance
     route, and the datasets whose spectrum is :func:`ill_conditioned` solved again by the
-    SVD route. Returns the fit and the datasets the SVD route solved.
+    SVD route (all of them by it at once where :func:`surely_ill_conditioned` proves each
+    one is). Returns the fit and the datasets the SVD route solved.
 
     Directions with no variance (round-off eigenvalues: centering leaves rank ``N - 1``)
     are filled, where asked for, with an orthonormal complement of the others (as an SVD).
