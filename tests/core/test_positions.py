@@ -11,7 +11,7 @@ a spy asserts that LAPACK is never handed a batch with a misaligned member. On a
 LAPACK does not depend on alignment (the Intel CI machine) the comparisons hold either way;
 the spy is what fails there if the staging is removed.
 
-From ``_torch_lapack.threaded_from`` (n = 56 real, 48 complex, with eigenvectors) a
+From ``_torch_lapack.threaded_from`` (n = 50 real, 48 complex, with eigenvectors) a
 single-worker call runs LAPACK on the caller's kernel threads, as ``torch.linalg.eigh``
 does, and a fan-out on one per worker; there the comparisons run with one caller kernel
 thread (``bitwise_threads``), the condition under which the guarantee holds at those sizes.

@@ -43,12 +43,16 @@ SEQUENTIAL_N = 32
 #: eigenvalues only, real ones gain nothing below 255 (0.92-1.0x), complex64 1.08-1.33x
 #: from 96, complex128 1.0x at 48-50 and 1.10-1.51x from 52. A first run without a
 #: threaded warm-up read float32 eigenpairs 0.73-0.94x (``...-nowarmup.json``; three
-#: shorter runs 1.01-1.28x from 56). Below these sizes, and below
+#: shorter runs 1.01-1.28x from 56). The real ones start at 50: there torch's own two
+#: threads read 1.09-1.2x one thread in a process that also runs torch's threaded calls,
+#: as a user's does (``benchmarks/results/threaded-float64-2026-12-05*.json``, script
+#: beside them; one run 0.97x at 50, 1.17-1.25x at 52-54), and running as torch does keeps
+#: one matrix at torch's time. Below these sizes, and below
 #: :data:`THREADED_LAPACK_MIN_N` for every other solve, each solve runs on one kernel
 #: thread.
 THREADED_FROM: dict[tuple[torch.dtype, bool], int] = {
-    (torch.float32, True): 56,
-    (torch.float64, True): 56,
+    (torch.float32, True): 50,
+    (torch.float64, True): 50,
     (torch.complex64, True): 48,
     (torch.complex128, True): 48,
     (torch.complex64, False): 128,
@@ -67,7 +71,7 @@ def threaded_from(dtype: torch.dtype, vectors: bool) -> int:
     torch's LAPACK on the caller's kernel threads, as ``torch.linalg.eigh`` does.
 
     >>> threaded_from(torch.float64, True), threaded_from(torch.float64, False)
-    (56, 256)
+    (50, 256)
     """
     return THREADED_FROM.get((dtype, vectors), THREADED_LAPACK_MIN_N)
 

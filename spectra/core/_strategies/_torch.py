@@ -7,7 +7,7 @@ same bits; against a thread fan-out of ``torch.linalg.eigh`` at n = 32-128 it re
 0.97-1.07x across runs where the separate passes read 0.90-0.98x (benchmarks/RESULTS.md).
 A single-worker call runs on the caller's kernel threads from the sizes where one matrix
 was measured faster on two threads than on one (``_torch_lapack.threaded_from``: from
-n = 56 real, 48 complex), as ``torch.linalg.eigh`` itself does."""
+n = 50 real, 48 complex), as ``torch.linalg.eigh`` itself does."""
 
 from __future__ import annotations
 
