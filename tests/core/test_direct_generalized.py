@@ -13,6 +13,10 @@ import torch
 
 import spectra
 from spectra.core import _eigh
+from spectra.core._pipeline import _direct_generalized
+from spectra.core._solvers._native import native_module
+from spectra.core._solvers._torch_lapack import threaded_from
+from spectra.core._support._threads import single_threaded_kernels
 from spectra.core.domain import InputError, LinAlgError
 
 from .helpers import DTYPES, planned, random_hermitian
@@ -33,11 +37,40 @@ def pipeline_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return runs
 
 
+@pytest.fixture
+def compiled_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Each call of the compiled pair: whether it served (``None``: it declined)."""
+    runs: list[bool] = []
+    real = _direct_generalized.native_pair
+    _direct_generalized._compiled_agrees()  # (decided once per process, by its own calls)
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        got = real(*args, **kwargs)
+        runs.append(got is not None)
+        return got
+
+    monkeypatch.setattr(_direct_generalized, "native_pair", spy)
+    return runs
+
+
+def _compiled_expected(shape: tuple[int, ...], n: int, dtype: torch.dtype, vectors: int) -> bool:
+    """Where the compiled pair serves a direct call: the helper built, the reduced solve
+    on one kernel thread, one pair or a handful of 64-byte-aligned members."""
+    batch = int(np.prod(shape))
+    aligned = batch == 1 or (n * n * dtype.itemsize) % 64 == 0
+    one_thread = n < threaded_from(dtype, bool(vectors))
+    return native_module() is not None and one_thread and aligned
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("n", [4, 5, 8, 17, 40, 70])
 @pytest.mark.parametrize("shape", [(), (3,)], ids=["one pair", "a handful"])
 def test_bitwise_the_pipeline_and_close_to_scipy(
-    dtype: torch.dtype, n: int, shape: tuple[int, ...], pipeline_runs: list[int]
+    dtype: torch.dtype,
+    n: int,
+    shape: tuple[int, ...],
+    pipeline_runs: list[int],
+    compiled_runs: list[bool],
 ) -> None:
     a, b = _pair(shape, n, dtype, seed=n)
     w, v = spectra.eigh(a, b)
@@ -48,6 +81,11 @@ def test_bitwise_the_pipeline_and_close_to_scipy(
     # openblas claim's, on two workers: the pipeline's)
     if spectra.plan(n, int(np.prod(shape)), dtype).direct:
         assert pipeline_runs == []  # none of them took the pipeline
+        # the compiled pair where it serves (every call of it did), torch's calls elsewhere
+        # the compiled pair where it serves (each call of it did: eigh, eigvalsh, the two
+        # k calls), torch's calls elsewhere
+        served = [_compiled_expected(shape, n, dtype, vectors) for vectors in (1, 0, 1, 1)]
+        assert compiled_runs == [True] * sum(served)
         pw, pv = planned(spectra.eigh, a, b)
         assert torch.equal(w, pw) and torch.equal(v, pv)
         assert torch.equal(values, planned(spectra.eigvalsh, a, b))
@@ -121,3 +159,102 @@ def test_errors_are_the_full_paths() -> None:
     near = a.clone()
     near[0, 0, 1] += 1e-14
     assert torch.equal(spectra.eigh(near, b)[0], planned(spectra.eigh, near, b)[0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_the_compiled_pair_is_torchs_calls_bit_for_bit(dtype: torch.dtype) -> None:
+    """The compiled pair against the serial Cholesky path's torch calls themselves, pair
+    by pair: sizes on both sides of LAPACK's and MKL's blocking, one pair and an aligned
+    handful, eigenpairs and eigenvalues, graded and clustered spectra."""
+    if native_module() is None:
+        pytest.skip("the compiled helper is not built (SPECTRA_NATIVE=0 or no compiler)")
+    assert _direct_generalized._compiled_agrees()
+    for n in (4, 7, 16, 31, 32, 33, 47):
+        if n >= threaded_from(dtype, True):
+            continue
+        for shape in ((), (4,)):
+            if shape and (n * n * dtype.itemsize) % 64:
+                continue
+            a, b = _pair(shape, n, dtype, seed=3 * n)
+            if n == 16:  # graded b (entries over 8 decades) and a clustered a
+                scale = torch.logspace(0, 4, n, dtype=torch.float64).to(dtype)
+                b = b * scale.unsqueeze(-1) * scale.unsqueeze(-2)
+                a = a + 1e3 * torch.eye(n, dtype=dtype)
+            for vectors in (True, False):
+                with single_threaded_kernels():  # as the direct path calls it
+                    got = _direct_generalized.native_pair(a, b, vectors)
+                ref = _direct_generalized._by_torch(a, b, vectors, False)
+                assert got is not None and ref is not None, (n, shape)
+                assert torch.equal(got[0], ref[0]), (n, shape, vectors)
+                if vectors:
+                    assert got[1] is not None and ref[1] is not None
+                    assert torch.equal(got[1], ref[1]), (n, shape)
+
+
+def test_the_compiled_pair_declines_what_it_cannot_read() -> None:
+    """Views it cannot read as row-major pairs, a b that is not positive definite, an
+    overflow: ``None``, and the call's answer is then the torch route's (or the full
+    path's error)."""
+    if native_module() is None:
+        pytest.skip("the compiled helper is not built (SPECTRA_NATIVE=0 or no compiler)")
+    a, b = _pair((), 6, torch.float64, seed=5)
+    pair = _direct_generalized.native_pair
+    assert pair(a.mT, b, True) is None  # (column-major: a view)
+    assert pair(a, b.conj(), True) is not None  # (real: no lazy conjugate)
+    c, d = _pair((), 6, torch.complex128, seed=5)
+    assert pair(c, d.conj(), True) is None  # a lazy conjugate
+    assert pair(a, -b.clone()[..., :, :], True) is None  # not positive definite
+    assert pair(a * 1e300, b * 1e-300, True) is None  # eigenvalues overflow
+    assert pair(a, b[:5, :5], True) is None  # shapes differ
+    w, v = spectra.eigh(a.mT, b)  # the torch route's bits (a.mT is a itself)
+    pw, pv = planned(spectra.eigh, a, b)
+    assert torch.equal(w, pw) and torch.equal(v, pv)
+
+
+def test_a_machine_where_the_compiled_pair_differs_keeps_torchs_calls(
+    monkeypatch: pytest.MonkeyPatch, compiled_runs: list[bool]
+) -> None:
+    monkeypatch.setattr(_direct_generalized, "_compiled_agrees", lambda: False)
+    a, b = _pair((), 8, torch.float64, seed=6)
+    w, v = spectra.eigh(a, b)
+    assert compiled_runs == []
+    pw, pv = planned(spectra.eigh, a, b)
+    assert torch.equal(w, pw) and torch.equal(v, pv)
+
+
+def test_the_compiled_pair_checks_what_the_full_path_checks(compiled_runs: list[bool]) -> None:
+    """An exactly Hermitian ``a`` and a ``b`` Hermitian to rounding (``M M^H``): served in
+    one compiled call, its own check. An ``a`` Hermitian only within the tolerance: that
+    call refuses, the full path's check accepts, and the lower triangle is solved (the
+    pipeline's bits). ``check=False``: no check, the lower triangles read. A NaN, a
+    non-positive-definite ``b``: refused, and the full path names them."""
+    if native_module() is None:
+        pytest.skip("the compiled helper is not built (SPECTRA_NATIVE=0 or no compiler)")
+    a, b = _pair((), 6, torch.float64, seed=8)
+    assert not torch.equal(b, b.mH)  # Hermitian to rounding only
+    w, v = spectra.eigh(a, b)
+    assert compiled_runs == [True]
+    pw, pv = planned(spectra.eigh, a, b)
+    assert torch.equal(w, pw) and torch.equal(v, pv)
+    compiled_runs.clear()
+    near = a.clone()
+    near[0, 1] += 1e-14
+    nw, nv = spectra.eigh(near, b)
+    assert compiled_runs == [False, True]
+    pw, pv = planned(spectra.eigh, near, b)
+    assert torch.equal(nw, pw) and torch.equal(nv, pv)
+    compiled_runs.clear()
+    garbage = a.clone()
+    garbage.triu_(1).add_(a.tril())
+    gw, gv = spectra.eigh(garbage, b, check=False)
+    assert compiled_runs == [True] and torch.equal(gw, w) and torch.equal(gv, v)
+    compiled_runs.clear()
+    nan = a.clone()
+    nan[3, 2] = float("nan")
+    with pytest.raises(InputError, match=r"finite|NaN"):
+        spectra.eigh(nan, b)
+    assert compiled_runs == [False]
+    compiled_runs.clear()
+    with pytest.raises(LinAlgError, match="not positive definite"):
+        spectra.eigh(a, -b)
+    assert compiled_runs == [False, False]  # refused, then unchecked: b's factor fails

@@ -16,6 +16,7 @@ from spectra.core._pipeline._checks import BlockCheck, InputRejected, PairCheck
 from spectra.core._pipeline._dense import solve_dense
 from spectra.core._pipeline._gauge import fix_gauge
 from spectra.core._request import Request
+from spectra.core._solvers._native import native_module
 
 from .helpers import DTYPES, random_hermitian, tol
 
@@ -206,3 +207,54 @@ def test_public_call_names_the_bad_indices_of_a_fanned_batch(operand):
     w = spectra.eigh(a, b, check=False).eigenvalues
     ref = scipy.linalg.eigh(a[3].numpy(), b[3].numpy(), lower=True, eigvals_only=True)
     np.testing.assert_allclose(w[3].numpy(), ref, rtol=0, atol=1e-10)
+
+
+@pytest.fixture
+def compiled_runs(monkeypatch):
+    """Each sub-block the compiled pair was asked for: whether it served it."""
+    runs: list[bool] = []
+    real = _solve.native_pair
+
+    def spy(*args, **kwargs):
+        got = real(*args, **kwargs)
+        runs.append(got is not None)
+        return got
+
+    monkeypatch.setattr(_solve, "native_pair", spy)
+    return runs
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_compiled_sub_blocks_on_torchs_lapack_are_the_serial_paths_bits(
+    small_blocks, compiled_runs, dtype
+):
+    """Checked pairs on the ``torch`` strategy whose members lie on 64-byte boundaries:
+    each sub-block in one compiled call (every one of them served), bitwise the serial
+    path's torch calls; a sub-block it refuses (an ``a`` Hermitian only within the
+    tolerance) takes the torch steps, and the results are still the serial path's."""
+    if native_module() is None:
+        pytest.skip("the compiled helper is not built (SPECTRA_NATIVE=0 or no compiler)")
+    n, batch = 32, 128
+    a, b = _pair(batch, n, dtype, seed=3)
+    w, v = _checked(a, b, strategy="torch")
+    assert len(compiled_runs) >= 4 and all(compiled_runs)  # several sub-blocks, all served
+    ws, vs = _checked(a, b, workers=1, strategy="torch")
+    assert torch.equal(w, ws) and torch.equal(v, vs)
+    values = _checked(a, b, strategy="torch", vectors=False)[0]
+    assert torch.equal(values, _checked(a, b, 1, "torch", vectors=False)[0])
+    near = a.clone()
+    near[120, 0, 1] += 100 * torch.finfo(near.dtype).eps * near[120].abs().max()  # within tol
+    compiled_runs.clear()
+    wn, vn = _checked(near, b, strategy="torch")
+    assert True in compiled_runs and False in compiled_runs  # the last sub-block refused
+    wsn, vsn = _checked(near, b, workers=1, strategy="torch")
+    assert torch.equal(wn, wsn) and torch.equal(vn, vsn)
+
+
+def test_misaligned_members_never_take_the_compiled_pairs(small_blocks, compiled_runs):
+    a, b = _pair(4096, 5, torch.float64, seed=2)  # 200 bytes a matrix
+    assert _solve._cholesky_fanned(a, b, True, Options(workers=2, strategy="torch"))  # fans
+    w, v = _checked(a, b, strategy="torch")
+    assert compiled_runs == []
+    ws, vs = _checked(a, b, workers=1, strategy="torch")
+    assert torch.equal(w, ws) and torch.equal(v, vs)

@@ -5,16 +5,22 @@ how PySCF hands over a Fock matrix and its overlap. Through the pipeline such a 
 ~0.5 ms of layers (the request, the chunking, the plan, the executor, the torch gauge) for
 a few microseconds of LAPACK: one 8 x 8 pair took 510 us against SciPy's 35 us. Where the
 reduced problem's plan is direct (:func:`~._direct._direct`) and nothing needs the
-pipeline (no history, no ``lindep``, exactly Hermitian finite input or ``check=False``, a
+pipeline (no history, no ``lindep``, input the full path's check accepts, a
 positive-definite ``b``), this runs the serial Cholesky path's own steps
 (:func:`~._solve._solve_cholesky`: the factor, the two triangular solves, LAPACK on the
 reduced matrix, the back-transformation, the gauge) without those layers: bitwise its
-results (``tests/core/test_direct_generalized.py``). Anything else returns ``None``, and
-the full path answers or names what is wrong.
+results (``tests/core/test_direct_generalized.py``). Where the reduced solve runs on one
+kernel thread, those steps are one compiled call
+(:func:`~.._solvers._native.native_pair`: the LAPACK and BLAS calls torch's functions
+make, on the same buffers, checked against them once per process, and the input checks
+in the same pass): one 8 x 8 pair in ~40 us. Elsewhere, and where it declines, torch's
+calls run them (:func:`_by_torch`). Anything else returns ``None``, and the full path
+answers or names what is wrong.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from contextlib import nullcontext
 from typing import Any
@@ -22,7 +28,8 @@ from typing import Any
 import torch
 
 from .._request import Request
-from .._solvers._torch_lapack import SEQUENTIAL_N, one_kernel_thread
+from .._solvers._native import native_pair
+from .._solvers._torch_lapack import ALIGNMENT, SEQUENTIAL_N, one_kernel_thread
 from .._support._memory import GENERALIZED_MATRICES
 from .._support._threads import caller_kernel_threads, single_threaded_kernels
 from ._checks import InputRejected, hermitian_from_lower, quick_check, symmetry_tolerance
@@ -45,6 +52,62 @@ def _accepted(x: torch.Tensor, tol: float) -> bool:
         quick_check(x, tol, finite=True)
     except InputRejected:
         return False
+    return True
+
+
+def _by_torch(
+    ta: torch.Tensor, tb: torch.Tensor, vectors: bool, threaded: bool
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """The serial Cholesky path's steps by torch's calls, with its thread settings: the
+    steps on one kernel thread in the caller's thread, the reduced problem's LAPACK call
+    on the plan's (the caller's from ``threaded_from``), so the factor and the solves
+    round as there; ``None`` where ``b`` is not positive definite or LAPACK fails or
+    overflows (the full path decides)."""
+    with single_threaded_kernels():
+        factor, info = torch.linalg.cholesky_ex(tb)  # reads b's lower triangle
+        if bool(info.any() if info.dim() else info):
+            return None  # not positive definite: the full path names the matrices
+        c = _reduce(ta, factor).contiguous()
+        try:
+            with caller_kernel_threads() if threaded else nullcontext():
+                w, u = _solve(c, vectors)
+        except RuntimeError:
+            return None
+        if not math.isfinite(sum(w.flatten().tolist())):
+            return None  # an overflow: the full path decides
+        if u is None:
+            return w, None
+        return w, fix_gauge_small_(torch.linalg.solve_triangular(factor.mH, u, upper=True))
+
+
+def _compiled_serves(batch: int, n: int, dtype: torch.dtype) -> bool:
+    """Whether the compiled pair (:func:`~.._solvers._native.native_pair`) gives these
+    pairs :func:`_by_torch`'s bits: one pair, or a handful whose members all start on
+    LAPACK's 64-byte boundaries (torch's batched calls on a misaligned member round
+    otherwise), on a machine where it agreed with torch's calls (:func:`_compiled_agrees`)."""
+    aligned = batch == 1 or (n * n * dtype.itemsize) % ALIGNMENT == 0
+    return aligned and _compiled_agrees()
+
+
+@functools.cache
+def _compiled_agrees() -> bool:
+    """Once per process: whether the compiled pair equals :func:`_by_torch` bit for bit on
+    fixed pairs of every dtype (one pair and two, eigenpairs and eigenvalues): the library
+    torch calls is the one the helper found, and its calls are the ones torch makes."""
+    gen = torch.Generator().manual_seed(11)
+    with single_threaded_kernels():
+        for dtype in (torch.float32, torch.float64, torch.complex64, torch.complex128):
+            for shape in ((5, 5), (2, 16, 16)):
+                n = shape[-1]
+                x = torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype)
+                m = torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype)
+                a, b = x + x.mH, m @ m.mH + n * torch.eye(n, dtype=dtype)
+                for vectors in (True, False):
+                    got, ref = native_pair(a, b, vectors), _by_torch(a, b, vectors, False)
+                    if got is None or ref is None or not torch.equal(got[0], ref[0]):
+                        return False
+                    if vectors and not torch.equal(got[1], ref[1]):  # type: ignore[arg-type]
+                        return False
     return True
 
 
@@ -79,31 +142,25 @@ def solve_direct_generalized(a: Any, b: Any, request: Request) -> tuple[Any, Any
     if not _direct(n, batch, ta.dtype, vectors) or _closed_small(n, ta.dtype):
         return None  # the reduced problem is not planned as one LAPACK call here
     k = None if request.k is None else check_k(request.k, n)
-    if request.check:
-        tol = request.symmetry_tol
-        tol = symmetry_tolerance(ta.dtype) if tol is None else tol
-        if not (_accepted(ta, tol) and _accepted(tb, tol)):
+    threaded = not one_kernel_thread(n, ta.dtype, vectors) and n >= SEQUENTIAL_N
+    compiled = not threaded and _compiled_serves(batch, n, ta.dtype)
+    tol = request.symmetry_tol
+    tol = symmetry_tolerance(ta.dtype) if tol is None else tol
+    # an exactly Hermitian a and a b Hermitian within tol, all finite (what a checked call
+    # almost always gets: b = M M^H is Hermitian only to rounding) pass the full path's
+    # checks, a as it is: the compiled pair tests that itself, in its pass
+    got = native_pair(ta, tb, vectors, check=tol) if compiled and request.check else None
+    if got is None:
+        if request.check and not (_accepted(ta, tol) and _accepted(tb, tol)):
             return None  # refused: the full path names what is wrong and where
-    ta = hermitian_from_lower(ta)  # (the matrix itself where exactly Hermitian)
-    # the full path's thread settings: its steps on one kernel thread in the caller's
-    # thread, the reduced problem's LAPACK call on the plan's (the caller's from
-    # ``threaded_from``), so the factor and the solves round as there
-    with single_threaded_kernels():
-        factor, info = torch.linalg.cholesky_ex(tb)  # reads b's lower triangle
-        if bool(info.any() if info.dim() else info):
-            return None  # not positive definite: the full path names the matrices
-        c = _reduce(ta, factor).contiguous()
-        threaded = not one_kernel_thread(n, ta.dtype, vectors) and n >= SEQUENTIAL_N
-        try:
-            with caller_kernel_threads() if threaded else nullcontext():
-                w, u = _solve(c, vectors)
-        except RuntimeError:
+        ta = hermitian_from_lower(ta)  # (the matrix itself where exactly Hermitian)
+        if compiled:
+            got = native_pair(ta, tb, vectors)
+        if got is None:
+            got = _by_torch(ta, tb, vectors, threaded)
+        if got is None:
             return None
-        if not math.isfinite(sum(w.flatten().tolist())):
-            return None  # an overflow: the full path decides
-        v = None
-        if u is not None:
-            v = fix_gauge_small_(torch.linalg.solve_triangular(factor.mH, u, upper=True))
+    w, v = got
     if k is not None:
         w, v = select_k(w, v, k, request.largest)
     if numpy_in:

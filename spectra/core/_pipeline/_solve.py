@@ -11,6 +11,7 @@ import torch
 
 from .._errors import InputError, LinAlgError
 from .._options import Options
+from .._solvers._native import native_pair
 from .._solvers._torch_lapack import ALIGNMENT, empty_result
 from .._strategies import STRATEGIES
 from .._support._memory import GENERALIZED_MATRICES, matrix_bytes, memory_budget, rows_within
@@ -23,6 +24,7 @@ from ._checks import (
     cholesky_checked,
     hermitian_from_lower_grad,
     quick_check,
+    symmetry_tolerance,
 )
 from ._execute import SUB_BLOCK_BYTES, Pre, execute
 from ._gauge import _numba_gauge_, fix_gauge, fix_gauge_
@@ -280,6 +282,17 @@ def _cholesky_fanned(
     w, v = empty_result(fa, vectors)  # column-major, as LAPACK writes it
     unit, step = _sub_blocks(total, p.workers, n, fa.element_size())
     tol, check_a, check_b = (None, False, False) if check is None else check
+    # checked pairs on torch's LAPACK, every member on a 64-byte boundary: each sub-block's
+    # steps in one compiled call, pair by pair, torch's calls bit for bit (an exactly
+    # Hermitian a and a b within the tolerance; anything else takes the steps below)
+    compiled = (
+        p.strategy == "torch"
+        and check_a
+        and (n * n * fa.element_size()) % ALIGNMENT == 0
+        and fa.is_contiguous()
+        and fb.is_contiguous()
+    )
+    btol = symmetry_tolerance(a.dtype) if tol is None else tol
 
     def part(lo: int, hi: int) -> None:
         first, last = lo * unit, min(hi * unit, total)
@@ -292,6 +305,9 @@ def _cholesky_fanned(
         for s in range(first, last, step):
             check_cancelled()  # another part failed or the caller was interrupted
             e = min(s + step, last)
+            ws, vs = w[s:e], (v[s:e] if v is not None else None)
+            if compiled and native_pair(fa[s:e], fb[s:e], vectors, btol, (ws, vs)) is not None:
+                continue
             x = checked_lower(fa[s:e], tol, check_a, fused)
             if check_b:
                 check_block(fb[s:e], tol, fused)
@@ -300,7 +316,6 @@ def _cholesky_fanned(
             if bool(info.any()):
                 raise _NotPositiveDefinite
             c = _reduce(x, factor, out=reduced[: e - s])
-            ws, vs = w[s:e], (v[s:e] if v is not None else None)
             if into is not None:
                 into(c, ws, vs)
             else:

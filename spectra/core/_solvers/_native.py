@@ -341,6 +341,74 @@ def _batch_call(module: Any, a: torch.Tensor, w: torch.Tensor, v: Any, check: bo
     return bool(status == OK)
 
 
+def native_pair(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    vectors: bool,
+    check: float | None = None,
+    out: tuple[torch.Tensor, torch.Tensor | None] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """``(w, v or None)`` of ``A v = w B v`` for the CPU pairs ``a``, ``b`` (``(n, n)`` or
+    ``(B, n, n)``, row-major contiguous, the same dtype, no history; ``a`` Hermitian), each
+    pair by the LAPACK and BLAS calls torch's ``cholesky_ex``, ``solve_triangular`` and
+    ``eigh`` make in the serial Cholesky path, on one kernel thread, in one compiled call
+    (``eigh_pair``): the factor, the two triangular solves, ``?syevd``/``?heevd``, the
+    back-transformation, the gauge. With ``check`` (a symmetry tolerance), only pairs whose
+    ``a`` is exactly Hermitian and finite and whose ``b`` is certainly Hermitian within
+    ``check`` and finite (what the full path's checks pass, ``a`` as it is) are served.
+    ``out``: the eigenvalues' and eigenvectors' blocks to write (contiguous, and
+    column-major per matrix: ``out[1].mT`` contiguous), else fresh ones. ``None`` where
+    the helper is not there or
+    any pair is not served (refused by ``check``, ``b`` not positive definite, LAPACK
+    failed, an eigenvalue not finite, the gauge left to Python): the caller's torch route
+    decides.
+
+    >>> import torch
+    >>> a = torch.diag(torch.tensor([2.0, 8.0, 3.0, 12.0], dtype=torch.float64))
+    >>> b = torch.diag(torch.tensor([1.0, 4.0, 1.0, 4.0], dtype=torch.float64))
+    >>> got = native_pair(a, b, True)
+    >>> got is None or got[0].tolist() == [2.0, 2.0, 3.0, 3.0]
+    True
+    """
+    module = native_module()
+    n = a.shape[-1]
+    if (
+        module is None
+        or not 0 < n <= MAX_N
+        or a.shape != b.shape
+        or a.dtype != b.dtype
+        or a.dtype not in _CONSTANTS
+        or not (a.is_cpu and b.is_cpu and a.is_contiguous() and b.is_contiguous())
+        or a.is_conj()
+        or b.is_conj()
+        or a.is_neg()
+        or b.is_neg()
+    ):
+        return None
+    try:
+        a_ptr, b_ptr = a.data_ptr(), b.data_ptr()
+    except RuntimeError:  # a wrapper without storage
+        return None
+    kind, real, *gauge = _CONSTANTS[a.dtype]
+    if out is not None:
+        w, v = out
+    else:
+        w = torch.empty(a.shape[:-1], dtype=real)
+        v = None
+        if vectors:
+            v = torch.empty_strided(a.shape, (n * n, 1, n)[-a.dim() :], dtype=a.dtype)
+    vp = 0 if v is None else v.data_ptr()
+    count = a.shape[0] if a.dim() == 3 else 1
+    btol = -1.0 if check is None else check
+    args = (kind, count, n, a_ptr, b_ptr, w.data_ptr(), vp, btol, *gauge)
+    old = set_thread_kernel_threads(1)  # every step on one kernel thread, as torch's route
+    try:
+        status, _ = module.eigh_pair(*args)
+    finally:
+        restore_thread_kernel_threads(old)
+    return (w, v) if status == OK else None
+
+
 def native_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None, check: bool) -> bool:
     """The ``torch`` strategy's fused block pass (:class:`~spectra.core._strategies._base.
     WritesChecked`): every matrix of the CPU block ``a`` (``(B, n, n)``, ``3 < n <=``

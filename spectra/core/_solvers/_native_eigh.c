@@ -62,6 +62,15 @@ static syevd_d p_dsyevd = NULL;
 static heevd_c p_cheevd = NULL;
 static heevd_z p_zheevd = NULL;
 
+/* ?potrf and ?trsm of the same library (the generalized pair, eigh_pair): element types
+ * behind void pointers, one table entry per kind */
+typedef void (*potrf_fn)(const char *, const int *, void *, const int *, int *);
+typedef void (*trsm_fn)(const char *, const char *, const char *, const char *, const int *,
+                        const int *, const void *, const void *, const int *, void *,
+                        const int *);
+static potrf_fn p_potrf[4] = {NULL, NULL, NULL, NULL};
+static trsm_fn p_trsm[4] = {NULL, NULL, NULL, NULL};
+
 #define MAX_N 256
 /* the batch loop (eigh_batch) takes larger matrices too: its one scratch per block makes
  * the workspace query (not cached from MAX_N on) a once-per-block cost */
@@ -496,6 +505,46 @@ static int scratch_alloc(scratch_t *s, int kind, int n, int vec) {
 /* the whole solve, as the plan of one matrix runs it (the closed form for n <= 3,
  * LAPACK otherwise); a, w, v: element pointers (v NULL for eigenvalues only); sc: the
  * scratch for (kind, v != NULL, n), or NULL (allocated here for this matrix) */
+/* LAPACK's ?syevd/?heevd ('L') on the column-major buf in place (jobz 'V' with vec), the
+ * eigenvalues at w, with the scratch sc for (kind, vec, n): LAPACK's info */
+static int syevd_in(int kind, int vec, int n, void *buf, void *w, scratch_t *sc) {
+    const char jobz = vec ? 'V' : 'N', uplo = 'L';
+    const int lda = max1(n);
+    int info = 0;
+    switch (kind) {
+        case 0:
+            p_ssyevd(&jobz, &uplo, &n, buf, &lda, w, sc->work, &sc->lwork, sc->iwork,
+                     &sc->liwork, &info);
+            break;
+        case 1:
+            p_dsyevd(&jobz, &uplo, &n, buf, &lda, w, sc->work, &sc->lwork, sc->iwork,
+                     &sc->liwork, &info);
+            break;
+        case 2:
+            p_cheevd(&jobz, &uplo, &n, buf, &lda, w, sc->work, &sc->lwork, sc->rwork,
+                     &sc->lrwork, sc->iwork, &sc->liwork, &info);
+            break;
+        default:
+            p_zheevd(&jobz, &uplo, &n, buf, &lda, w, sc->work, &sc->lwork, sc->rwork,
+                     &sc->lrwork, sc->iwork, &sc->liwork, &info);
+    }
+    return info;
+}
+
+/* the column-major copy of kind's n x n matrix at a (strides s0, s1) into out */
+static void copy_kind(int kind, void *out, const void *a, Py_ssize_t n, Py_ssize_t s0,
+                      Py_ssize_t s1) {
+    switch (kind) {
+        case 0: copy_s(out, a, n, s0, s1); break;
+        case 1: copy_d(out, a, n, s0, s1); break;
+        case 2: copy_c(out, a, n, s0, s1); break;
+        default: copy_z(out, a, n, s0, s1);
+    }
+}
+
+/* the whole solve, as the plan of one matrix runs it (the closed form for n <= 3,
+ * LAPACK otherwise); a, w, v: element pointers (v NULL for eigenvalues only); sc: the
+ * scratch for (kind, v != NULL, n), or NULL (allocated here for this matrix) */
 static int solve_in(int kind, int n, const void *a, Py_ssize_t s0, Py_ssize_t s1, void *w,
                     void *v, int check, double tol, double keep, double keep2, double low,
                     double high, scratch_t *sc) {
@@ -508,30 +557,8 @@ static int solve_in(int kind, int n, const void *a, Py_ssize_t s0, Py_ssize_t s1
         sc = &own;
     }
     void *buf = vec ? v : sc->buf;
-    const char jobz = vec ? 'V' : 'N', uplo = 'L';
-    const int lda = max1(n);
-    int info = 0;
-    switch (kind) {
-        case 0:
-            copy_s(buf, a, n, s0, s1);
-            p_ssyevd(&jobz, &uplo, &n, buf, &lda, w, sc->work, &sc->lwork, sc->iwork,
-                     &sc->liwork, &info);
-            break;
-        case 1:
-            copy_d(buf, a, n, s0, s1);
-            p_dsyevd(&jobz, &uplo, &n, buf, &lda, w, sc->work, &sc->lwork, sc->iwork,
-                     &sc->liwork, &info);
-            break;
-        case 2:
-            copy_c(buf, a, n, s0, s1);
-            p_cheevd(&jobz, &uplo, &n, buf, &lda, w, sc->work, &sc->lwork, sc->rwork,
-                     &sc->lrwork, sc->iwork, &sc->liwork, &info);
-            break;
-        default:
-            copy_z(buf, a, n, s0, s1);
-            p_zheevd(&jobz, &uplo, &n, buf, &lda, w, sc->work, &sc->lwork, sc->rwork,
-                     &sc->lrwork, sc->iwork, &sc->liwork, &info);
-    }
+    copy_kind(kind, buf, a, n, s0, s1);
+    const int info = syevd_in(kind, vec, n, buf, w, sc);
     if (sc == &own) scratch_free(&own);
     if (info != 0) return ST_FAILED;
     if (check && !((kind == 0 || kind == 2) ? finite_s(w, n) : finite_d(w, n)))
@@ -597,6 +624,71 @@ static int solve_batch(int kind, Py_ssize_t b, int n, const char *a, Py_ssize_t 
     free(ws);
     free(vs);
     if (scp != NULL) scratch_free(scp);
+    return status;
+}
+
+/* ---- the generalized pair A v = w B v -------------------------------------------- */
+
+/* One pair as the serial Cholesky path computes it with torch's calls (_solve.py,
+ * _direct_generalized.py), each of them the LAPACK/BLAS call torch makes, on the same
+ * column-major buffers: L = potrf('L') of a copy of b (cholesky_ex), C = L^-1 A
+ * (solve_triangular(L, A): trsm left, lower, no transpose), C L^-H (solve_triangular(L^H,
+ * ., left=False): trsm right, lower, conjugate transpose), ?syevd/?heevd ('L') of C in
+ * place, and with vectors V = L^-H U (solve_triangular(L^H, U): trsm left, lower,
+ * conjugate transpose) and the gauge. a: the Hermitian matrix (row-major contiguous), b:
+ * row-major contiguous (its lower triangle is read); with btol >= 0, ST_REJECTED unless a
+ * is exactly Hermitian and finite and b is certainly Hermitian within btol and finite
+ * (within_one: the full path's checks pass them, a as it is); f, c:
+ * aligned n x n scratch, sc: the scratch of (kind, vec, n). ST_FAILED where b is not
+ * positive definite, LAPACK fails or an eigenvalue is not finite (the full path
+ * decides). */
+static int pair_in(int kind, int n, const void *a, const void *b, void *w, void *v, double btol,
+                   double tol, double keep, double keep2, double low, double high, void *f,
+                   void *c, scratch_t *sc) {
+    static const float one_s[2] = {1.0f, 0.0f};
+    static const double one_d[2] = {1.0, 0.0};
+    const void *one = (kind == 0 || kind == 2) ? (const void *)one_s : (const void *)one_d;
+    const char left = 'L', right = 'R', lower = 'L', none = 'N', nonunit = 'N';
+    const char adjoint = kind >= 2 ? 'C' : 'T';
+    const int lda = max1(n), vec = v != NULL;
+    int info = 0;
+    if (btol >= 0 && !(check_one(kind, a, n, n, 1, 1) && within_one(kind, b, n, n, 1, btol)))
+        return ST_REJECTED;
+    copy_kind(kind, f, b, n, n, 1);
+    p_potrf[kind](&lower, &n, f, &lda, &info);
+    if (info != 0) return ST_FAILED;
+    copy_kind(kind, c, a, n, n, 1);
+    p_trsm[kind](&left, &lower, &none, &nonunit, &n, &n, one, f, &lda, c, &lda);
+    p_trsm[kind](&right, &lower, &adjoint, &nonunit, &n, &n, one, f, &lda, c, &lda);
+    if (syevd_in(kind, vec, n, c, w, sc) != 0) return ST_FAILED;
+    if (!((kind == 0 || kind == 2) ? finite_s(w, n) : finite_d(w, n))) return ST_FAILED;
+    if (!vec) return ST_OK;
+    p_trsm[kind](&left, &lower, &adjoint, &nonunit, &n, &n, one, f, &lda, c, &lda);
+    memcpy(v, c, ITEM[kind] * (size_t)n * (size_t)n);
+    return gauge(kind, v, n, n, tol, keep, keep2, low, high) ? ST_OK : ST_UNGAUGED;
+}
+
+/* pairs (a[k], b[k]), k < count, each n x n row-major contiguous, as pair_in solves one,
+ * into w + k n and v + k n n (column-major per matrix; NULL: eigenvalues only); stops at
+ * the first pair not OK (its index at *index) */
+static int pair_batch(int kind, Py_ssize_t count, int n, const char *a, const char *b, char *w,
+                      char *v, double btol, double tol, double keep, double keep2, double low,
+                      double high, Py_ssize_t *index) {
+    const size_t item = ITEM[kind], bytes = item * (size_t)n * (size_t)n;
+    const int vec = v != NULL;
+    scratch_t sc;
+    if (!scratch_alloc(&sc, kind, n, vec)) return ST_NO_MEMORY;
+    void *f = aligned(bytes), *c = aligned(bytes);
+    int status = (f && c) ? ST_OK : ST_NO_MEMORY;
+    for (Py_ssize_t k = 0; k < count && status == ST_OK; k++) {
+        status = pair_in(kind, n, a + k * bytes, b + k * bytes, w + k * REAL_ITEM[kind] * n,
+                         vec ? v + k * bytes : NULL, btol, tol, keep, keep2, low, high, f, c,
+                         &sc);
+        if (status != ST_OK) *index = k;
+    }
+    free(f);
+    free(c);
+    scratch_free(&sc);
     return status;
 }
 
@@ -679,6 +771,45 @@ static PyObject *py_eigh_batch(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_BEGIN_ALLOW_THREADS status = solve_batch((int)kind, b, (int)n, a, sb, s0, s1, w, v, check,
                                                 tol, keep, keep2, low, high, &index);
     Py_END_ALLOW_THREADS return Py_BuildValue("(in)", status, index);
+}
+
+/* eigh_pair(kind, count, n, a, b, w, v, btol, tol, keep, keep2, low, high)
+ * -> (status, index): the generalized pairs as pair_batch solves them (a, b, w, v:
+ * addresses; v = 0: eigenvalues only); index -1 when every pair is OK */
+static PyObject *py_eigh_pair(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "eigh_pair takes 13 arguments");
+        return NULL;
+    }
+    long kind = PyLong_AsLong(args[0]);
+    Py_ssize_t count = PyLong_AsSsize_t(args[1]);
+    long n = PyLong_AsLong(args[2]);
+    const char *a = PyLong_AsVoidPtr(args[3]), *b = PyLong_AsVoidPtr(args[4]);
+    char *w = PyLong_AsVoidPtr(args[5]), *v = PyLong_AsVoidPtr(args[6]);
+    double btol = PyFloat_AsDouble(args[7]);
+    double tol = PyFloat_AsDouble(args[8]), keep = PyFloat_AsDouble(args[9]);
+    double keep2 = PyFloat_AsDouble(args[10]);
+    double low = PyFloat_AsDouble(args[11]), high = PyFloat_AsDouble(args[12]);
+    if (PyErr_Occurred()) return NULL;
+    if (kind < 0 || kind > 3 || count < 0 || n < 1 || n >= MAX_N ||
+        (count > 0 && (!a || !b || !w))) {
+        PyErr_SetString(PyExc_ValueError, "eigh_pair: kind in 0..3, 0 < n < 256, a, b, w set");
+        return NULL;
+    }
+    if (!api_loaded((int)kind) || !p_potrf[kind] || !p_trsm[kind])
+        return Py_BuildValue("(in)", ST_NOT_LOADED, (Py_ssize_t)0);
+    Py_ssize_t index = -1;
+    int status;
+    if (count * n >= 16) {
+        Py_BEGIN_ALLOW_THREADS status = pair_batch((int)kind, count, (int)n, a, b, w, v, btol,
+                                                   tol, keep, keep2, low, high, &index);
+        Py_END_ALLOW_THREADS
+    } else {
+        status = pair_batch((int)kind, count, (int)n, a, b, w, v, btol, tol, keep, keep2, low,
+                            high, &index);
+    }
+    return Py_BuildValue("(in)", status, index);
 }
 
 /* gauge(kind, n, m, v, tol, keep, keep2, low, high) -> 1 if gauged in place, 0 if left
@@ -1006,6 +1137,12 @@ static PyObject *py_load(PyObject *self, PyObject *arg) {
     p_cheevd = (heevd_c)dlsym(lib, "cheevd_");
     p_zheevd = (heevd_z)dlsym(lib, "zheevd_");
     p_max_threads = (max_threads_fn)dlsym(lib, "MKL_Get_Max_Threads");
+    static const char *const potrf_names[4] = {"spotrf_", "dpotrf_", "cpotrf_", "zpotrf_"};
+    static const char *const trsm_names[4] = {"strsm_", "dtrsm_", "ctrsm_", "ztrsm_"};
+    for (int k = 0; k < 4; k++) {
+        p_potrf[k] = (potrf_fn)dlsym(lib, potrf_names[k]);
+        p_trsm[k] = (trsm_fn)dlsym(lib, trsm_names[k]);
+    }
     memset(ws_known, 0, sizeof ws_known);
     long found = (p_ssyevd != NULL) + (p_dsyevd != NULL) + (p_cheevd != NULL) +
                  (p_zheevd != NULL);
@@ -1019,6 +1156,9 @@ static PyMethodDef methods[] = {
      "column_counts(n, indptr, indices, out) -> 1 (0: no memory)"},
     {"eigh_batch", (PyCFunction)(void (*)(void))py_eigh_batch, METH_FASTCALL,
      "eigh_batch(kind, b, n, a, sb, s0, s1, w, v, check, tol, keep, keep2, low, high)"
+     " -> (status, index)"},
+    {"eigh_pair", (PyCFunction)(void (*)(void))py_eigh_pair, METH_FASTCALL,
+     "eigh_pair(kind, count, n, a, b, w, v, btol, tol, keep, keep2, low, high)"
      " -> (status, index)"},
     {"gauge", (PyCFunction)(void (*)(void))py_gauge, METH_FASTCALL,
      "gauge(kind, n, m, v, tol, keep, keep2, low, high) -> 1 if gauged"},
