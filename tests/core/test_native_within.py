@@ -105,3 +105,26 @@ def test_what_the_helper_cannot_read_is_none() -> None:
     assert native_within_tolerance(a.conj(), 1e-8) is None
     assert native_within_tolerance(a.real.to(torch.int64), 1e-8) is None  # not a solver dtype
     assert native_within_tolerance(a[None], 1e-8) is None  # four dimensions
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128], ids=str)
+def test_scales_whose_squares_would_overflow_or_underflow_are_left_to_the_torch_test(
+    dtype: torch.dtype,
+) -> None:
+    """The test compares squares: where the largest one would leave double's range it
+    decides nothing, so an asymmetry at 1e-170 (squares that underflow to zero) is never
+    accepted, and the torch test, which compares magnitudes, refuses it."""
+    tol = TOL[dtype]
+    a = _rounded(2, 5, dtype, 9)
+    tiny = a * 1e-170
+    tiny[0, 0, 1] += 1e-171  # 10% asymmetric
+    assert native_within_tolerance(tiny, tol) is False
+    assert not _reference(tiny, tol)
+    with pytest.raises(InputRejected):
+        check_block(tiny, tol)
+    huge = a * 1e160  # squares overflow: the torch test accepts it
+    assert native_within_tolerance(huge, tol) is False
+    assert _reference(huge, tol)
+    check_block(huge, tol)
+    for scale in (1e-120, 1e120):  # squares in range: decided here, as the torch test
+        assert native_within_tolerance(a * scale, tol) is True
