@@ -14,6 +14,7 @@ import torch
 import spectra
 from spectra.core import _eigh
 from spectra.core._pipeline import _direct_generalized
+from spectra.core._pipeline._direct import _closed_small
 from spectra.core._solvers._native import native_module
 from spectra.core._solvers._torch_lapack import threaded_from
 from spectra.core._support._threads import single_threaded_kernels
@@ -63,7 +64,7 @@ def _compiled_expected(shape: tuple[int, ...], n: int, dtype: torch.dtype, vecto
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("n", [4, 5, 8, 17, 40, 70])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 17, 40, 70])
 @pytest.mark.parametrize("shape", [(), (3,)], ids=["one pair", "a handful"])
 def test_bitwise_the_pipeline_and_close_to_scipy(
     dtype: torch.dtype,
@@ -75,11 +76,14 @@ def test_bitwise_the_pipeline_and_close_to_scipy(
     a, b = _pair(shape, n, dtype, seed=n)
     w, v = spectra.eigh(a, b)
     values = spectra.eigvalsh(a, b)
-    low = spectra.eigh(a, b, k=2)
-    high = spectra.eigh(a, b, k=3, largest=True)
+    lo, hi = min(2, n), min(3, n)
+    low = spectra.eigh(a, b, k=lo)
+    high = spectra.eigh(a, b, k=hi, largest=True)
     # direct where the reduced problem's plan is (a handful of complex 70 x 70 is the
     # openblas claim's, on two workers: the pipeline's)
-    if spectra.plan(n, int(np.prod(shape)), dtype).direct:
+    # (n <= 3 on the closed form: only where the compiled pair serves it)
+    closed_elsewhere = _closed_small(n, dtype) and not _compiled_expected(shape, n, dtype, 1)
+    if spectra.plan(n, int(np.prod(shape)), dtype).direct and not closed_elsewhere:
         assert pipeline_runs == []  # none of them took the pipeline
         # the compiled pair where it serves (every call of it did), torch's calls elsewhere
         # the compiled pair where it serves (each call of it did: eigh, eigvalsh, the two
@@ -91,9 +95,9 @@ def test_bitwise_the_pipeline_and_close_to_scipy(
         assert torch.equal(values, planned(spectra.eigvalsh, a, b))
     else:
         assert pipeline_runs == [1, 1, 1, 1]
-    assert torch.equal(low.eigenvalues, w[..., :2]) and torch.equal(low.eigenvectors, v[..., :2])
-    assert torch.equal(high.eigenvalues, w[..., -3:])
-    assert torch.equal(high.eigenvectors, v[..., -3:])
+    assert torch.equal(low.eigenvalues, w[..., :lo]) and torch.equal(low.eigenvectors, v[..., :lo])
+    assert torch.equal(high.eigenvalues, w[..., -hi:])
+    assert torch.equal(high.eigenvectors, v[..., -hi:])
     # the reference: SciPy's LAPACK ?sygvd/?hegvd, and V^H B V = I
     wide = torch.complex128 if dtype.is_complex else torch.float64
     eps = torch.finfo(w.dtype).eps
@@ -128,7 +132,8 @@ def test_what_stays_on_the_full_path(pipeline_runs: list[int]) -> None:
         ("b broadcast", torch.stack([a, a]), b, {}),
         ("dtypes differ", a, b.to(torch.float32), {}),
     ]
-    if spectra.plan(3, 1, torch.float64).strategy == "closed-form":  # (the compiled helper's)
+    if spectra.plan(3, 1, torch.float64).strategy == "closed-form" and native_module() is None:
+        # the closed form's plan without the compiled pair: only the full path runs it
         cases.append(("n <= 3: the closed form's plan", *_pair((), 3, torch.float64, seed=1), {}))
     for i, (why, x, y, kw) in enumerate(cases, start=1):
         spectra.eigh(x, y, **kw)
@@ -164,14 +169,16 @@ def test_errors_are_the_full_paths() -> None:
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_the_compiled_pair_is_torchs_calls_bit_for_bit(dtype: torch.dtype) -> None:
     """The compiled pair against the serial Cholesky path's torch calls themselves, pair
-    by pair: sizes on both sides of LAPACK's and MKL's blocking, one pair and an aligned
-    handful, eigenpairs and eigenvalues, graded and clustered spectra."""
+    by pair: sizes on both sides of LAPACK's and MKL's blocking, n <= 3 on the closed
+    form where the plan runs it, one pair and an aligned handful, eigenpairs and
+    eigenvalues, graded and clustered spectra."""
     if native_module() is None:
         pytest.skip("the compiled helper is not built (SPECTRA_NATIVE=0 or no compiler)")
     assert _direct_generalized._compiled_agrees()
-    for n in (4, 7, 16, 31, 32, 33, 47):
+    for n in (2, 3, 4, 7, 16, 31, 32, 33, 47):  # (n = 1: against the pipeline, above)
         if n >= threaded_from(dtype, True):
             continue
+        closed = _closed_small(n, dtype)  # n <= 3: the closed form where the plan runs it
         for shape in ((), (4,)):
             if shape and (n * n * dtype.itemsize) % 64:
                 continue
@@ -182,8 +189,8 @@ def test_the_compiled_pair_is_torchs_calls_bit_for_bit(dtype: torch.dtype) -> No
                 a = a + 1e3 * torch.eye(n, dtype=dtype)
             for vectors in (True, False):
                 with single_threaded_kernels():  # as the direct path calls it
-                    got = _direct_generalized.native_pair(a, b, vectors)
-                ref = _direct_generalized._by_torch(a, b, vectors, False)
+                    got = _direct_generalized.native_pair(a, b, vectors, closed=closed)
+                ref = _direct_generalized._by_torch(a, b, vectors, False, closed)
                 assert got is not None and ref is not None, (n, shape)
                 assert torch.equal(got[0], ref[0]), (n, shape, vectors)
                 if vectors:

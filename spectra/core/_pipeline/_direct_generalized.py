@@ -29,7 +29,8 @@ import torch
 
 from .._request import Request
 from .._solvers._native import native_pair
-from .._solvers._torch_lapack import ALIGNMENT, SEQUENTIAL_N, one_kernel_thread
+from .._solvers._torch_lapack import ALIGNMENT, SEQUENTIAL_N, empty_result, one_kernel_thread
+from .._strategies._kernels import closed_form_into
 from .._support._memory import GENERALIZED_MATRICES
 from .._support._threads import caller_kernel_threads, single_threaded_kernels
 from ._checks import InputRejected, hermitian_from_lower, quick_check, symmetry_tolerance
@@ -56,21 +57,30 @@ def _accepted(x: torch.Tensor, tol: float) -> bool:
 
 
 def _by_torch(
-    ta: torch.Tensor, tb: torch.Tensor, vectors: bool, threaded: bool
+    ta: torch.Tensor, tb: torch.Tensor, vectors: bool, threaded: bool, closed: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """The serial Cholesky path's steps by torch's calls, with its thread settings: the
     steps on one kernel thread in the caller's thread, the reduced problem's LAPACK call
     on the plan's (the caller's from ``threaded_from``), so the factor and the solves
-    round as there; ``None`` where ``b`` is not positive definite or LAPACK fails or
-    overflows (the full path decides)."""
+    round as there; with ``closed`` (``n = 2, 3`` planned on the closed form: the
+    compiled pair's reference) the reduced problem by the closed form's own ``into``, as
+    the plan runs it. ``None`` where ``b``
+    is not positive definite or LAPACK fails or overflows (the full path decides)."""
     with single_threaded_kernels():
         factor, info = torch.linalg.cholesky_ex(tb)  # reads b's lower triangle
         if bool(info.any() if info.dim() else info):
             return None  # not positive definite: the full path names the matrices
-        c = _reduce(ta, factor).contiguous()
+        c = _reduce(ta, factor)
         try:
-            with caller_kernel_threads() if threaded else nullcontext():
-                w, u = _solve(c, vectors)
+            if closed:
+                flat = c.reshape(-1, *c.shape[-2:])
+                w, u = empty_result(flat, vectors)
+                closed_form_into(flat, w, u)
+                w = w.reshape(c.shape[:-1])
+                u = u.reshape(c.shape) if u is not None else None
+            else:
+                with caller_kernel_threads() if threaded else nullcontext():
+                    w, u = _solve(c.contiguous(), vectors)
         except RuntimeError:
             return None
         if not math.isfinite(sum(w.flatten().tolist())):
@@ -97,13 +107,15 @@ def _compiled_agrees() -> bool:
     gen = torch.Generator().manual_seed(11)
     with single_threaded_kernels():
         for dtype in (torch.float32, torch.float64, torch.complex64, torch.complex128):
-            for shape in ((5, 5), (2, 16, 16)):
+            for shape in ((2, 2), (3, 3), (5, 5), (2, 16, 16)):
                 n = shape[-1]
                 x = torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype)
                 m = torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype)
                 a, b = x + x.mH, m @ m.mH + n * torch.eye(n, dtype=dtype)
                 for vectors in (True, False):
-                    got, ref = native_pair(a, b, vectors), _by_torch(a, b, vectors, False)
+                    closed = _closed_small(n, dtype)
+                    got = native_pair(a, b, vectors, closed=closed)
+                    ref = _by_torch(a, b, vectors, False, closed)
                     if got is None or ref is None or not torch.equal(got[0], ref[0]):
                         return False
                     if vectors and not torch.equal(got[1], ref[1]):  # type: ignore[arg-type]
@@ -139,24 +151,29 @@ def solve_direct_generalized(a: Any, b: Any, request: Request) -> tuple[Any, Any
     if batch * n * n * ta.element_size() * GENERALIZED_MATRICES > DIRECT_GENERALIZED_BYTES:
         return None
     vectors = request.vectors
-    if not _direct(n, batch, ta.dtype, vectors) or _closed_small(n, ta.dtype):
-        return None  # the reduced problem is not planned as one LAPACK call here
+    if not _direct(n, batch, ta.dtype, vectors):
+        return None  # the reduced problem is not planned as one direct call here
     k = None if request.k is None else check_k(request.k, n)
     threaded = not one_kernel_thread(n, ta.dtype, vectors) and n >= SEQUENTIAL_N
     compiled = not threaded and _compiled_serves(batch, n, ta.dtype)
+    closed = _closed_small(n, ta.dtype)  # n <= 3 planned on the compiled closed form
+    if closed and not compiled:
+        return None  # (only the compiled pair runs the closed form as the plan does)
     tol = request.symmetry_tol
     tol = symmetry_tolerance(ta.dtype) if tol is None else tol
     # an exactly Hermitian a and a b Hermitian within tol, all finite (what a checked call
     # almost always gets: b = M M^H is Hermitian only to rounding) pass the full path's
     # checks, a as it is: the compiled pair tests that itself, in its pass
-    got = native_pair(ta, tb, vectors, check=tol) if compiled and request.check else None
+    got = None
+    if compiled and request.check:
+        got = native_pair(ta, tb, vectors, check=tol, closed=closed)
     if got is None:
         if request.check and not (_accepted(ta, tol) and _accepted(tb, tol)):
             return None  # refused: the full path names what is wrong and where
         ta = hermitian_from_lower(ta)  # (the matrix itself where exactly Hermitian)
         if compiled:
-            got = native_pair(ta, tb, vectors)
-        if got is None:
+            got = native_pair(ta, tb, vectors, closed=closed)
+        if got is None and not closed:  # (a pair of n = 1 is not torch's calls' bits)
             got = _by_torch(ta, tb, vectors, threaded)
         if got is None:
             return None

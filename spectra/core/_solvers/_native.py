@@ -347,15 +347,18 @@ def native_pair(
     vectors: bool,
     check: float | None = None,
     out: tuple[torch.Tensor, torch.Tensor | None] | None = None,
+    closed: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """``(w, v or None)`` of ``A v = w B v`` for the CPU pairs ``a``, ``b`` (``(n, n)`` or
     ``(B, n, n)``, row-major contiguous, the same dtype, no history; ``a`` Hermitian), each
     pair by the LAPACK and BLAS calls torch's ``cholesky_ex``, ``solve_triangular`` and
     ``eigh`` make in the serial Cholesky path, on one kernel thread, in one compiled call
     (``eigh_pair``): the factor, the two triangular solves, ``?syevd``/``?heevd``, the
-    back-transformation, the gauge. With ``check`` (a symmetry tolerance), only pairs whose
-    ``a`` is exactly Hermitian and finite and whose ``b`` is certainly Hermitian within
-    ``check`` and finite (what the full path's checks pass, ``a`` as it is) are served.
+    back-transformation, the gauge; with ``closed``, pairs of ``n <= 3`` by the compiled
+    closed form instead of LAPACK (where the plan solves them so). With ``check`` (a
+    symmetry tolerance), only pairs whose ``a`` is exactly Hermitian and finite and whose
+    ``b`` is certainly Hermitian within ``check`` and finite (what the full path's checks
+    pass, ``a`` as it is) are served.
     ``out``: the eigenvalues' and eigenvectors' blocks to write (contiguous, and
     column-major per matrix: ``out[1].mT`` contiguous), else fresh ones. ``None`` where
     the helper is not there or
@@ -400,7 +403,7 @@ def native_pair(
     vp = 0 if v is None else v.data_ptr()
     count = a.shape[0] if a.dim() == 3 else 1
     btol = -1.0 if check is None else check
-    args = (kind, count, n, a_ptr, b_ptr, w.data_ptr(), vp, btol, *gauge)
+    args = (kind, count, n, a_ptr, b_ptr, w.data_ptr(), vp, closed, btol, *gauge)
     old = set_thread_kernel_threads(1)  # every step on one kernel thread, as torch's route
     try:
         status, _ = module.eigh_pair(*args)

@@ -650,7 +650,7 @@ static int solve_batch(int kind, Py_ssize_t b, int n, const char *a, Py_ssize_t 
  * column-major buffers: L = potrf('L') of a copy of b (cholesky_ex), C = L^-1 A
  * (solve_triangular(L, A): trsm left, lower, no transpose), C L^-H (solve_triangular(L^H,
  * ., left=False): trsm right, lower, conjugate transpose), ?syevd/?heevd ('L') of C in
- * place, and with vectors V = L^-H U (solve_triangular(L^H, U): trsm left, lower,
+ * place (with closed, n <= 3: the closed form, as the plan solves it), and with vectors V = L^-H U (solve_triangular(L^H, U): trsm left, lower,
  * conjugate transpose) and the gauge. a: the Hermitian matrix (row-major contiguous), b:
  * row-major contiguous (its lower triangle is read); with btol >= 0, ST_REJECTED unless a
  * is exactly Hermitian and finite and b is certainly Hermitian within btol and finite
@@ -658,9 +658,9 @@ static int solve_batch(int kind, Py_ssize_t b, int n, const char *a, Py_ssize_t 
  * aligned n x n scratch, sc: the scratch of (kind, vec, n). ST_FAILED where b is not
  * positive definite, LAPACK fails or an eigenvalue is not finite (the full path
  * decides). */
-static int pair_in(int kind, int n, const void *a, const void *b, void *w, void *v, double btol,
-                   double tol, double keep, double keep2, double low, double high, void *f,
-                   void *c, scratch_t *sc) {
+static int pair_in(int kind, int n, const void *a, const void *b, void *w, void *v, int closed,
+                   double btol, double tol, double keep, double keep2, double low, double high,
+                   void *f, void *c, void *u, scratch_t *sc) {
     static const float one_s[2] = {1.0f, 0.0f};
     static const double one_d[2] = {1.0, 0.0};
     const void *one = (kind == 0 || kind == 2) ? (const void *)one_s : (const void *)one_d;
@@ -679,7 +679,15 @@ static int pair_in(int kind, int n, const void *a, const void *b, void *w, void 
     copy_kind(kind, c, a, n, n, 1);
     p_trsm[kind](&left, &lower, &none, &nonunit, &n, &n, one, f, &lda, c, &lda);
     p_trsm[kind](&right, &lower, &adjoint, &nonunit, &n, &n, one, f, &lda, c, &lda);
-    if (syevd_in(kind, vec, n, c, w, sc) != 0) return ST_FAILED;
+    if (closed && n <= 3) { /* the closed form where the plan runs it (closed_form_into: the compiled
+                   * one, its vectors in the gauge), on C as it lies (column-major) */
+        if (solve_closed(kind, n, c, 1, n, w, vec ? u : NULL, 0, tol, keep, keep2, low, high) !=
+            ST_OK)
+            return ST_FAILED;
+        c = u;
+    } else if (syevd_in(kind, vec, n, c, w, sc) != 0) {
+        return ST_FAILED;
+    }
     if (!((kind == 0 || kind == 2) ? finite_s(w, n) : finite_d(w, n))) return ST_FAILED;
     if (!vec) return ST_OK;
     p_trsm[kind](&left, &lower, &adjoint, &nonunit, &n, &n, one, f, &lda, c, &lda);
@@ -691,22 +699,23 @@ static int pair_in(int kind, int n, const void *a, const void *b, void *w, void 
  * into w + k n and v + k n n (column-major per matrix; NULL: eigenvalues only); stops at
  * the first pair not OK (its index at *index) */
 static int pair_batch(int kind, Py_ssize_t count, int n, const char *a, const char *b, char *w,
-                      char *v, double btol, double tol, double keep, double keep2, double low,
+                      char *v, int closed, double btol, double tol, double keep, double keep2, double low,
                       double high, Py_ssize_t *index) {
     const size_t item = ITEM[kind], bytes = item * (size_t)n * (size_t)n;
     const int vec = v != NULL;
     scratch_t sc;
     if (!scratch_alloc(&sc, kind, n, vec)) return ST_NO_MEMORY;
-    void *f = aligned(bytes), *c = aligned(bytes);
-    int status = (f && c) ? ST_OK : ST_NO_MEMORY;
+    void *f = aligned(bytes), *c = aligned(bytes), *u = aligned(bytes);
+    int status = (f && c && u) ? ST_OK : ST_NO_MEMORY;
     for (Py_ssize_t k = 0; k < count && status == ST_OK; k++) {
         status = pair_in(kind, n, a + k * bytes, b + k * bytes, w + k * REAL_ITEM[kind] * n,
-                         vec ? v + k * bytes : NULL, btol, tol, keep, keep2, low, high, f, c,
+                         vec ? v + k * bytes : NULL, closed, btol, tol, keep, keep2, low, high, f, c, u,
                          &sc);
         if (status != ST_OK) *index = k;
     }
     free(f);
     free(c);
+    free(u);
     scratch_free(&sc);
     return status;
 }
@@ -792,13 +801,13 @@ static PyObject *py_eigh_batch(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_END_ALLOW_THREADS return Py_BuildValue("(in)", status, index);
 }
 
-/* eigh_pair(kind, count, n, a, b, w, v, btol, tol, keep, keep2, low, high)
+/* eigh_pair(kind, count, n, a, b, w, v, closed, btol, tol, keep, keep2, low, high)
  * -> (status, index): the generalized pairs as pair_batch solves them (a, b, w, v:
  * addresses; v = 0: eigenvalues only); index -1 when every pair is OK */
 static PyObject *py_eigh_pair(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 13) {
-        PyErr_SetString(PyExc_TypeError, "eigh_pair takes 13 arguments");
+    if (nargs != 14) {
+        PyErr_SetString(PyExc_TypeError, "eigh_pair takes 14 arguments");
         return NULL;
     }
     long kind = PyLong_AsLong(args[0]);
@@ -806,10 +815,11 @@ static PyObject *py_eigh_pair(PyObject *self, PyObject *const *args, Py_ssize_t 
     long n = PyLong_AsLong(args[2]);
     const char *a = PyLong_AsVoidPtr(args[3]), *b = PyLong_AsVoidPtr(args[4]);
     char *w = PyLong_AsVoidPtr(args[5]), *v = PyLong_AsVoidPtr(args[6]);
-    double btol = PyFloat_AsDouble(args[7]);
-    double tol = PyFloat_AsDouble(args[8]), keep = PyFloat_AsDouble(args[9]);
-    double keep2 = PyFloat_AsDouble(args[10]);
-    double low = PyFloat_AsDouble(args[11]), high = PyFloat_AsDouble(args[12]);
+    int closed = PyObject_IsTrue(args[7]);
+    double btol = PyFloat_AsDouble(args[8]);
+    double tol = PyFloat_AsDouble(args[9]), keep = PyFloat_AsDouble(args[10]);
+    double keep2 = PyFloat_AsDouble(args[11]);
+    double low = PyFloat_AsDouble(args[12]), high = PyFloat_AsDouble(args[13]);
     if (PyErr_Occurred()) return NULL;
     if (kind < 0 || kind > 3 || count < 0 || n < 1 || n >= MAX_N ||
         (count > 0 && (!a || !b || !w))) {
@@ -821,12 +831,12 @@ static PyObject *py_eigh_pair(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_ssize_t index = -1;
     int status;
     if (count * n >= 16) {
-        Py_BEGIN_ALLOW_THREADS status = pair_batch((int)kind, count, (int)n, a, b, w, v, btol,
+        Py_BEGIN_ALLOW_THREADS status = pair_batch((int)kind, count, (int)n, a, b, w, v, closed, btol,
                                                    tol, keep, keep2, low, high, &index);
         Py_END_ALLOW_THREADS
     } else {
-        status = pair_batch((int)kind, count, (int)n, a, b, w, v, btol, tol, keep, keep2, low,
-                            high, &index);
+        status = pair_batch((int)kind, count, (int)n, a, b, w, v, closed, btol, tol, keep, keep2,
+                            low, high, &index);
     }
     return Py_BuildValue("(in)", status, index);
 }
@@ -1177,7 +1187,7 @@ static PyMethodDef methods[] = {
      "eigh_batch(kind, b, n, a, sb, s0, s1, w, v, check, tol, keep, keep2, low, high)"
      " -> (status, index)"},
     {"eigh_pair", (PyCFunction)(void (*)(void))py_eigh_pair, METH_FASTCALL,
-     "eigh_pair(kind, count, n, a, b, w, v, btol, tol, keep, keep2, low, high)"
+     "eigh_pair(kind, count, n, a, b, w, v, closed, btol, tol, keep, keep2, low, high)"
      " -> (status, index)"},
     {"gauge", (PyCFunction)(void (*)(void))py_gauge, METH_FASTCALL,
      "gauge(kind, n, m, v, tol, keep, keep2, low, high) -> 1 if gauged"},
