@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ._errors import InputError, LinAlgError
-from ._options import Options
+from ._options import Options, build_cached
 from ._pipeline._checks import BlockCheck, InputRejected, check_finite, check_hermitian
 from ._pipeline._dense import solve_dense
 from ._pipeline._direct import solve_direct, solve_one
@@ -104,7 +104,7 @@ def _direct_with_options(
     if not (type(a) is np.ndarray or (type(a) is torch.Tensor and a.layout == torch.strided)):
         return None
     try:
-        opts = Options.build(options, **execution)
+        opts = build_cached(options, execution)
     except (TypeError, InputError):
         return None  # the full path raises it, where the input's kind is known
     return solve_direct(a, request, opts, plan)

@@ -131,6 +131,18 @@ class Options:
         if self.strategy is not None and not isinstance(self.strategy, str):
             raise InputError("strategy", f"must be a strategy name, got {self.strategy!r}")
         check_policy(self.degenerate)
+        # the planner's keywords' values, once (not a field: equality and hash ignore it)
+        set_(self, "_planning_key", tuple(getattr(self, name) for name in PLANNING_FIELDS))
+
+    @property
+    def planning_key(self) -> tuple[Any, ...]:
+        """The values of :meth:`planning`, in ``PLANNING_FIELDS`` order (a cache key).
+
+        >>> Options(workers=2).planning_key
+        (None, None, None, 2, None, None)
+        """
+        key: tuple[Any, ...] = self.__dict__["_planning_key"]
+        return key
 
     def planning(self) -> dict[str, Any]:
         """The planner's keywords these options set (``plan(n, batch, ..., **o.planning())``).
@@ -182,3 +194,31 @@ class Options:
 
 #: :meth:`Options.names` (read on every call with options)
 _NAMES = tuple(f.name for f in fields(Options))
+
+
+#: at most this many distinct option sets are remembered by :func:`build_cached`
+BUILT_MAX = 64
+_BUILT: dict[tuple[Any, ...], Options] = {}
+
+
+def build_cached(options: Options | None, kwargs: dict[str, Any]) -> Options:
+    """:meth:`Options.build`, remembered for hashable keyword values: a loop that repeats
+    its options (``workers=1`` on every call) validates them once. A value's type is part
+    of the key (``workers=True`` is not ``workers=1``: it is refused, every time); errors
+    are never remembered.
+
+    >>> build_cached(None, {"workers": 1}) is build_cached(None, {"workers": 1})
+    True
+    """
+    try:
+        key = (options, tuple((name, type(value), value) for name, value in kwargs.items()))
+        hash(key)
+    except TypeError:  # an unhashable value: built every time
+        return Options.build(options, **kwargs)
+    got = _BUILT.get(key)
+    if got is None:
+        got = Options.build(options, **kwargs)
+        if len(_BUILT) >= BUILT_MAX:
+            _BUILT.clear()
+        _BUILT[key] = got
+    return got

@@ -486,3 +486,34 @@ def test_options_keep_the_pipeline_for_input_with_history(monkeypatch: pytest.Mo
     assert runs == [1]
     w.sum().backward()
     assert a.grad is not None and torch.allclose(a.grad, torch.eye(6, dtype=torch.float64))
+
+
+def test_repeated_options_are_validated_once_and_bad_ones_every_time() -> None:
+    """A call that repeats its options (``workers=1`` in a loop) builds them once
+    (``build_cached``); a value of another type is another key (``workers=True`` is
+    refused on every call, never served as ``workers=1``); errors are not remembered; an
+    unhashable value is built (and refused) every time; the planner's key is the values
+    of ``planning()``."""
+    from spectra.core._options import Options, build_cached
+    from spectra.core.domain import InputError
+
+    one = build_cached(None, {"workers": 1})
+    assert build_cached(None, {"workers": 1}) is one
+    assert one == Options(workers=1) and one.planning_key == tuple(one.planning().values())
+    base = Options(strategy="torch")
+    both = build_cached(base, {"workers": 1})
+    assert both is build_cached(base, {"workers": 1}) and both.strategy == "torch"
+    for _ in range(2):
+        with pytest.raises(InputError, match="workers"):
+            build_cached(None, {"workers": True})
+        with pytest.raises(InputError, match="workers"):
+            build_cached(None, {"workers": 0})
+        with pytest.raises((InputError, TypeError)):
+            build_cached(None, {"max_memory": [1]})
+        with pytest.raises(TypeError, match="unknown option"):
+            build_cached(None, {"wrokers": 1})
+    a = random_hermitian((), 8, torch.float64, seed=3)
+    with pytest.raises(InputError, match="workers"):
+        spectra.eigh(a, workers=True)
+    w, v = spectra.eigh(a, workers=1)
+    assert torch.equal(w, spectra.eigh(a)[0]) and torch.equal(v, spectra.eigh(a)[1])

@@ -490,7 +490,7 @@ def _planned_alike(a: Any, request: Request, opts: Options, given: Plan | None) 
     if given is not None:
         opts = Options.from_plan(check_plan(given, n, batch, t.dtype, t.device), opts)
     k = None if request.k is None else check_k(request.k, n)
-    key, version = tuple(opts.planning().values()), registry_version()
+    key, version = opts.planning_key, registry_version()
     return _direct_cached(n, batch, t.dtype, request.vectors, k, request.largest, version, key)
 
 
