@@ -291,6 +291,7 @@ def _cholesky_fanned(
         and (n * n * fa.element_size()) % ALIGNMENT == 0
         and fa.is_contiguous()
         and fb.is_contiguous()
+        and _compiled_agrees()
     )
     btol = symmetry_tolerance(a.dtype) if tol is None else tol
 
@@ -356,6 +357,14 @@ def _sub_blocks(total: int, workers: int, n: int, item: int) -> tuple[int, int]:
     unit = ALIGNMENT // math.gcd(ALIGNMENT, size)
     step = min(max(1, SUB_BLOCK_BYTES // size), -(-total // workers))
     return unit, max(unit, step // unit * unit)
+
+
+def _compiled_agrees() -> bool:
+    """Whether the compiled pair gives torch's calls' bits on this machine (decided once
+    per process: :func:`~._direct_generalized._compiled_agrees`)."""
+    from ._direct_generalized import _compiled_agrees as agrees  # (it imports this module)
+
+    return agrees()
 
 
 class _NotPositiveDefinite(Exception):
