@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from .._request import Request
-from .._solvers._native import native_pair
+from .._solvers._native import native_module, native_pair
 from .._solvers._torch_lapack import ALIGNMENT, SEQUENTIAL_N, empty_result, one_kernel_thread
 from .._strategies._kernels import closed_form_into
 from .._support._memory import GENERALIZED_MATRICES
@@ -64,8 +64,8 @@ def _by_torch(
     on the plan's (the caller's from ``threaded_from``), so the factor and the solves
     round as there; with ``closed`` (``n = 2, 3`` planned on the closed form: the
     compiled pair's reference) the reduced problem by the closed form's own ``into``, as
-    the plan runs it. ``None`` where ``b``
-    is not positive definite or LAPACK fails or overflows (the full path decides)."""
+    the plan runs it. ``None`` where ``b`` is not positive definite or LAPACK fails or
+    overflows (the full path decides)."""
     with single_threaded_kernels():
         factor, info = torch.linalg.cholesky_ex(tb)  # reads b's lower triangle
         if bool(info.any() if info.dim() else info):
@@ -99,11 +99,19 @@ def _compiled_serves(batch: int, n: int, dtype: torch.dtype) -> bool:
     return aligned and _compiled_agrees()
 
 
-@functools.cache
 def _compiled_agrees() -> bool:
-    """Once per process: whether the compiled pair equals :func:`_by_torch` bit for bit on
-    fixed pairs of every dtype (one pair and two, eigenpairs and eigenvalues): the library
-    torch calls is the one the helper found, and its calls are the ones torch makes."""
+    """Once per process (per loaded helper): whether the compiled pair equals
+    :func:`_by_torch` bit for bit on fixed pairs of every dtype (one pair and two,
+    eigenpairs and eigenvalues, ``n <= 3`` on the closed form where the plan runs it): the
+    library torch calls is the one the helper found, and its calls are the ones torch
+    makes. ``False`` without the helper."""
+    module = native_module()
+    return module is not None and _agrees_for(module)
+
+
+@functools.cache
+def _agrees_for(module: Any) -> bool:
+    """:func:`_compiled_agrees` for the loaded helper ``module`` (a cache key only)."""
     gen = torch.Generator().manual_seed(11)
     with single_threaded_kernels():
         for dtype in (torch.float32, torch.float64, torch.complex64, torch.complex128):
