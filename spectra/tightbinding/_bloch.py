@@ -34,6 +34,31 @@ class BlochData:
     positions: np.ndarray
     sr: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        # the arrays as tensors, per (k dtype, device): not a field (equality, repr and
+        # pickling ignore it), filled by :meth:`tensors`
+        object.__setattr__(self, "_tensors", {})
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_tensors"] = {}  # (a worker converts its own)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def tensors(self, dtype: torch.dtype, device: torch.device) -> _Tensors:
+        """The arrays as the Bloch sums of real ``dtype`` k-points on ``device`` read
+        them, converted once per ``(dtype, device)`` (a loop over single k-points
+        converted them on every call: 26 of its 40 us per Bloch sum, measured)."""
+        cache: dict[tuple[torch.dtype, torch.device], _Tensors] = self.__dict__["_tensors"]
+        key = (dtype, torch.device(device))
+        got = cache.get(key)
+        if got is None:
+            got = _Tensors.of(self, dtype, key[1])
+            cache[key] = got
+        return got
+
     @property
     def dim(self) -> int:
         return int(self.rvecs.shape[1])
@@ -41,6 +66,35 @@ class BlochData:
     @property
     def nstates(self) -> int:
         return int(self.hr.shape[-1])
+
+
+@dataclass(frozen=True)
+class _Tensors:
+    """:class:`BlochData`'s arrays as tensors for k-points of one real dtype and device:
+    the lattice vectors in that dtype, the blocks ``(nR, n * n)`` in its complex dtype, the
+    positions, and the unit modulus of the phases."""
+
+    rvecs: torch.Tensor
+    hr: torch.Tensor
+    sr: torch.Tensor | None
+    positions: torch.Tensor
+    one: torch.Tensor
+
+    @staticmethod
+    def of(data: BlochData, dtype: torch.dtype, device: torch.device) -> _Tensors:
+        ctype = _complex_of(dtype)
+
+        def flat(blocks: np.ndarray) -> torch.Tensor:
+            mt = torch.as_tensor(blocks, device=device).to(ctype)
+            return mt.reshape(mt.shape[0], mt.shape[-1] * mt.shape[-1])
+
+        return _Tensors(
+            torch.as_tensor(data.rvecs, dtype=dtype, device=device),
+            flat(data.hr),
+            None if data.sr is None else flat(data.sr),
+            torch.as_tensor(data.positions, dtype=dtype, device=device),
+            torch.ones((), dtype=dtype, device=device),
+        )
 
 
 def _check_convention(convention: str) -> str:
@@ -64,11 +118,19 @@ def as_kpoints(k: Any, dim: int) -> tuple[torch.Tensor, Any, tuple[int, ...]]:
             f"must have shape (nk, {dim}) (reduced coordinates of the "
             f"{dim} periodic directions), got {tuple(kt.shape)}",
         )
-    if not bool(torch.isfinite(kt).all()):
+    if not _all_finite(kt):
         bad = torch.nonzero(~torch.isfinite(kt).all(-1)).flatten()[:10].tolist()
         raise InputError("k", f"contains NaN/Inf at k-point indices {bad}")
     batch = tuple(kt.shape[:-1])
     return kt.reshape(math.prod(batch), dim), origin, batch
+
+
+def _all_finite(kt: torch.Tensor) -> bool:
+    """Whether every entry of ``kt`` is finite (a NumPy view for CPU tensors: 2 against
+    7 us for the few k-points of a single call)."""
+    if kt.device.type == "cpu":
+        return bool(np.isfinite(kt.detach().numpy()).all())
+    return bool(torch.isfinite(kt).all())
 
 
 def _complex_of(dtype: torch.dtype) -> torch.dtype:
@@ -92,16 +154,28 @@ def bloch_sum(
     ctype = _complex_of(k.dtype)
     rt = torch.as_tensor(rvecs, dtype=k.dtype, device=k.device)
     mt = torch.as_tensor(blocks, device=k.device).to(ctype)
-    phase = torch.polar(
-        torch.ones((), dtype=k.dtype, device=k.device), (2 * math.pi) * (k @ rt.T)
-    )  # (nk, nR)
-    n = mt.shape[-1]
-    out = (phase @ mt.reshape(mt.shape[0], n * n)).reshape(k.shape[0], n, n)  # one GEMM
-    if convention == "orbital" and positions is not None and positions.size:
+    tau = None
+    if positions is not None:
         tau = torch.as_tensor(positions, dtype=k.dtype, device=k.device)
-        d = torch.polar(
-            torch.ones((), dtype=k.dtype, device=k.device), (2 * math.pi) * (k @ tau.T)
-        )  # (nk, n)
+    one = torch.ones((), dtype=k.dtype, device=k.device)
+    flat = mt.reshape(mt.shape[0], mt.shape[-1] * mt.shape[-1])
+    return _bloch_sum(k, rt, flat, tau, one, convention)
+
+
+def _bloch_sum(
+    k: torch.Tensor,
+    rt: torch.Tensor,
+    flat: torch.Tensor,
+    tau: torch.Tensor | None,
+    one: torch.Tensor,
+    convention: str,
+) -> torch.Tensor:
+    """:func:`bloch_sum` on the arrays as tensors (``flat``: the blocks ``(nR, n * n)``)."""
+    phase = torch.polar(one, (2 * math.pi) * (k @ rt.T))  # (nk, nR)
+    n = math.isqrt(flat.shape[-1])
+    out = (phase @ flat).reshape(k.shape[0], n, n)  # one GEMM
+    if convention == "orbital" and tau is not None and tau.numel():
+        d = torch.polar(one, (2 * math.pi) * (k @ tau.T))  # (nk, n)
         out = d.conj().unsqueeze(-1) * out * d.unsqueeze(-2)
     return out
 
@@ -113,10 +187,12 @@ def hamiltonian_chunk(
 
     The blocks satisfy ``M(-R) = M(R)^H`` exactly, so the sums are Hermitian to rounding.
     """
-    h = bloch_sum(k, data.rvecs, data.hr, data.positions, convention)
+    _check_convention(convention)
+    ts = data.tensors(k.dtype, k.device)
+    h = _bloch_sum(k, ts.rvecs, ts.hr, ts.positions, ts.one, convention)
     s = None
-    if data.sr is not None:
-        s = bloch_sum(k, data.rvecs, data.sr, data.positions, convention)
+    if ts.sr is not None:
+        s = _bloch_sum(k, ts.rvecs, ts.sr, ts.positions, ts.one, convention)
     return h, s
 
 

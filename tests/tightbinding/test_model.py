@@ -293,3 +293,37 @@ def test_non_finite_terms_say_not_finite():
         s.set_onsite(np.array([[np.nan, 0], [0, 1.0]]), 0)
     with pytest.raises(ValueError, match="not finite"):
         g.add_overlap(np.inf, 0, 1, [1, 1])
+
+
+@pytest.mark.parametrize("convention", ["lattice", "orbital"])
+def test_bloch_sums_read_the_arrays_converted_once_with_the_same_bits(convention: str) -> None:
+    """``BlochData.tensors`` converts the model's arrays once per (dtype, device): the
+    Bloch sums that read them are bitwise those of the public ``bloch_sum`` on the arrays,
+    for float64 and float32 k-points, one k-point and many; a pickled copy (a Dask
+    worker's) carries no converted tensors and sums the same."""
+    import pickle
+
+    from spectra.tightbinding import bloch_sum
+    from spectra.tightbinding._bloch import hamiltonian_chunk
+
+    m = graphene(delta=0.3)
+    m.add_overlap(0.1, 0, 1, [0, 0])
+    data = m.data()
+    assert data.tensors(torch.float64, torch.device("cpu")) is data.tensors(
+        torch.float64, torch.device("cpu")
+    )
+    assert data.tensors(torch.float32, "cpu") is not data.tensors(torch.float64, "cpu")
+    for dtype in (torch.float64, torch.float32):
+        for k in (torch.tensor([[0.1, 0.2]], dtype=dtype), torch.rand(37, 2, dtype=dtype)):
+            h, s = hamiltonian_chunk(k, data, convention)
+            assert s is not None
+            assert torch.equal(h, bloch_sum(k, data.rvecs, data.hr, data.positions, convention))
+            assert torch.equal(s, bloch_sum(k, data.rvecs, data.sr, data.positions, convention))
+            copy = pickle.loads(pickle.dumps(data))
+            assert copy.__dict__["_tensors"] == {}
+            assert torch.equal(hamiltonian_chunk(k, copy, convention)[0], h)
+    one = m.eigh([0.1, 0.2], convention=convention)
+    many = m.eigh(np.array([[0.3, 0.4], [0.1, 0.2]]), convention=convention)
+    np.testing.assert_allclose(one[0][0], many[0][1], rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match=r"NaN/Inf at k-point indices \[1\]"):
+        m.eigh(torch.tensor([[0.0, 0.1], [np.inf, 0.0]]))
