@@ -43,7 +43,7 @@ def compiled_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Each call of the compiled pair: whether it served (``None``: it declined)."""
     runs: list[bool] = []
     real = _direct_generalized.native_pair
-    _direct_generalized._compiled_agrees()  # (decided once per process, by its own calls)
+    _direct_generalized.compiled_agrees()  # (decided once per process, by its own calls)
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         got = real(*args, **kwargs)
@@ -174,7 +174,7 @@ def test_the_compiled_pair_is_torchs_calls_bit_for_bit(dtype: torch.dtype) -> No
     eigenvalues, graded and clustered spectra."""
     if native_module() is None:
         pytest.skip("the compiled helper is not built (SPECTRA_NATIVE=0 or no compiler)")
-    assert _direct_generalized._compiled_agrees()
+    assert _direct_generalized.compiled_agrees()
     for n in (2, 3, 4, 7, 16, 31, 32, 33, 47):  # (n = 1: against the pipeline, above)
         if n >= threaded_from(dtype, True):
             continue
@@ -221,7 +221,7 @@ def test_the_compiled_pair_declines_what_it_cannot_read() -> None:
 def test_a_machine_where_the_compiled_pair_differs_keeps_torchs_calls(
     monkeypatch: pytest.MonkeyPatch, compiled_runs: list[bool]
 ) -> None:
-    monkeypatch.setattr(_direct_generalized, "_compiled_agrees", lambda: False)
+    monkeypatch.setattr(_direct_generalized, "compiled_agrees", lambda: False)
     a, b = _pair((), 8, torch.float64, seed=6)
     w, v = spectra.eigh(a, b)
     assert compiled_runs == []

@@ -263,9 +263,7 @@ def test_misaligned_members_never_take_the_compiled_pairs(small_blocks, compiled
 def test_a_machine_where_the_compiled_pair_differs_keeps_the_torch_steps(
     small_blocks, compiled_runs, monkeypatch
 ):
-    from spectra.core._pipeline import _direct_generalized
-
-    monkeypatch.setattr(_direct_generalized, "_compiled_agrees", lambda: False)
+    monkeypatch.setattr(_solve, "compiled_agrees", lambda: False)
     a, b = _pair(128, 32, torch.float64, seed=4)
     w, v = _checked(a, b, strategy="torch")
     assert compiled_runs == []

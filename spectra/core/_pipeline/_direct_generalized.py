@@ -37,8 +37,8 @@ from ._checks import InputRejected, hermitian_from_lower, quick_check, symmetry_
 from ._direct import _as_cpu_tensor, _closed_small, _direct, _solve
 from ._gauge import fix_gauge_small_
 from ._prepare import check_k
+from ._reduction import reduce_by_factor
 from ._select import select_k
-from ._solve import _reduce
 
 #: at most this many bytes of working set (``GENERALIZED_MATRICES`` matrices per pair):
 #: within the smallest default budget (64 MiB), so no chunking can be planned for it
@@ -70,7 +70,7 @@ def _by_torch(
         factor, info = torch.linalg.cholesky_ex(tb)  # reads b's lower triangle
         if bool(info.any() if info.dim() else info):
             return None  # not positive definite: the full path names the matrices
-        c = _reduce(ta, factor)
+        c = reduce_by_factor(ta, factor)
         try:
             if closed:
                 flat = c.reshape(-1, *c.shape[-2:])
@@ -94,12 +94,12 @@ def _compiled_serves(batch: int, n: int, dtype: torch.dtype) -> bool:
     """Whether the compiled pair (:func:`~.._solvers._native.native_pair`) gives these
     pairs :func:`_by_torch`'s bits: one pair, or a handful whose members all start on
     LAPACK's 64-byte boundaries (torch's batched calls on a misaligned member round
-    otherwise), on a machine where it agreed with torch's calls (:func:`_compiled_agrees`)."""
+    otherwise), on a machine where it agreed with torch's calls (:func:`compiled_agrees`)."""
     aligned = batch == 1 or (n * n * dtype.itemsize) % ALIGNMENT == 0
-    return aligned and _compiled_agrees()
+    return aligned and compiled_agrees()
 
 
-def _compiled_agrees() -> bool:
+def compiled_agrees() -> bool:
     """Once per process (per loaded helper): whether the compiled pair equals
     :func:`_by_torch` bit for bit on fixed pairs of every dtype (one pair and two,
     eigenpairs and eigenvalues, ``n <= 3`` on the closed form where the plan runs it): the
@@ -111,7 +111,7 @@ def _compiled_agrees() -> bool:
 
 @functools.cache
 def _agrees_for(module: Any) -> bool:
-    """:func:`_compiled_agrees` for the loaded helper ``module`` (a cache key only)."""
+    """:func:`compiled_agrees` for the loaded helper ``module`` (a cache key only)."""
     gen = torch.Generator().manual_seed(11)
     with single_threaded_kernels():
         for dtype in (torch.float32, torch.float64, torch.complex64, torch.complex128):

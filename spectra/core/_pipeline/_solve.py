@@ -26,9 +26,11 @@ from ._checks import (
     quick_check,
     symmetry_tolerance,
 )
+from ._direct_generalized import compiled_agrees
 from ._execute import SUB_BLOCK_BYTES, Pre, execute
 from ._gauge import _numba_gauge_, fix_gauge, fix_gauge_
 from ._plan import Plan, plan
+from ._reduction import reduce_by_factor
 
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 
@@ -205,21 +207,6 @@ def solve_cholesky(
     )
 
 
-def _reduce(a: torch.Tensor, factor: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """``C = L^-1 A L^-H`` for the Cholesky factor ``L`` of ``B``, as two triangular solves
-    (``L^-1 A``, then ``(L^-1 A) L^-H`` from the right: no conjugate transpose to copy);
-    into ``out`` where given (column-major), the second solve in place of the first.
-
-    Its lower triangle is what every strategy reads (LAPACK's ``uplo='L'``); the strict
-    upper triangle agrees with it to rounding, and is not made exactly Hermitian (a full
-    pass that no solver would read)."""
-    if out is None:  # (autograd takes no out=)
-        half = torch.linalg.solve_triangular(factor, a, upper=False)
-        return torch.linalg.solve_triangular(factor.mH, half, upper=True, left=False)
-    half = torch.linalg.solve_triangular(factor, a, upper=False, out=out)
-    return torch.linalg.solve_triangular(factor.mH, half, upper=True, left=False, out=half)
-
-
 def _solve_cholesky(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -236,7 +223,7 @@ def _solve_cholesky(
         if check.b:
             quick_check(b.detach(), check.tol, finite=True)
     factor = cholesky_checked(b)  # reads b's lower triangle
-    c = _reduce(hermitian_from_lower_grad(a), factor)
+    c = reduce_by_factor(hermitian_from_lower_grad(a), factor)
     w, u = solve_standard(c, vectors, opts)
     if u is None:
         return w, None
@@ -291,7 +278,7 @@ def _cholesky_fanned(
         and (n * n * fa.element_size()) % ALIGNMENT == 0
         and fa.is_contiguous()
         and fb.is_contiguous()
-        and _compiled_agrees()
+        and compiled_agrees()
     )
     btol = symmetry_tolerance(a.dtype) if tol is None else tol
 
@@ -316,7 +303,7 @@ def _cholesky_fanned(
             torch.linalg.cholesky_ex(fb[s:e], out=(factor, info))
             if bool(info.any()):
                 raise _NotPositiveDefinite
-            c = _reduce(x, factor, out=reduced[: e - s])
+            c = reduce_by_factor(x, factor, out=reduced[: e - s])
             if into is not None:
                 into(c, ws, vs)
             else:
@@ -357,14 +344,6 @@ def _sub_blocks(total: int, workers: int, n: int, item: int) -> tuple[int, int]:
     unit = ALIGNMENT // math.gcd(ALIGNMENT, size)
     step = min(max(1, SUB_BLOCK_BYTES // size), -(-total // workers))
     return unit, max(unit, step // unit * unit)
-
-
-def _compiled_agrees() -> bool:
-    """Whether the compiled pair gives torch's calls' bits on this machine (decided once
-    per process: :func:`~._direct_generalized._compiled_agrees`)."""
-    from ._direct_generalized import _compiled_agrees as agrees  # (it imports this module)
-
-    return agrees()
 
 
 class _NotPositiveDefinite(Exception):
