@@ -150,7 +150,7 @@ class Options:
         >>> Options(workers=2).planning()["workers"]
         2
         """
-        return {name: getattr(self, name) for name in PLANNING_FIELDS}
+        return dict(zip(PLANNING_FIELDS, self.planning_key, strict=True))
 
     def backward(self, budget: int | None = None) -> BackwardOptions:
         """The backward's options object (the degenerate policy and tolerance, ``budget``).

@@ -44,9 +44,6 @@ class BlochData:
         state["_tensors"] = {}  # (a worker converts its own)
         return state
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-
     def tensors(self, dtype: torch.dtype, device: torch.device) -> _Tensors:
         """The arrays as the Bloch sums of real ``dtype`` k-points on ``device`` read
         them, converted once per ``(dtype, device)`` (a loop over single k-points
@@ -55,7 +52,7 @@ class BlochData:
         key = (dtype, torch.device(device))
         got = cache.get(key)
         if got is None:
-            got = _Tensors.of(self, dtype, key[1])
+            got = _Tensors.of(self.rvecs, self.hr, self.sr, self.positions, dtype, key[1])
             cache[key] = got
         return got
 
@@ -81,20 +78,27 @@ class _Tensors:
     one: torch.Tensor
 
     @staticmethod
-    def of(data: BlochData, dtype: torch.dtype, device: torch.device) -> _Tensors:
+    def of(
+        rvecs: np.ndarray,
+        blocks: np.ndarray,
+        overlap: np.ndarray | None,
+        positions: np.ndarray | None,
+        dtype: torch.dtype,
+        device: torch.device,
+    ) -> _Tensors:
+        """The conversion itself (``positions`` ``None``: an empty ``(0, d)`` tensor)."""
         ctype = _complex_of(dtype)
 
-        def flat(blocks: np.ndarray) -> torch.Tensor:
-            mt = torch.as_tensor(blocks, device=device).to(ctype)
+        def flat(m: np.ndarray) -> torch.Tensor:
+            mt = torch.as_tensor(m, device=device).to(ctype)
             return mt.reshape(mt.shape[0], mt.shape[-1] * mt.shape[-1])
 
-        return _Tensors(
-            torch.as_tensor(data.rvecs, dtype=dtype, device=device),
-            flat(data.hr),
-            None if data.sr is None else flat(data.sr),
-            torch.as_tensor(data.positions, dtype=dtype, device=device),
-            torch.ones((), dtype=dtype, device=device),
+        rt = torch.as_tensor(rvecs, dtype=dtype, device=device)
+        tau = (
+            rt[:0] if positions is None else torch.as_tensor(positions, dtype=dtype, device=device)
         )
+        ones = torch.ones((), dtype=dtype, device=device)
+        return _Tensors(rt, flat(blocks), None if overlap is None else flat(overlap), tau, ones)
 
 
 def _check_convention(convention: str) -> str:
@@ -151,22 +155,15 @@ def bloch_sum(
     (PythTB's convention). Result: complex ``(nk, n, n)`` on ``k``'s device.
     """
     _check_convention(convention)
-    ctype = _complex_of(k.dtype)
-    rt = torch.as_tensor(rvecs, dtype=k.dtype, device=k.device)
-    mt = torch.as_tensor(blocks, device=k.device).to(ctype)
-    tau = None
-    if positions is not None:
-        tau = torch.as_tensor(positions, dtype=k.dtype, device=k.device)
-    one = torch.ones((), dtype=k.dtype, device=k.device)
-    flat = mt.reshape(mt.shape[0], mt.shape[-1] * mt.shape[-1])
-    return _bloch_sum(k, rt, flat, tau, one, convention)
+    ts = _Tensors.of(rvecs, blocks, None, positions, k.dtype, k.device)
+    return _bloch_sum(k, ts.rvecs, ts.hr, ts.positions, ts.one, convention)
 
 
 def _bloch_sum(
     k: torch.Tensor,
     rt: torch.Tensor,
     flat: torch.Tensor,
-    tau: torch.Tensor | None,
+    tau: torch.Tensor,
     one: torch.Tensor,
     convention: str,
 ) -> torch.Tensor:
@@ -174,7 +171,7 @@ def _bloch_sum(
     phase = torch.polar(one, (2 * math.pi) * (k @ rt.T))  # (nk, nR)
     n = math.isqrt(flat.shape[-1])
     out = (phase @ flat).reshape(k.shape[0], n, n)  # one GEMM
-    if convention == "orbital" and tau is not None and tau.numel():
+    if convention == "orbital" and tau.numel():
         d = torch.polar(one, (2 * math.pi) * (k @ tau.T))  # (nk, n)
         out = d.conj().unsqueeze(-1) * out * d.unsqueeze(-2)
     return out

@@ -358,13 +358,11 @@ def native_pair(
     closed form instead of LAPACK (where the plan solves them so). With ``check`` (a
     symmetry tolerance), only pairs whose ``a`` is exactly Hermitian and finite and whose
     ``b`` is certainly Hermitian within ``check`` and finite (what the full path's checks
-    pass, ``a`` as it is) are served.
-    ``out``: the eigenvalues' and eigenvectors' blocks to write (contiguous, and
-    column-major per matrix: ``out[1].mT`` contiguous), else fresh ones. ``None`` where
-    the helper is not there or
-    any pair is not served (refused by ``check``, ``b`` not positive definite, LAPACK
-    failed, an eigenvalue not finite, the gauge left to Python): the caller's torch route
-    decides.
+    pass, ``a`` as it is) are served. ``out``: the eigenvalues' and eigenvectors' blocks
+    to write (contiguous, and column-major per matrix: ``out[1].mT`` contiguous), else
+    fresh ones. ``None`` where the helper is not there or any pair is not served (refused
+    by ``check``, ``b`` not positive definite, LAPACK failed, an eigenvalue not finite, the
+    gauge left to Python): the caller's torch route decides.
 
     >>> import torch
     >>> a = torch.diag(torch.tensor([2.0, 8.0, 3.0, 12.0], dtype=torch.float64))
