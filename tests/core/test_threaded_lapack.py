@@ -38,7 +38,9 @@ def test_the_measured_sizes() -> None:
     # eigenvalues only: real ones never gained below 256, complex64 from 128
     assert [threaded_from(d, False) for d in DTYPES] == [256, 256, 128, 48]
     assert set(THREADED_FROM.values()) <= set(range(32, 256))
-    assert not one_kernel_thread(31, torch.float64, True)  # sequential LAPACK: no setting
+    assert not one_kernel_thread(25, torch.float64, True)  # sequential LAPACK: no setting
+    # from 26 MKL's divide and conquer opens an OpenMP region: one kernel thread is set
+    assert one_kernel_thread(26, torch.float64, True) and one_kernel_thread(31, torch.float32, True)
     assert one_kernel_thread(32, torch.float64, True) and one_kernel_thread(49, torch.float64, True)
     assert not one_kernel_thread(50, torch.float64, True)
     assert one_kernel_thread(100, torch.float64, False)

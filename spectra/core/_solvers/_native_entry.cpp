@@ -63,7 +63,7 @@ int (*mkl_local)(int) = nullptr;
 const unsigned char* routes = nullptr;
 const int64_t routed_max_n = 255;
 
-// one kernel thread for the calling thread while it lives (LAPACK may thread from n = 32:
+// one kernel thread for the calling thread while it lives (LAPACK may thread from n = 26:
 // below the size the plan threads, one thread keeps a matrix's bits those it has in any
 // batch), as _threads.py's
 // set_thread_kernel_threads / restore_thread_kernel_threads
