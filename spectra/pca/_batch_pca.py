@@ -11,6 +11,7 @@ from ..core.domain import (
     InputError,
     Origin,
     as_tensor,
+    caller_kernel_threads,
     collection_op,
     is_dask_collection,
     restore,
@@ -267,6 +268,13 @@ class BatchPCA(ProbabilisticMixin, TransformMixin, StateMixin, EstimatorBase):
         )
 
     def _fit_batch(self, batch: Batch) -> None:
+        # datasets of fewer than 256 samples and features: their products, QR and solves on
+        # one kernel thread in this thread (an OpenMP team per tiny product costs more than
+        # it shares, ~10 ms when the process was idle); larger ones keep the caller's threads
+        with caller_kernel_threads(batch.data, None):
+            self._fit_on_kernel_threads(batch)
+
+    def _fit_on_kernel_threads(self, batch: Batch) -> None:
         data = batch.data.to(self._work_dtype(batch.data.dtype))
         mean, xc = centered(data, batch.mask, batch.counts, self.center, batch.ragged)
         n_pad, d = data.shape[-2], data.shape[-1]
