@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..core.domain import InputError, Origin, as_tensor, is_dask_collection, restore
+from ..core.domain import (
+    InputError,
+    Origin,
+    as_tensor,
+    caller_kernel_threads,
+    is_dask_collection,
+    restore,
+)
 from ._inputs import Batch, as_batch, check_finite, is_ragged, is_single, zero_padding
 from ._solve import PCAFit
 
@@ -66,7 +73,8 @@ class TransformMixin:
         self._check_batch_size(batch, "X")
         comps = fit.components.to(batch.data.device)
         x = batch.data.to(comps.dtype)
-        z = (x - fit.mean.to(x.device)[:, None, :]) @ comps.mT
+        with caller_kernel_threads(x, None):  # small products: one kernel thread (fit's rule)
+            z = (x - fit.mean.to(x.device)[:, None, :]) @ comps.mT
         if self.whiten:
             ev = fit.explained_variance.to(x.device)
             scale = ev.sqrt().clamp(min=torch.finfo(ev.dtype).eps)
@@ -108,7 +116,8 @@ class TransformMixin:
         z = batch.data.to(comps.dtype)
         if self.whiten:
             comps = fit.explained_variance.to(z.device).sqrt()[..., None] * comps
-        x = z @ comps + fit.mean.to(z.device)[:, None, :]
+        with caller_kernel_threads(z, None):  # small products: one kernel thread (fit's rule)
+            x = z @ comps + fit.mean.to(z.device)[:, None, :]
         x = zero_padding(x, batch.mask)
         return self._out(x, batch, None, squeeze=self._squeezes(Z))
 
