@@ -21,6 +21,9 @@ round), reporting per-call medians with their quartiles and the paired ratio
 - ``fwd+bwd B x n``: the same on a batch, 4,096 x 16x16, 1,024 x 32x32, 64 x 128x128 and
   8 x 512x512 float64, on the wall clock whatever ``--clock`` says (``--only backward``
   runs just the forward + backward rows);
+- ``eigh n after a pause``: one matrix per call, each call timed alone after a 0.12 s
+  pause (a program that solves one matrix now and then; n = 8 and 28, float64 and
+  complex128): a call that opens an OpenMP team then may wait milliseconds for it;
 - ``first call``: a new process's first ``eigh`` of 200 x 40x40 float64 against torch's
   first call on the same input (wall time, subprocesses, a few repeats).
 
@@ -66,12 +69,13 @@ def _paired(
     calls: int,
     clock: Callable[[], float],
     warmup: int = 3,
+    settle: float = 0.0,
 ) -> dict[str, Any]:
     names = list(fns)
     for f in fns.values():  # warm-up
         for _ in range(warmup):
             f()
-    times = rotating_rounds({k: fns[k] for k in names}, rounds, calls, clock)
+    times = rotating_rounds({k: fns[k] for k in names}, rounds, calls, clock, settle)
     ratios = [s / t for s, t in zip(times["spectra"], times["torch"], strict=True)]
     out: dict[str, Any] = {}
     for k in names:
@@ -92,6 +96,28 @@ def _first_call(call: str, repeats: int) -> list[float]:
         ).stdout.split()
         seconds.append(float(out[0]))
     return seconds
+
+
+#: one matrix per call after a pause (n, dtype), and the pause in seconds
+IDLE = ((8, torch.float64), (28, torch.float64), (28, torch.complex128))
+IDLE_PAUSE = 0.12
+
+
+def _idle_rows(rounds: int, clock: Callable[[], float]) -> list[dict[str, Any]]:
+    """The ``eigh n after a pause`` rows: every call timed alone after :data:`IDLE_PAUSE`
+    seconds of sleep, the sides rotating by round (wall time)."""
+    rows: list[dict[str, Any]] = []
+    for n, dtype in IDLE:
+        a = torch.randn(n, n, dtype=dtype)
+        a = a + a.mH
+        fns = {
+            "spectra": lambda a=a: spectra.eigh(a),
+            "torch": lambda a=a: baselines.torch_batched(a),
+        }
+        row = {"row": f"eigh {n} after a pause", "dtype": str(dtype)[6:], "clock": "wall"}
+        rows.append({**row, **_paired(fns, rounds, 1, clock, settle=IDLE_PAUSE)})
+        print(_line(rows[-1]), flush=True)
+    return rows
 
 
 #: a handful of small matrices in one call (batch, n): the direct path's batches
@@ -183,6 +209,7 @@ def run(quick: bool = False, clock: str = "wall") -> list[dict[str, Any]]:
             )
             print(_line(rows[-1]), flush=True)
     rows += _option_and_pair_rows(rounds, calls, tick)
+    rows += _idle_rows(5 if quick else 11, time.perf_counter)
     rows += backward_rows(quick, tick)
     repeats = 3 if quick else 7
     spectra_first = _first_call("spectra.eigh(a)", repeats)
