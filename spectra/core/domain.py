@@ -48,7 +48,7 @@ from ._support._memory import (
 )
 from ._support._moments import Moments, combine_moments
 from ._support._solver_names import EIGENSOLVER_CALLS, TORCH_EIGH
-from ._support._threads import cpu_count, fan_out, pull
+from ._support._threads import cpu_count, fan_out, pull, single_threaded_kernels
 from ._support._versions import torch_version
 
 __all__ = [
@@ -94,5 +94,6 @@ __all__ = [
     "restore",
     "rows_within",
     "set_collection_loader",
+    "single_threaded_kernels",
     "torch_version",
 ]

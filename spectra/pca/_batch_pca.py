@@ -11,7 +11,6 @@ from ..core.domain import (
     InputError,
     Origin,
     as_tensor,
-    caller_kernel_threads,
     collection_op,
     is_dask_collection,
     restore,
@@ -24,6 +23,7 @@ from ._scoring import ProbabilisticMixin
 from ._sklearn import EstimatorBase, NotFittedError, check_eigh_options
 from ._solve import PCAFit, check_n_components, from_data, from_scatter
 from ._state import StateMixin
+from ._threads import small_work_threads
 from ._transform import TransformMixin
 
 Solver = Literal["auto", "covariance", "gram", "svd"]
@@ -268,10 +268,10 @@ class BatchPCA(ProbabilisticMixin, TransformMixin, StateMixin, EstimatorBase):
         )
 
     def _fit_batch(self, batch: Batch) -> None:
-        # datasets of fewer than 256 samples and features: their products, QR and solves on
-        # one kernel thread in this thread (an OpenMP team per tiny product costs more than
-        # it shares, ~10 ms when the process was idle); larger ones keep the caller's threads
-        with caller_kernel_threads(batch.data, None):
+        # small work (pca._threads): its products, QR and solves on one kernel thread in
+        # this thread (an OpenMP team per tiny product costs more than it shares, ~10 ms
+        # after a pause beside other libraries' threads); the rest on the caller's threads
+        with small_work_threads(batch.data):
             self._fit_on_kernel_threads(batch)
 
     def _fit_on_kernel_threads(self, batch: Batch) -> None:

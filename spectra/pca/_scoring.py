@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..core.domain import Origin, caller_kernel_threads, restore
+from ..core.domain import Origin, restore
 from ._inputs import Batch, as_batch, check_finite, zero_padding
 from ._likelihood import covariance, log_likelihood, precision
 from ._solve import PCAFit
+from ._threads import small_work_threads
 
 
 class ProbabilisticMixin:
@@ -113,6 +114,6 @@ class ProbabilisticMixin:
         self._check_batch_size(batch, "X")
         check_finite(batch)
         x = batch.data.to(device=fit.mean.device, dtype=fit.mean.dtype)
-        with caller_kernel_threads(x, None):  # small products: one kernel thread (fit's rule)
+        with small_work_threads(x):  # small products: one kernel thread (fit's rule)
             ll = log_likelihood(fit, self.whiten, x)[..., None]
         return zero_padding(ll, batch.mask), batch

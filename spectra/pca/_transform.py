@@ -11,12 +11,12 @@ from ..core.domain import (
     InputError,
     Origin,
     as_tensor,
-    caller_kernel_threads,
     is_dask_collection,
     restore,
 )
 from ._inputs import Batch, as_batch, check_finite, is_ragged, is_single, zero_padding
 from ._solve import PCAFit
+from ._threads import small_work_threads
 
 
 class TransformMixin:
@@ -73,7 +73,7 @@ class TransformMixin:
         self._check_batch_size(batch, "X")
         comps = fit.components.to(batch.data.device)
         x = batch.data.to(comps.dtype)
-        with caller_kernel_threads(x, None):  # small products: one kernel thread (fit's rule)
+        with small_work_threads(x):  # small products: one kernel thread (fit's rule)
             z = (x - fit.mean.to(x.device)[:, None, :]) @ comps.mT
         if self.whiten:
             ev = fit.explained_variance.to(x.device)
@@ -116,7 +116,7 @@ class TransformMixin:
         z = batch.data.to(comps.dtype)
         if self.whiten:
             comps = fit.explained_variance.to(z.device).sqrt()[..., None] * comps
-        with caller_kernel_threads(z, None):  # small products: one kernel thread (fit's rule)
+        with small_work_threads(z):  # small products: one kernel thread (fit's rule)
             x = z @ comps + fit.mean.to(z.device)[:, None, :]
         x = zero_padding(x, batch.mask)
         return self._out(x, batch, None, squeeze=self._squeezes(Z))

@@ -1,5 +1,6 @@
-"""Small datasets are fitted, projected and scored on one kernel thread in the caller's
-thread; larger ones keep the caller's kernel threads.
+"""Small work is fitted, projected and scored on one kernel thread in the caller's thread
+(``spectra/pca/_threads.py``: ``B N D min(N, D)`` below 2^20); the rest keeps the caller's
+kernel threads.
 
 MKL opens an OpenMP team for a product as small as ``(13 x 178) @ (178 x 13)``. With
 another library's threads in the process and pauses between fits (a script that fits one
@@ -46,27 +47,27 @@ def _seen_inside(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> lis
 
 
 def _entered_with(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[int]:
-    """The kernel-thread count inside each ``caller_kernel_threads`` block of ``module``."""
+    """The kernel-thread count inside each ``small_work_threads`` block of ``module``."""
     seen: list[int] = []
-    real = module.caller_kernel_threads
+    real = module.small_work_threads
 
-    def spy(a: Any, device: Any) -> AbstractContextManager[None]:
+    def spy(x: torch.Tensor) -> AbstractContextManager[None]:
         @contextmanager
         def block() -> Iterator[None]:
-            with real(a, device):
+            with real(x):
                 seen.append(torch.get_num_threads())
                 yield
 
         return block()
 
-    monkeypatch.setattr(module, "caller_kernel_threads", spy)
+    monkeypatch.setattr(module, "small_work_threads", spy)
     return seen
 
 
 @pytest.mark.parametrize(
     "shape",
-    [(178, 13), (40, 64), (255, 20), (20, 255), (200, 40, 64)],
-    ids=["wine-shaped", "wide", "255-samples", "255-features", "a-batch"],
+    [(178, 13), (40, 64), (500, 20), (5000, 10), (20, 500), (4, 50, 10)],
+    ids=["wine-shaped", "wide", "500-samples", "5000-samples", "500-features", "a-small-batch"],
 )
 def test_a_small_fit_runs_on_one_kernel_thread(
     shape: tuple[int, ...], monkeypatch: pytest.MonkeyPatch
@@ -79,7 +80,11 @@ def test_a_small_fit_runs_on_one_kernel_thread(
     assert torch.get_num_threads() == callers  # given back
 
 
-@pytest.mark.parametrize("shape", [(256, 8), (8, 300), (2, 400, 16)])
+@pytest.mark.parametrize(
+    "shape",
+    [(2000, 30), (30, 2000), (20, 400, 16), (250, 100), (200, 40, 64)],
+    ids=["2000-samples", "2000-features", "twenty-datasets", "250-by-100", "a-batch"],
+)
 def test_a_larger_fit_keeps_the_callers_kernel_threads(
     shape: tuple[int, ...], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -100,9 +105,9 @@ def test_projections_and_scores_of_small_data_run_on_one_kernel_thread(
     pca.inverse_transform(z)
     pca.score(x)
     assert projected == [1, 1] and scored == [1]
-    big = np.random.default_rng(2).normal(size=(300, 13))
+    big = np.random.default_rng(2).normal(size=(8000, 13))
     pca.transform(big)
-    assert projected[-1] == torch.get_num_threads()  # 300 rows: the caller's threads
+    assert projected[-1] == torch.get_num_threads()  # 8,000 rows: the caller's threads
 
 
 def test_the_fit_on_one_kernel_thread_is_sklearns() -> None:
