@@ -460,7 +460,7 @@ def test_a_handful_that_is_not_plain_goes_the_python_route(counted_few: _Countin
     assert counted_few.answered == 0
 
 
-MID_SIZES = [32, 40, 64, 100, 255]
+MID_SIZES = [_native.SEQUENTIAL_N, 31, 32, 40, 64, 100, 255]
 
 
 @needs_entry
@@ -468,8 +468,9 @@ MID_SIZES = [32, 40, 64, 100, 255]
 def test_larger_matrices_once_the_python_route_found_them_unclaimed(
     dtype: torch.dtype, counted: _Counting, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """From n = 32 (where LAPACK may thread) the entry takes one plain matrix on one kernel
-    thread once the Python route has found no strategy claiming that size: the same bits
+    """From SEQUENTIAL_N (26: where LAPACK may thread) the entry takes one plain matrix on
+    one kernel thread once the Python route has found no strategy claiming that size: the
+    same bits
     (and under grad mode the same node and gradient), the caller's thread counts left as
     they were."""
     from spectra.core._pipeline._direct import _claimed_one
