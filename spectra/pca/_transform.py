@@ -7,13 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..core.domain import (
-    InputError,
-    Origin,
-    as_tensor,
-    is_dask_collection,
-    restore,
-)
+from ..core.domain import InputError, Origin, as_tensor, is_dask_collection, restore
 from ._inputs import Batch, as_batch, check_finite, is_ragged, is_single, zero_padding
 from ._solve import PCAFit
 from ._threads import small_work_threads

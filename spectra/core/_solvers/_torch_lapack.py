@@ -36,11 +36,12 @@ ALIGNMENT = 64
 #: From ``n = 26`` (float64, complex128; 27 for float32, complex64) MKL's divide and conquer
 #: multiplies its merged eigenvectors with ``?gemm`` inside an OpenMP region of the caller's
 #: kernel threads (seen with gdb: ``GOMP_parallel`` under ``?laed3``). Hot, that region cost
-#: 5-25% of one 26-31 call; after the process was idle for 0.12 s it cost ~10 ms per call on a
-#: 2-core VM, which wakes its second vCPU (eigenvalues only: no region up to 32; measured
-#: 2026-12-05, ``benchmarks/results/idle-calls-2026-12-05.py.txt``). From here one matrix's
-#: solve runs on one kernel thread (:func:`one_kernel_thread`); the bits are those of the
-#: caller's threads (``tests/core/test_direct.py``).
+#: 5-25% of one 26-31 call; after the process was idle for 0.12 s it cost ~10 ms per call on
+#: the 2-core VM, the GNU OpenMP team's wake-up (``OMP_WAIT_POLICY=PASSIVE``, which a library
+#: may not set, brought a parallel op there from 7.5 to 0.27 ms). Eigenvalues only: no region
+#: up to 32 (measured 2026-12-05, ``benchmarks/results/idle-calls-2026-12-05.py.txt``).
+#: From here one matrix's solve runs on one kernel thread (:func:`one_kernel_thread`); the
+#: bits are those of the caller's threads (``tests/core/test_direct.py``).
 SEQUENTIAL_N = 26
 #: ``(dtype, eigenvectors) -> n`` from which one matrix's ``?syevd``/``?heevd`` (torch's
 #: MKL) runs faster on two kernel threads than on one. Measured one matrix at a time, 1
