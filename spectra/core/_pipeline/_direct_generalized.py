@@ -32,12 +32,12 @@ from .._solvers._native import native_module, native_pair
 from .._solvers._torch_lapack import ALIGNMENT, SEQUENTIAL_N, empty_result, one_kernel_thread
 from .._strategies._kernels import closed_form_into
 from .._support._memory import GENERALIZED_MATRICES
-from .._support._threads import caller_kernel_threads, single_threaded_kernels
+from .._support._threads import single_threaded_kernels
 from ._checks import InputRejected, hermitian_from_lower, quick_check, symmetry_tolerance
 from ._direct import _as_cpu_tensor, _closed_small, _direct, _solve
 from ._gauge import fix_gauge_small_
 from ._prepare import check_k
-from ._reduction import reduce_by_factor
+from ._reduction import reduce_by_factor, reduce_by_left_solves
 from ._select import select_k
 
 #: at most this many bytes of working set (``GENERALIZED_MATRICES`` matrices per pair):
@@ -60,17 +60,17 @@ def _by_torch(
     ta: torch.Tensor, tb: torch.Tensor, vectors: bool, threaded: bool, closed: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """The serial Cholesky path's steps by torch's calls, with its thread settings: the
-    steps on one kernel thread in the caller's thread, the reduced problem's LAPACK call
-    on the plan's (the caller's from ``threaded_from``), so the factor and the solves
-    round as there; with ``closed`` (``n = 2, 3`` planned on the closed form: the
+    steps and the reduced problem's LAPACK call on the plan's kernel threads (one, or the
+    caller's from ``threaded_from``: ``threaded``), so the factor and the solves round as
+    there; with ``closed`` (``n = 2, 3`` planned on the closed form: the
     compiled pair's reference) the reduced problem by the closed form's own ``into``, as
     the plan runs it. ``None`` where ``b`` is not positive definite or LAPACK fails or
     overflows (the full path decides)."""
-    with single_threaded_kernels():
+    with nullcontext() if threaded else single_threaded_kernels():
         factor, info = torch.linalg.cholesky_ex(tb)  # reads b's lower triangle
         if bool(info.any() if info.dim() else info):
             return None  # not positive definite: the full path names the matrices
-        c = reduce_by_factor(ta, factor)
+        c = (reduce_by_left_solves if threaded else reduce_by_factor)(ta, factor)
         try:
             if closed:
                 flat = c.reshape(-1, *c.shape[-2:])
@@ -79,8 +79,7 @@ def _by_torch(
                 w = w.reshape(c.shape[:-1])
                 u = u.reshape(c.shape) if u is not None else None
             else:
-                with caller_kernel_threads() if threaded else nullcontext():
-                    w, u = _solve(c.contiguous(), vectors)
+                w, u = _solve(c.contiguous(), vectors)
         except RuntimeError:
             return None
         if not math.isfinite(sum(w.flatten().tolist())):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import replace
 
 import torch
@@ -15,7 +16,7 @@ from .._solvers._native import native_pair
 from .._solvers._torch_lapack import ALIGNMENT, empty_result
 from .._strategies import STRATEGIES
 from .._support._memory import GENERALIZED_MATRICES, matrix_bytes, memory_budget, rows_within
-from .._support._threads import check_cancelled, fan_out
+from .._support._threads import caller_kernel_threads, check_cancelled, fan_out
 from ._autograd import eigh_with_grad, is_tracked
 from ._checks import (
     PairCheck,
@@ -30,7 +31,7 @@ from ._direct_generalized import compiled_agrees
 from ._execute import SUB_BLOCK_BYTES, Pre, execute
 from ._gauge import _numba_gauge_, fix_gauge, fix_gauge_
 from ._plan import Plan, plan
-from ._reduction import reduce_by_factor
+from ._reduction import reduce_by_factor, reduce_by_left_solves
 
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 
@@ -222,12 +223,31 @@ def _solve_cholesky(
             quick_check(a.detach(), check.tol, finite=True)
         if check.b:
             quick_check(b.detach(), check.tol, finite=True)
-    factor = cholesky_checked(b)  # reads b's lower triangle
-    c = reduce_by_factor(hermitian_from_lower_grad(a), factor)
-    w, u = solve_standard(c, vectors, opts)
-    if u is None:
-        return w, None
-    return w, fix_gauge(torch.linalg.solve_triangular(factor.mH, u, upper=True))
+    # the steps on the kernel threads of the reduced solve's plan: the caller's where it is
+    # one threaded call (as the direct path runs them, _direct_generalized._by_torch)
+    threaded = _one_threaded_call(a, b, vectors, opts)
+    with caller_kernel_threads() if threaded else nullcontext():
+        factor = cholesky_checked(b)  # reads b's lower triangle
+        reduce = reduce_by_left_solves if threaded else reduce_by_factor
+        c = reduce(hermitian_from_lower_grad(a), factor)
+        w, u = solve_standard(c, vectors, opts)
+        if u is None:
+            return w, None
+        return w, fix_gauge(torch.linalg.solve_triangular(factor.mH, u, upper=True))
+
+
+def _one_threaded_call(a: torch.Tensor, b: torch.Tensor, vectors: bool, opts: Options) -> bool:
+    """Whether the reduced problem of the CPU pairs ``(a, b)`` is planned as one direct
+    call on the caller's kernel threads (one worker, from the size LAPACK runs faster
+    threaded): then the Cholesky factor and the triangular solves run on those threads too,
+    and the reduction by left solves (:func:`.reduce_by_left_solves`), as the direct path
+    runs them (``_direct_generalized._by_torch``)."""
+    if a.device.type != "cpu" or is_tracked(a) or is_tracked(b):
+        return False
+    shape = torch.broadcast_shapes(a.shape, b.shape)
+    n = shape[-1]
+    p = plan(n, math.prod(shape[:-2]), a.dtype, a.device, vectors=vectors, **opts.planning())
+    return p.direct and p.workers == 1 and not p.single_threaded
 
 
 def _cholesky_fanned(
