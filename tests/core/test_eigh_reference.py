@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.linalg
 import torch
 
 import spectra
@@ -77,6 +78,25 @@ def test_empty_batch_and_empty_matrix(dtype):
     w, v = spectra.eigh(torch.zeros(3, 0, 0, dtype=dtype))
     assert w.shape == (3, 0) and v.shape == (3, 0, 0)
     assert spectra.eigvalsh(np.zeros((2, 0, 4, 4))).shape == (2, 0, 4)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("keywords", [{}, {"lindep": 1e-6}], ids=["cholesky", "lindep"])
+def test_pairs_of_empty_matrices(dtype, keywords):
+    """Pairs of 0 x 0 matrices give the empty results of the standard problem (they raised
+    a reshape error inside the generalized path), as SciPy's ``eigh(a, b)`` of one such
+    pair gives an empty spectrum."""
+    a = torch.zeros(3, 0, 0, dtype=dtype)
+    w, v = spectra.eigh(a, a.clone(), **keywords)
+    assert w.shape == (3, 0) and v.shape == (3, 0, 0) and not w.dtype.is_complex
+    assert v.dtype == dtype
+    assert spectra.eigvalsh(a, torch.zeros(0, 0, dtype=dtype), **keywords).shape == (3, 0)
+    ref = scipy.linalg.eigh(np.zeros((0, 0)), np.zeros((0, 0)), eigvals_only=True)
+    assert w[0].numpy().shape == ref.shape
+    x = torch.zeros(2, 0, 0, dtype=dtype, requires_grad=True)
+    w, v = spectra.eigh(x, torch.zeros(2, 0, 0, dtype=dtype), **keywords)
+    (w.sum() + v.abs().sum()).backward()
+    assert x.grad is not None and x.grad.shape == x.shape
 
 
 def test_n_equals_one_and_a_single_matrix():

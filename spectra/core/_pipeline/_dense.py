@@ -67,6 +67,9 @@ def _generalized(
     here for an operand that broadcasts (once, not once per matrix it serves) and on the
     canonical path."""
     shape = torch.broadcast_shapes(a.shape, b.shape)
+    if shape[-1] == 0:  # pairs of 0 x 0 matrices: the standard path's empty results
+        w, v = solve_standard(a.expand(shape), request.vectors, opts)
+        return w, v, None
     batch = math.prod(shape[:-2])
     pair = None
     if check:
