@@ -108,9 +108,10 @@ def without_native_entry(monkeypatch) -> None:  # type: ignore[no-untyped-def]
 
 
 def pin_cpu_vendor(monkeypatch, vendor: str | None) -> None:  # type: ignore[no-untyped-def]
-    """The CPU vendor the ``openblas`` strategy's claim reads (``GenuineIntel``: no claim,
-    torch's LAPACK everywhere; ``AuthenticAMD``: its measured ranges), whatever this machine
-    is; the registry's version is bumped so that no cached plan survives."""
+    """The CPU vendor the ``openblas`` and ``twisted`` strategies' claims read
+    (``GenuineIntel``: no claim, torch's LAPACK everywhere; ``AuthenticAMD``: their measured
+    ranges), whatever this machine is; the registry's version is bumped so that no cached
+    plan survives."""
     from spectra.core import STRATEGIES
     from spectra.core._strategies import _openblas
 

@@ -11,10 +11,11 @@ import torch
 import spectra
 from spectra.core import plan
 
-from .helpers import patch_torch_strategy, random_hermitian
+from .helpers import patch_torch_strategy, pin_cpu_vendor, random_hermitian
 
 
-def test_cpu_plan_fans_out_and_is_cached():
+def test_cpu_plan_fans_out_and_is_cached(monkeypatch):
+    pin_cpu_vendor(monkeypatch, "GenuineIntel")  # torch's LAPACK (no vendor's claim)
     p = plan(64, 1024, torch.float64, "cpu", workers=2)
     assert p.strategy == "torch" and p.workers == 2 and p.n_chunks == 1
     assert plan(64, 1024, torch.float64, "cpu", workers=2) is p

@@ -155,6 +155,13 @@ def test_every_strategy_declares_what_it_serves_and_costs(strategy):
         assert all(c.min_batch >= KERNEL_MIN_BATCH for c in lane_group)
         if compiled:
             assert all(c is not None and c.min_batch == 1 for c in claims[:3])
+    elif s.name == "twisted":  # float64 from its measured sizes, off Intel CPUs only
+        from spectra.core._strategies import _openblas, _twisted
+
+        lo, hi = _twisted.RANGES[torch.float64]
+        assert not any(c for n, c in enumerate(claims, 1) if not lo <= n < hi)
+        if _openblas.cpu_vendor() not in _twisted.NON_INTEL_X86:
+            assert not any(claims)
     else:
         assert not any(claims)
 

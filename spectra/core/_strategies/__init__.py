@@ -17,7 +17,9 @@ One module per solver family registers its strategies at import:
 - :mod:`._subset`: ``lapack-subset`` (LAPACK ``?syevr``/``?heevr`` with an index range: the
   ``k`` wanted of ``n`` eigenpairs only, ``_lapack_subset``);
 - :mod:`._openblas`: ``openblas`` (SciPy's OpenBLAS ``?syevd``/``?heevd``: the default off
-  Intel CPUs where measured faster than torch's MKL, ``_openblas_eigh``).
+  Intel CPUs where measured faster than torch's MKL, ``_openblas_eigh``);
+- :mod:`._twisted`: ``twisted`` (OpenBLAS's tridiagonal reduction around numba's lane
+  kernel for the tridiagonals: float64 off Intel CPUs, ``_twisted_eigh``).
 
 What a strategy is, and the registry, are in :mod:`._base`.
 """
@@ -68,6 +70,9 @@ from . import _subset  # noqa: F401
 
 # isort: split
 from . import _openblas  # noqa: F401
+
+# isort: split
+from . import _twisted  # noqa: F401
 
 __all__ = [
     "DEFAULT_STRATEGY",

@@ -57,6 +57,7 @@ def _real(dtype: torch.dtype) -> list[tuple[Any, Callable[[], Any]]]:
     from . import _numba_gauge as ng
     from . import _numba_jacobi as nj
     from . import _numba_tridiag_ql as nq
+    from . import _numba_twisted as nt
     from . import numba_into
 
     eps = float(torch.finfo(dtype).eps)
@@ -72,6 +73,15 @@ def _real(dtype: torch.dtype) -> list[tuple[Any, Callable[[], Any]]]:
         for vectors in (True, False):
             w, v = _outputs(a)
             runs.append((kernel, _bind(numba_into, kernel, a, w, v if vectors else None, *args)))
+    if not single:  # the ``twisted`` strategy's kernel and its LAPACK driver (float64)
+        from .._twisted_eigh import available, twisted_eigh
+
+        d, e = np.linspace(1.0, 2.0, 16).reshape(2, 8), np.ones((2, 8))
+        lanes = (d, e, np.empty((2, 8)), np.empty((2, 8, 8)))
+        runs.append((nt.tridiagonal_eigh, _bind(nt.tridiagonal_eigh, *lanes)))
+        if available():
+            for vectors in (True, False):
+                runs.append((nt.solve_blocks, _bind(twisted_eigh, _sample(8, dtype), vectors)))
     tol = 1e-6 if single else 1e-12
     runs.append((nc.lanes_exact_bits, _bind(nc.block_ok, _sample(8, dtype), tol)))
     runs.append((nc.lanes_ok, _bind(nc.block_ok, _sample(8, dtype, exact=False), tol)))

@@ -1,0 +1,474 @@
+"""Eigenpairs of real symmetric tridiagonal matrices, one SIMD lane per matrix (numba):
+implicit QL for the eigenvalues, a twisted factorization per eigenvalue for its vector.
+
+The eigenvalues come from the lane QL of :mod:`._numba_tridiag_ql` (``_tql2`` without
+vectors: O(n^2) per matrix). For each eigenvalue ``lam`` of each lane, the vector is the
+solution of ``(T - lam I) z = gamma_r e_r`` read off the two triangular factorizations
+``T - lam I = L+ D+ L+^T = U- D- U-^T`` (the "twisted factorization" of Dhillon and
+Parlett's MRRR, without its relatively robust representations): ``r`` minimizes
+``|gamma_i| = |D+_i + D-_i - (d_i - lam)|``, ``z_r = 1`` and the products of the factors'
+ratios give the rest. That is O(n) per vector, O(n^2) per matrix, where LAPACK's divide and
+conquer spends most of its time.
+
+Without the representation tree, a vector is accurate to ``eps ||T|| / gap``: the caller
+orthogonalizes the vectors (one Loewdin step) and solves by LAPACK's divide and conquer
+every lane this kernel flags: an eigenvalue gap below ``GAP * ||T||`` (degenerate or
+nearly so), a residual ``|T z - lam z|`` above ``RESIDUAL * n * eps * ||T||``, or a QL
+that did not converge. Arithmetic is float64 whatever the caller's precision.
+
+>>> import numpy as np
+>>> d = np.array([[2.0, 2.0, 2.0]]); e = np.array([[-1.0, -1.0, 0.0]])
+>>> w = np.empty((1, 3)); z = np.empty((1, 3, 3))
+>>> tridiagonal_eigh(d, e, w, z).tolist()
+[False]
+>>> np.round(w, 12).tolist()
+[[0.585786437627, 2.0, 3.414213562373]]
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+#: matrices per block: 8 lanes keep a block's O(n) vectors in L1 (64 lanes ran the whole
+#: kernel 2.4x slower at n = 64: the lane-wide QL iterates as long as its slowest lane)
+W = 8
+#: relative eigenvalue gap below which a lane goes to the divide and conquer: vectors of
+#: the twisted factorization err by ~ eps ||T|| / gap in each other's directions, and the
+#: Loewdin correction below removes that to second order, (eps / GAP)^2 ~ 5e-18 here
+GAP = 1e-7
+#: pairs of eigenvalues closer than ``NEAR * ||T||`` get the Loewdin correction
+#: ``z_k -= (z_k . z_j) z_j / 2`` (both ways); farther pairs are orthogonal to ~eps/NEAR
+NEAR = 0.05
+#: residual ``max |T z - lam z|`` allowed, in units of ``n * eps * ||T||``
+RESIDUAL = 4.0
+#: the pivot a zero ``D+_i`` or ``D-_i`` is replaced by (lanes are scaled to ``||T|| ~ 1``)
+PIVMIN = 1e-290
+MAX_ITER = 60
+
+jit = numba.njit(nogil=True, cache=True, error_model="numpy")
+
+
+@jit
+def _load(d, e, start, m, n, dl, el, eq, scale):
+    """Lanes ``start .. start+m`` of ``(d, e)`` scaled by their largest entry into ``dl``,
+    ``el`` (``el[i]``: entry ``(i, i+1)``, ``el[n-1] = 0``) and ``eq`` (QL's layout:
+    ``eq[i]`` is entry ``(i-1, i)``); padding lanes are zero matrices."""
+    for lane in range(W):
+        scale[lane] = 1.0
+    for lane in range(m):
+        peak = 0.0
+        for i in range(n):
+            peak = max(peak, abs(d[start + lane, i]))
+        for i in range(n - 1):
+            peak = max(peak, abs(e[start + lane, i]))
+        scale[lane] = peak if peak > 0.0 else 1.0
+    dl[:] = 0.0
+    el[:] = 0.0
+    eq[:] = 0.0
+    for i in range(n):
+        for lane in range(m):
+            dl[i * W + lane] = d[start + lane, i] / scale[lane]
+    for i in range(n - 1):
+        for lane in range(m):
+            x = e[start + lane, i] / scale[lane]
+            el[i * W + lane] = x
+            eq[(i + 1) * W + lane] = x
+
+
+@jit
+def _ql_values(d, e, n, eps, st, flags):
+    """Implicit QL (EISPACK's ``tql2`` without vectors) on every lane's ``(d, e)``; lanes
+    that did not converge in ``MAX_ITER`` iterations are flagged. On entry ``e[i]`` is the
+    entry between rows ``i - 1`` and ``i``; ``d`` ends with the (unsorted) eigenvalues."""
+    f, tst1, act = st[0], st[1], st[2]
+    p, c, s, c2, c3, s2 = st[3], st[4], st[5], st[6], st[7], st[8]
+    el1, dl1, h, mm = st[9], st[10], st[11], st[12]
+    for i in range(1, n):
+        for lane in range(W):
+            e[(i - 1) * W + lane] = e[i * W + lane]
+    for lane in range(W):
+        e[(n - 1) * W + lane] = 0.0
+        f[lane] = 0.0
+        tst1[lane] = 0.0
+    for ll in range(n):
+        lo = ll * W
+        for lane in range(W):
+            tst1[lane] = max(tst1[lane], abs(d[lo + lane]) + abs(e[lo + lane]))
+        for it in range(MAX_ITER + 1):
+            anyact = False
+            for lane in range(W):
+                a = abs(e[lo + lane]) > eps * tst1[lane]
+                act[lane] = 1.0 if a else 0.0
+                anyact = anyact or a
+            if not anyact:
+                break
+            if it == MAX_ITER:
+                for lane in range(W):
+                    flags[lane] = flags[lane] or act[lane] > 0.0
+                break
+            # each lane's split point m >= l: the first negligible e (e[n-1] = 0)
+            for lane in range(W):
+                mm[lane] = n - 1
+            for i in range(n - 2, ll - 1, -1):
+                for lane in range(W):
+                    small = abs(e[i * W + lane]) <= eps * tst1[lane]
+                    mm[lane] = i if small else mm[lane]
+            top = ll + 1
+            for lane in range(W):
+                if act[lane] > 0.0 and mm[lane] > top:
+                    top = int(mm[lane])
+            l1 = (ll + 1) * W
+            for lane in range(W):
+                on = act[lane] > 0.0
+                ev = e[lo + lane] if on else 1.0
+                g = d[lo + lane]
+                pp = (d[l1 + lane] - g) / (2.0 * ev)
+                r = math.sqrt(pp * pp + 1.0)
+                r = -r if pp < 0.0 else r
+                new_dl = ev / (pp + r)
+                new_dl1 = ev * (pp + r)
+                d[lo + lane] = new_dl if on else d[lo + lane]
+                d[l1 + lane] = new_dl1 if on else d[l1 + lane]
+                dl1[lane] = d[l1 + lane]
+                h[lane] = g - new_dl if on else 0.0
+                f[lane] += h[lane]
+                el1[lane] = e[l1 + lane] if ll + 1 < n else e[lo + lane]
+            for i in range(ll + 2, n):
+                for lane in range(W):
+                    d[i * W + lane] -= h[lane]
+            # the QL sweep from i = m - 1 down to l, lane by lane
+            for i in range(top - 1, ll - 1, -1):
+                i0, i1 = i * W, (i + 1) * W
+                for lane in range(W):
+                    start = i == mm[lane] - 1
+                    part = act[lane] > 0.0 and i < mm[lane]
+                    p0 = d[i1 + lane] if start else p[lane]
+                    c0 = 1.0 if start else c[lane]
+                    s0 = 0.0 if start else s[lane]
+                    c20 = 1.0 if start else c2[lane]
+                    eiv = e[i0 + lane]
+                    g = c0 * eiv
+                    hh = c0 * p0
+                    r = math.sqrt(p0 * p0 + eiv * eiv)
+                    sn = eiv / r
+                    cn = p0 / r
+                    e[i1 + lane] = s0 * r if part else e[i1 + lane]
+                    d[i1 + lane] = hh + sn * (cn * g + sn * d[i0 + lane]) if part else d[i1 + lane]
+                    p[lane] = cn * d[i0 + lane] - sn * g if part else p[lane]
+                    c3[lane] = c20 if part else c3[lane]
+                    c2[lane] = c0 if part else c2[lane]
+                    s2[lane] = s0 if part else s2[lane]
+                    c[lane] = cn if part else c[lane]
+                    s[lane] = sn if part else s[lane]
+            for lane in range(W):
+                on = act[lane] > 0.0
+                pv = -s[lane] * s2[lane] * c3[lane] * el1[lane] * e[lo + lane] / dl1[lane]
+                e[lo + lane] = s[lane] * pv if on else e[lo + lane]
+                d[lo + lane] = c[lane] * pv if on else d[lo + lane]
+        for lane in range(W):
+            d[lo + lane] += f[lane]
+            e[lo + lane] = 0.0
+
+
+@jit
+def _twist(d, e, lam, n, Z, rp, rm, dp, dm, best, r, nrm):
+    """For every eigenvalue ``lam[k]`` of one tridiagonal ``(d, e)``, the solution of
+    ``(T - lam_k I) z = gamma_r e_r``, ``z_r = 1``, into column ``k`` of ``Z`` (``Z[i, k]``:
+    entry ``i``; not normalized), ``best[k] = gamma_r`` and ``nrm[k] = |z|^2``. The loops
+    over ``k`` are independent (SIMD); the recurrences run over ``i``."""
+    for k in range(n):
+        dp[k] = d[0] - lam[k]
+    for i in range(1, n):
+        b, di = e[i - 1], d[i]
+        row = rp[i - 1]
+        for k in range(n):
+            prev = dp[k] if dp[k] != 0.0 else PIVMIN
+            ratio = b / prev
+            row[k] = ratio
+            dp[k] = (di - lam[k]) - b * ratio
+    # dp now holds D+_{n-1}; gamma_{n-1} = D+_{n-1}
+    last = n - 1
+    for k in range(n):
+        best[k] = dp[k]
+        r[k] = last
+        dm[k] = d[last] - lam[k]
+    # the backward factorization; the twist index of least |gamma_i| found on the way
+    # (gamma_i = D+_i + D-_i - (d_i - lam) needs D+_i again: recomputed from the ratios)
+    for i in range(n - 2, -1, -1):
+        b, di = e[i], d[i]
+        row = rm[i + 1]
+        for k in range(n):
+            nxt = dm[k] if dm[k] != 0.0 else PIVMIN
+            ratio = b / nxt
+            row[k] = ratio
+            diag = di - lam[k]
+            dmi = diag - b * ratio
+            dm[k] = dmi
+            # D+_i = diag - e_{i-1} * rp[i-1] (i > 0), diag at i = 0
+            dpi = diag - e[i - 1] * rp[i - 1, k] if i > 0 else diag
+            g = dpi + dmi - diag
+            take = abs(g) < abs(best[k])
+            best[k] = g if take else best[k]
+            r[k] = i if take else r[k]
+    for i in range(n):
+        zi = Z[i]
+        for k in range(n):
+            zi[k] = 1.0 if r[k] == i else 0.0
+    for i in range(n - 2, -1, -1):
+        zi, zn, row = Z[i], Z[i + 1], rp[i]
+        for k in range(n):
+            x = -row[k] * zn[k]
+            zi[k] = x if i < r[k] else zi[k]
+    for i in range(1, n):
+        zi, zp, row = Z[i], Z[i - 1], rm[i]
+        for k in range(n):
+            x = -row[k] * zp[k]
+            zi[k] = x if i > r[k] else zi[k]
+    for k in range(n):
+        nrm[k] = 0.0
+    for i in range(n):
+        zi = Z[i]
+        for k in range(n):
+            nrm[k] += zi[k] * zi[k]
+
+
+@jit
+def _vectors(d, e, lam, n, norm, Z, rp, rm, t, r):
+    """The unit eigenvectors of one scaled tridiagonal ``(d, e)`` (``e[n - 1] = 0``) for
+    its ascending eigenvalues ``lam`` into the columns of ``Z`` (``Z[i, k]``). A twisted
+    factorization at ``lam``, one Rayleigh quotient step ``lam + gamma_r / |z|^2`` (the
+    eigenvalue's error leaks into the vector as ``err / gap`` along its neighbours, and
+    becomes second order), the factorization again, then the Loewdin correction on pairs
+    closer than ``NEAR * norm``. Returns the largest residual ``|T z - lam z|``."""
+    dp, dm, best, nrm, lam2, dot = t[0], t[1], t[2], t[3], t[4], t[5]
+    _twist(d, e, lam, n, Z, rp, rm, dp, dm, best, r, nrm)
+    for k in range(n):
+        step = best[k] / nrm[k] if nrm[k] > 0.0 else 0.0
+        lam2[k] = lam[k] + step if step == step else lam[k]
+    _twist(d, e, lam2, n, Z, rp, rm, dp, dm, best, r, nrm)
+    for k in range(n):
+        nrm[k] = 1.0 / math.sqrt(nrm[k]) if nrm[k] > 0.0 else 0.0
+    for i in range(n):
+        zi = Z[i]
+        for k in range(n):
+            zi[k] *= nrm[k]
+    # residual |T z - lam z| at the input eigenvalues
+    for k in range(n):
+        best[k] = 0.0
+    for i in range(n):
+        zi = Z[i]
+        left = e[i - 1] if i > 0 else 0.0
+        right = e[i] if i < n - 1 else 0.0
+        zl = Z[i - 1] if i > 0 else Z[i]
+        zr = Z[i + 1] if i < n - 1 else Z[i]
+        for k in range(n):
+            x = (d[i] - lam[k]) * zi[k] + left * zl[k] + right * zr[k]
+            x = abs(x)
+            best[k] = x if x > best[k] or x != x else best[k]
+    worst = 0.0
+    for k in range(n):
+        worst = best[k] if best[k] > worst or best[k] != best[k] else worst
+    # the Loewdin correction on close pairs (k, k + s), one offset s at a time
+    near = NEAR * norm
+    for s in range(1, n):
+        m = n - s
+        anyclose = False
+        for k in range(m):
+            close = lam[k + s] - lam[k] < near
+            lam2[k] = 1.0 if close else 0.0
+            anyclose = anyclose or close
+        if not anyclose:
+            break  # ascending: larger offsets are farther apart
+        for k in range(m):
+            dot[k] = 0.0
+        for i in range(n):
+            zi = Z[i]
+            for k in range(m):
+                dot[k] += zi[k] * zi[k + s]
+        for k in range(m):
+            dot[k] = 0.5 * dot[k] * lam2[k]
+        for i in range(n):
+            zi = Z[i]
+            for k in range(m):
+                nrm[k] = zi[k]  # the old z_k, row i
+            for k in range(m):
+                zi[k] -= dot[k] * zi[k + s]
+            for k in range(m):
+                zi[k + s] -= dot[k] * nrm[k]
+    return worst
+
+
+@jit
+def _transpose_into(Z, out, n):
+    """``out[k, i] = Z[i, k]`` in 8 x 8 tiles (a column-by-column copy touched a new cache
+    line per entry)."""
+    for i0 in range(0, n, 8):
+        i1 = min(i0 + 8, n)
+        for k0 in range(0, n, 8):
+            k1 = min(k0 + 8, n)
+            for k in range(k0, k1):
+                row = out[k]
+                for i in range(i0, i1):
+                    row[i] = Z[i, k]
+
+
+@jit
+def tridiagonal_eigh(d, e, w, z):
+    """Eigenpairs of the ``B`` symmetric tridiagonal matrices ``(d[b], e[b])`` (float64;
+    ``e[b, i]`` is entry ``(i, i + 1)``, ``e[b, n - 1]`` unused) into ``w`` (``(B, n)``,
+    ascending) and ``z`` (``(B, n, n)``, ``z[b, k]`` the k-th unit eigenvector; an empty
+    ``z``: eigenvalues only). Returns a bool array: the matrices to solve again by a robust
+    method (see the module)."""
+    bsz, n = d.shape[0], d.shape[1]
+    failed = np.zeros(bsz, dtype=np.bool_)
+    if n == 0:
+        return failed
+    vectors = z.shape[0] > 0
+    eps = np.finfo(np.float64).eps
+    dl, el, eq, dq = np.empty(n * W), np.empty(n * W), np.empty(n * W), np.empty(n * W)
+    nv = n if vectors else 0
+    rp, rm, Z = np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv))
+    t = np.empty((6, nv))
+    r = np.empty(nv, dtype=np.int64)
+    dv, ev, lv = np.empty(n), np.zeros(n), np.empty(n)
+    scale = np.empty(W)
+    st = np.empty((13, W))
+    flags = np.zeros(W, dtype=np.bool_)
+    for start in range(0, bsz, W):
+        m = min(W, bsz - start)
+        _load(d, e, start, m, n, dl, el, eq, scale)
+        dq[:] = dl
+        flags[:] = False
+        if n > 1:
+            _ql_values(dq, eq, n, eps, st, flags)
+        for lane in range(m):
+            b = start + lane
+            failed[b] = flags[lane]
+            norm = 0.0  # ||T||_1 of the scaled tridiagonal
+            for i in range(n):
+                dv[i] = dl[i * W + lane]
+                ev[i] = el[i * W + lane]
+                lv[i] = dq[i * W + lane]
+            for i in range(n):
+                row = abs(dv[i]) + abs(ev[i]) + (abs(ev[i - 1]) if i > 0 else 0.0)
+                norm = max(norm, row)
+            lv.sort()
+            for k in range(n):
+                w[b, k] = lv[k] * scale[lane]
+            if not vectors:
+                continue
+            for k in range(n - 1):
+                if lv[k + 1] - lv[k] <= GAP * norm:
+                    failed[b] = True
+            if failed[b]:
+                continue
+            res = _vectors(dv, ev, lv, n, norm, Z, rp, rm, t, r)
+            if not res <= RESIDUAL * n * eps * norm:  # NaN too
+                failed[b] = True
+            _transpose_into(Z, z[b], n)
+    return failed
+
+
+@jit
+def solve_blocks(a, w, vt, sytrd, ormtr, stedc, work, dwork, iwork):
+    """Every real symmetric ``a[b]`` (C-ordered, its lower triangle read) solved into ``w``
+    (``(B, n)``, ascending) and ``vt`` (``(B, n, n)`` with ``vt[b, k]`` the k-th eigenvector,
+    i.e. the column-major eigenvector matrix; empty: eigenvalues only), ``W`` matrices at a
+    time, without the GIL: LAPACK's ``?sytrd`` ('U' of the C-ordered copy: the lower
+    triangle of ``a``), :func:`tridiagonal_eigh`, ``dstedc`` for the lanes it flags, then
+    ``?ormtr``. ``sytrd``, ``ormtr`` (of ``a``'s precision) and ``stedc`` (float64) are
+    LAPACKE ``_work`` entries (column-major layout), passed as first-class functions.
+
+    Returns ``(0, -1, 0)``, or ``(step, b, info)`` for the first LAPACK call that failed:
+    ``step`` 1 ``?sytrd``, 2 ``dstedc``, 3 ``?ormtr``, at batch position ``b``."""
+    bsz, n = a.shape[0], a.shape[1]
+    vectors = vt.shape[0] > 0
+    col, upper, left, notrans, compz = (
+        np.int32(102),
+        np.int8(85),
+        np.int8(76),
+        np.int8(78),
+        np.int8(73),
+    )
+    nn, lw = np.int32(n), np.int32(work.size)
+    h = np.empty((W, n, n), dtype=a.dtype)
+    tau = np.empty((W, max(n, 1)), dtype=a.dtype)
+    dt = np.empty((W, n), dtype=a.dtype)
+    et = np.empty((W, max(n, 1)), dtype=a.dtype)
+    d, e = np.empty((W, n)), np.zeros((W, max(n, 1)))
+    wd = np.empty((W, n))
+    zd = np.empty((n, n))
+    dd, ed = np.empty(n), np.zeros(max(n, 1))
+    for start in range(0, bsz, W):
+        m = min(W, bsz - start)
+        for j in range(m):
+            h[j] = a[start + j]
+            info = sytrd(
+                col,
+                upper,
+                nn,
+                h[j].ctypes.data,
+                nn,
+                dt[j].ctypes.data,
+                et[j].ctypes.data,
+                tau[j].ctypes.data,
+                work.ctypes.data,
+                lw,
+            )
+            if info != 0:
+                return 1, start + j, info
+            for i in range(n):
+                d[j, i] = dt[j, i]
+            for i in range(n - 1):
+                e[j, i] = et[j, i]
+        z = vt[start : start + m] if vectors else vt
+        failed = tridiagonal_eigh(d[:m], e[:m], wd[:m], z)
+        for j in range(m):
+            if failed[j]:
+                dd[:] = d[j]
+                ed[:] = e[j]
+                info = stedc(
+                    col,
+                    compz,
+                    nn,
+                    dd.ctypes.data,
+                    ed.ctypes.data,
+                    zd.ctypes.data,
+                    nn,
+                    dwork.ctypes.data,
+                    np.int32(dwork.size),
+                    iwork.ctypes.data,
+                    np.int32(iwork.size),
+                )
+                if info != 0:
+                    return 2, start + j, info
+                wd[j] = dd
+                if vectors:
+                    out = vt[start + j]
+                    for k in range(n):
+                        for i in range(n):
+                            out[k, i] = zd[k, i]
+            for k in range(n):
+                w[start + j, k] = wd[j, k]
+            if vectors:
+                info = ormtr(
+                    col,
+                    left,
+                    upper,
+                    notrans,
+                    nn,
+                    nn,
+                    h[j].ctypes.data,
+                    nn,
+                    tau[j].ctypes.data,
+                    vt[start + j].ctypes.data,
+                    nn,
+                    work.ctypes.data,
+                    lw,
+                )
+                if info != 0:
+                    return 3, start + j, info
+    return 0, -1, 0

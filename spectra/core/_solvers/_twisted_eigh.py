@@ -1,0 +1,223 @@
+"""The full eigendecomposition of real symmetric matrices by a tridiagonal eigensolver
+that works on several matrices at once, in one compiled call without the GIL
+(:func:`._kernels._numba_twisted.solve_blocks`): SciPy's OpenBLAS reduces each matrix to
+tridiagonal form (``?sytrd``) and applies the reflectors to the tridiagonal's eigenvectors
+(``?ormtr``), as its ``?syevd`` does; between the two, where ``?syevd`` runs a divide and
+conquer per matrix, the lane kernel solves eight tridiagonals together: QL eigenvalues
+across the lanes, then per matrix a twisted factorization per eigenvalue (vectorized over
+the eigenvalues, O(n^2) per matrix), one Rayleigh quotient step and a Loewdin correction
+of close pairs (see :mod:`._kernels._numba_twisted`).
+
+Why: on the AMD EPYC development VM the divide and conquer is ~60% of ``?syevd``'s time at
+``n = 64-128`` (OpenBLAS, one thread: 217 of 382 us at 64), and torch's MKL runs its generic
+code there; the batched float64 ``n = 64-128`` rows of ``spectra bench`` were a tie with
+the thread fan-out, the same MKL call on both sides.
+
+Robustness: a matrix whose tridiagonal has eigenvalues closer than ``GAP * ||T||``
+(degenerate or nearly so), a residual above LAPACK's scale, or a QL that did not converge,
+is flagged by the kernel and its tridiagonal solved by OpenBLAS's ``dstedc`` instead.
+Arithmetic on the tridiagonal is float64 for float32 input too; ``?sytrd``/``?ormtr`` run
+in the input's precision. Lanes never mix (masked selects), so a matrix's bits do not
+depend on its neighbours in the batch.
+
+>>> import torch
+>>> if available():
+...     a = torch.diag(torch.tensor([3.0, 1.0, 2.0], dtype=torch.float64))[None]
+...     w, v = twisted_eigh(a, True)
+...     print(w.tolist())
+... else:
+...     print([[1.0, 2.0, 3.0]])
+[[1.0, 2.0, 3.0]]
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+from typing import Any
+
+import numpy as np
+import torch
+
+from .._support._threads import built_once
+from . import _lapack_subset as subset
+from ._openblas_threads import ThreadGate
+from ._torch_lapack import empty_result, torch_eigh_into
+
+Result = tuple[torch.Tensor, "torch.Tensor | None"]
+
+_PREFIX = {torch.float32: "s", torch.float64: "d"}
+_local = threading.local()
+
+
+@functools.cache
+def _function_type() -> Any:
+    """numba's first-class function type for a C address (a ``WrapperAddressProtocol``):
+    the kernel receives LAPACK's entries as arguments, so its compiled code, cached on
+    disk, holds no address of this process. Built on first use (numba imported then)."""
+    import numba.experimental.function_type  # noqa: F401  (registers the type's typeof)
+    from numba import types
+
+    class Function(types.WrapperAddressProtocol):  # type: ignore[misc]
+        def __init__(self, address: int, signature: Any) -> None:
+            self.address, self.sig = address, signature
+
+        def __wrapper_address__(self) -> int:
+            return self.address
+
+        def signature(self) -> Any:
+            return self.sig
+
+    return Function
+
+
+def _signatures() -> dict[str, Any]:
+    from numba import types
+
+    i32, i8, p = types.int32, types.int8, types.uint64  # pointers as addresses
+    return {
+        "sytrd": i32(i32, i8, i32, p, i32, p, p, p, p, i32),
+        "ormtr": i32(i32, i8, i8, i8, i32, i32, p, i32, p, p, i32, p, i32),
+        "stedc": i32(i32, i8, i32, p, p, p, i32, p, i32, p, i32),
+    }
+
+
+#: the LAPACKE ``_work`` entries the kernel calls, by key (``d``/``s`` + routine)
+_WANTED = {
+    "dsytrd": "LAPACKE_dsytrd_work",
+    "ssytrd": "LAPACKE_ssytrd_work",
+    "dormtr": "LAPACKE_dormtr_work",
+    "sormtr": "LAPACKE_sormtr_work",
+    "dstedc": "LAPACKE_dstedc_work",
+}
+
+
+class _Routines:
+    """The addresses of OpenBLAS's ``?sytrd``/``?ormtr`` for both precisions and ``dstedc``
+    (SciPy's LAPACK), and the gate of OpenBLAS's thread count (the partial solve's)."""
+
+    def __init__(self) -> None:
+        lapack = subset._lapack()
+        self.gate: ThreadGate | None = lapack.gate
+        self.addresses: dict[str, int] = {}
+        for path in subset._loaded_libraries():
+            lib = subset._open(path)
+            if lib is None:
+                continue
+            for key, name in _WANTED.items():
+                fn = subset._entry(lib, name)
+                if fn is not None and key not in self.addresses:
+                    self.addresses[key] = ctypes.cast(fn, ctypes.c_void_p).value or 0
+            if len(self.addresses) == len(_WANTED):
+                break
+        self._functions: dict[str, Any] = {}
+
+    def function(self, key: str) -> Any:
+        """The entry ``key`` as numba's first-class function (built on first use: numba's
+        types are imported only by a call that runs the kernel)."""
+        got = self._functions.get(key)
+        if got is None:
+            got = _function_type()(self.addresses[key], _signatures()[key[1:]])
+            self._functions[key] = got
+        return got
+
+
+#: the process's one :class:`_Routines`
+_routines = built_once(lambda: _Routines())
+
+
+def available() -> bool:
+    """Whether SciPy's OpenBLAS offers every routine here, with its thread-count knob
+    behind the gate, and numba is importable (the lane kernel)."""
+    from ._kernels import numba_available
+
+    r = _routines()
+    return r.gate is not None and len(r.addresses) == len(_WANTED) and numba_available()
+
+
+class _Scratch:
+    """One thread's LAPACK workspaces for ``n x n`` matrices of one dtype (``?sytrd`` and
+    ``?ormtr``: 64 n, above both block sizes; ``dstedc``: its documented sizes)."""
+
+    def __init__(self, n: int, dtype: torch.dtype) -> None:
+        self.n, self.dtype = n, dtype
+        self.work = np.empty(
+            max(1, 64 * n), dtype=np.float32 if dtype == torch.float32 else np.float64
+        )
+        self.dwork = np.empty(max(1, 1 + 4 * n + n * n))
+        self.iwork = np.empty(max(1, 3 + 5 * n), dtype=np.int32)
+
+
+def _scratch(n: int, dtype: torch.dtype) -> _Scratch:
+    got = getattr(_local, "twisted", None)
+    if got is None or got.n != n or got.dtype != dtype:
+        got = _Scratch(n, dtype)
+        _local.twisted = got
+    return got
+
+
+_STEPS = {1: "sytrd", 2: "stedc", 3: "ormtr"}
+
+
+def twisted_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
+    """Every matrix of the CPU block ``a`` (``(B, n, n)``, lower triangle read) solved into
+    ``w`` (``(B, n)``) and ``v`` (``(B, n, n)``, any strides; column-major is written in
+    place; ``None``: eigenvalues only). Complex blocks are not this strategy's: torch's
+    LAPACK solves them. A LAPACK failure raises ``RuntimeError`` naming the batch position,
+    as torch's LAPACK errors do."""
+    n, dtype = a.shape[-1], a.dtype
+    if a.shape[0] == 0 or n == 0:
+        return
+    if dtype not in _PREFIX:
+        torch_eigh_into(a, w, v)
+        return
+    from ._kernels._numba_twisted import solve_blocks
+
+    r = _routines()
+    p = _PREFIX[dtype]
+    s = _scratch(n, dtype)
+    src = a.detach().contiguous().numpy()
+    wout = w if w.is_contiguous() else torch.empty(w.shape, dtype=w.dtype)
+    if v is None:
+        vt = np.empty((0, n, n), dtype=src.dtype)
+        vout = None
+    else:
+        vout = (
+            v
+            if v.mT.is_contiguous()
+            else torch.empty_strided(v.shape, (n * n, 1, n), dtype=v.dtype)
+        )
+        vt = vout.detach().mT.numpy()
+    threads = torch.get_num_threads() if n >= subset.THREADED_MIN_N else 1
+    assert r.gate is not None  # available() said so
+    with r.gate.hold(threads):
+        step, where, info = solve_blocks(
+            src,
+            wout.detach().numpy(),
+            vt,
+            r.function(p + "sytrd"),
+            r.function(p + "ormtr"),
+            r.function("dstedc"),
+            s.work,
+            s.dwork,
+            s.iwork,
+        )
+    if step:
+        routine = ("d" if step == 2 else p) + _STEPS[step]
+        raise RuntimeError(
+            f"linalg.eigh: (Batch element {where}): The algorithm failed to converge "
+            f"(SciPy's LAPACK {routine}, info = {info})"
+        )
+    if wout is not w:
+        w.copy_(wout)
+    if v is not None and vout is not None and vout is not v:
+        v.copy_(vout)
+
+
+def twisted_eigh(a: torch.Tensor, vectors: bool) -> Result:
+    """:func:`twisted_eigh_into` into fresh outputs (eigenvectors column-major)."""
+    w, v = empty_result(a, vectors)
+    with torch.no_grad():
+        twisted_eigh_into(a, w, v)
+    return w, v

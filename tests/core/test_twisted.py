@@ -1,0 +1,191 @@
+"""The ``twisted`` strategy (OpenBLAS ?sytrd/?ormtr around numba's tridiagonal lanes)
+against SciPy, on random and adversarial matrices; its fallback to the divide and conquer;
+lanes that never mix; and where the planner takes it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg
+import torch
+
+import spectra
+from spectra.core._solvers._kernels import _ready
+from spectra.core._solvers._twisted_eigh import available, twisted_eigh
+from spectra.core._strategies import _twisted
+
+from .helpers import pin_cpu_vendor, random_hermitian
+
+pytestmark = pytest.mark.skipif(not available(), reason="needs numba and SciPy's OpenBLAS")
+
+EPS = {
+    torch.float32: float(np.finfo(np.float32).eps),
+    torch.float64: float(np.finfo(np.float64).eps),
+}
+
+
+def _assert_eigenpairs(
+    a: torch.Tensor, w: torch.Tensor, v: torch.Tensor, slack: float = 1.0
+) -> None:
+    """Ascending values within LAPACK's error of SciPy's, residuals and orthogonality at
+    LAPACK's own scale (``n eps ||A||``, ``n eps``): not a loose tolerance."""
+    n = a.shape[-1]
+    eps = EPS[a.dtype]
+    for i in range(a.shape[0]):
+        x = a[i].double().numpy()
+        ref = scipy.linalg.eigh(x, eigvals_only=True)
+        scale = max(float(np.abs(ref).max()), np.finfo(np.float64).tiny)
+        got_w, got_v = w[i].double().numpy(), v[i].double().numpy()
+        assert np.all(np.diff(got_w) >= 0), i
+        assert np.abs(got_w - ref).max() <= slack * 4 * n * eps * scale, i
+        residual = np.abs(x @ got_v - got_v * got_w).max() / scale
+        orth = np.abs(got_v.T @ got_v - np.eye(n)).max()
+        assert residual <= slack * 2 * n * eps, (i, residual / eps)
+        assert orth <= slack * 2 * n * eps, (i, orth / eps)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=str)
+@pytest.mark.parametrize("n", [1, 2, 5, 33, 64, 130])
+def test_random_batches_against_scipy(dtype, n):
+    a = random_hermitian((11,), n, dtype, seed=n)
+    w, v = twisted_eigh(a, True)
+    assert w.dtype == v.dtype == dtype and v.shape == (11, n, n)
+    _assert_eigenpairs(a, w, v, slack=1.0 if dtype == torch.float64 else 4.0)
+    values, none = twisted_eigh(a, False)
+    assert none is None
+    ref = np.stack([scipy.linalg.eigh(x, eigvals_only=True) for x in a.double().numpy()])
+    assert np.abs(values.double().numpy() - ref).max() <= 4 * n * EPS[dtype] * np.abs(ref).max()
+
+
+def _with_spectrum(values, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    n = len(values)
+    q, _ = torch.linalg.qr(torch.randn(n, n, dtype=torch.float64, generator=g))
+    return (q * torch.tensor(values, dtype=torch.float64)) @ q.T
+
+
+def _adversarial() -> dict[str, torch.Tensor]:
+    n = 40
+    wilkinson = np.diag(np.abs(np.arange(-10, 11)).astype(float))
+    wilkinson += np.diag(np.ones(20), 1) + np.diag(np.ones(20), -1)
+    graded = np.diag(10.0 ** -np.arange(24.0)) + np.diag(10.0 ** -np.arange(0.5, 23.5), 1)
+    rng = np.random.default_rng(3)
+    big = rng.standard_normal((60, 60))
+    return {
+        "degenerate": _with_spectrum(np.repeat([1.0, 2.0, 3.0, 4.0], n // 4), 1),
+        "clustered": _with_spectrum(1.0 + 1e-9 * np.arange(n), 2),
+        "one distinct": _with_spectrum(np.r_[np.ones(n - 1), 2.0], 3),
+        "wilkinson W21+": torch.from_numpy(wilkinson),
+        "graded": torch.from_numpy(graded + np.triu(graded, 1).T - np.diag(np.diag(graded))),
+        "zero": torch.zeros(n, n, dtype=torch.float64),
+        "identity": torch.eye(n, dtype=torch.float64),
+        "tridiagonal already": torch.from_numpy(
+            np.diag(np.arange(n, dtype=float))
+            + np.diag(np.full(n - 1, 0.5), 1)
+            + np.diag(np.full(n - 1, 0.5), -1)
+        ),
+        "huge": torch.from_numpy((big + big.T) * 1e150),
+        "tiny": torch.from_numpy((big + big.T) * 1e-150),
+    }
+
+
+@pytest.mark.parametrize("name", list(_adversarial()))
+def test_adversarial_matrices_against_scipy(name):
+    a = _adversarial()[name][None]
+    w, v = twisted_eigh(a, True)
+    _assert_eigenpairs(a, w, v)
+
+
+def test_degenerate_and_nearly_degenerate_lanes_go_to_the_divide_and_conquer():
+    """The kernel flags a lane whose eigenvalues are within ``GAP * ||T||`` (its vectors
+    would not be orthogonal): exactly those lanes, and its neighbours keep their own."""
+    from spectra.core._solvers._kernels._numba_twisted import GAP, tridiagonal_eigh
+
+    n = 12
+    d = np.tile(np.arange(1.0, n + 1), (4, 1))
+    e = np.full((4, n), 0.5)
+    d[1] = 2.0  # constant diagonal, e = 0: T = 2 I, every eigenvalue repeated
+    e[1] = 0.0
+    e[2, 5] = 0.0  # two blocks: eigenvalues 1..6 and 7..12 (distinct: not flagged)
+    d[3, 6:] = d[3, :6]  # the two blocks of lane 3 are the same matrix: repeated values
+    e[3, 5] = 0.0
+    w, z = np.empty((4, n)), np.empty((4, n, n))
+    failed = tridiagonal_eigh(d, e, w, z)
+    assert failed.tolist() == [False, True, False, True]
+    for lane in (0, 2):  # the unflagged lanes' vectors are eigenvectors of their T
+        t = np.diag(d[lane]) + np.diag(e[lane, : n - 1], 1) + np.diag(e[lane, : n - 1], -1)
+        assert np.abs(t @ z[lane].T - z[lane].T * w[lane]).max() <= 2 * n * EPS[torch.float64] * 4
+        assert np.abs(z[lane] @ z[lane].T - np.eye(n)).max() <= 2 * n * EPS[torch.float64]
+    assert GAP < 1e-6
+    # the whole solve answers the flagged lanes through dstedc
+    a = torch.stack([_adversarial()["degenerate"], _adversarial()["clustered"]])
+    w2, v2 = twisted_eigh(a, True)
+    _assert_eigenpairs(a, w2, v2)
+
+
+def test_a_matrix_has_the_same_bits_alone_and_anywhere_in_a_batch():
+    """Lanes never mix (masked selects): a matrix's bits do not depend on its neighbours,
+    its lane or its block."""
+    a = random_hermitian((19,), 70, torch.float64, seed=4)
+    w, v = twisted_eigh(a, True)
+    for i in (0, 7, 8, 18):
+        wi, vi = twisted_eigh(a[i : i + 1], True)
+        assert torch.equal(wi[0], w[i]) and torch.equal(vi[0], v[i]), i
+    shuffled = torch.flip(a, [0])
+    ws, vs = twisted_eigh(shuffled, True)
+    assert torch.equal(torch.flip(ws, [0]), w) and torch.equal(torch.flip(vs, [0]), v)
+    for kw in ({"workers": 1}, {"workers": 2}, {"chunk_size": 3}):
+        got = spectra.eigh(a, strategy="twisted", **kw)
+        # the executor's gauge on top of the same bits: equal across splits
+        ref = spectra.eigh(a, strategy="twisted")
+        assert torch.equal(got.eigenvalues, ref.eigenvalues) and torch.equal(
+            got.eigenvectors, ref.eigenvectors
+        ), kw
+
+
+def test_outputs_of_any_layout_and_a_failure_named_by_its_batch_element():
+    from spectra.core._solvers._twisted_eigh import twisted_eigh_into
+
+    a = random_hermitian((3,), 20, torch.float64, seed=5)
+    w = torch.empty(20, 3, dtype=torch.float64).T  # not contiguous
+    v = torch.empty(3, 20, 20, dtype=torch.float64)  # row-major, not LAPACK's layout
+    twisted_eigh_into(a, w, v)
+    ref_w, ref_v = twisted_eigh(a, True)
+    assert torch.equal(w, ref_w) and torch.equal(v, ref_v)
+    a[1, 4, 2] = a[1, 2, 4] = float("nan")  # (spectra.eigh refuses it before any solve)
+    with pytest.raises(RuntimeError, match=r"Batch element 1\).*dstedc"):
+        twisted_eigh(a, True)
+
+
+def test_empty_batches_and_complex_input():
+    w, v = twisted_eigh(torch.empty(0, 5, 5, dtype=torch.float64), True)
+    assert w.shape == (0, 5) and v.shape == (0, 5, 5)
+    w, v = twisted_eigh(torch.empty(2, 0, 0, dtype=torch.float64), True)
+    assert w.shape == (2, 0) and v.shape == (2, 0, 0)
+    a = random_hermitian((2,), 9, torch.complex128, seed=6)  # not the strategy's: torch's
+    w, v = twisted_eigh(a, True)
+    tw, tv = torch.linalg.eigh(a)
+    assert torch.equal(w, tw) and torch.equal(v, tv)
+
+
+def test_the_planner_takes_it_for_float64_batches_off_intel(monkeypatch):
+    monkeypatch.setenv(_ready.ENV, "eager")  # the kernels' readiness aside
+    pin_cpu_vendor(monkeypatch, "AuthenticAMD")
+    monkeypatch.setitem(spectra.core.STRATEGIES, "twisted", spectra.core.STRATEGIES["twisted"])
+    p = spectra.plan(128, 64, torch.float64)
+    assert p.strategy == "twisted" and p.workers == 2, str(p)
+    assert "twisted factorizations" in "\n".join(p.reasons)
+    lo, hi = _twisted.RANGES[torch.float64]
+    assert spectra.plan(lo, 2, torch.float64).strategy == "twisted"
+    assert spectra.plan(hi - 1, 2, torch.float64).strategy == "twisted"
+    assert spectra.plan(lo - 1, 64, torch.float64).strategy == "torch"
+    assert spectra.plan(hi, 8, torch.float64).strategy == "openblas"  # its own claim beyond
+    assert spectra.plan(128, 1, torch.float64).strategy == "torch"  # one matrix: MKL's threads
+    assert spectra.plan(128, 64, torch.float64, vectors=False).strategy == "torch"
+    assert spectra.plan(128, 64, torch.float32).strategy == "torch"
+    a = random_hermitian((4,), 64, torch.float64, seed=7)
+    w, v = spectra.eigh(a)
+    assert torch.equal(w, spectra.eigh(a, strategy="twisted").eigenvalues)
+    _assert_eigenpairs(a, w, v)
+    pin_cpu_vendor(monkeypatch, "GenuineIntel")
+    assert spectra.plan(128, 64, torch.float64).strategy == "torch"
