@@ -222,7 +222,7 @@ def plan(
     Examples
     --------
     >>> import torch
-    >>> p = plan(64, 1024, torch.float64, "cpu", workers=2)
+    >>> p = plan(64, 1024, torch.float32, "cpu", workers=2)
     >>> p.strategy, p.workers, p.n_chunks
     ('torch', 2, 1)
     """
