@@ -38,8 +38,8 @@ BITWISE = {
     "closed-form": ((1, 2, 3), DTYPES),
     # SciPy's OpenBLAS (the default off Intel CPUs where measured faster): forced here
     "openblas": ((1, 2, 3, 5, 8, 17, 33, 50, 64, 65, 100, 130), DTYPES),
-    # OpenBLAS's reduction around numba's tridiagonal lanes (float64 off Intel CPUs): forced
-    "twisted": ((1, 2, 3, 5, 8, 17, 33, 50, 64, 65, 100, 130), [torch.float32, torch.float64]),
+    # OpenBLAS's reduction around numba's tridiagonal lanes (off Intel CPUs): forced
+    "twisted": ((1, 2, 3, 5, 8, 17, 33, 50, 64, 65, 100, 130), DTYPES),
 }
 CASES = [
     pytest.param(s, n, d, id=f"{s}-{n}-{str(d)[6:]}")

@@ -11,7 +11,7 @@ from spectra.core import STRATEGIES, Cost, Strategy
 from spectra.core._solvers._kernels._choice import KERNEL_MIN_BATCH, lane_min_batch
 from spectra.core._solvers._native import native_module
 
-from .helpers import DTYPES, random_hermitian, served_size, tol
+from .helpers import DTYPES, pin_cpu_vendor, random_hermitian, served_size, tol
 
 CPU_STRATEGIES = sorted(name for name, s in STRATEGIES.items() if s.supports(torch.device("cpu")))
 CUDA_STRATEGIES = sorted(name for name, s in STRATEGIES.items() if "cuda" in s.devices)
@@ -166,12 +166,27 @@ def test_every_strategy_declares_what_it_serves_and_costs(strategy):
         assert not any(claims)
 
 
-def test_the_kernel_claims_cover_the_measured_table_without_overlap():
+def test_the_kernel_claims_cover_the_measured_table_without_overlap(monkeypatch):
     from spectra.core._strategies import preferred
 
     cpu = torch.device("cpu")
     if not STRATEGIES["numba-ql"].supports(cpu):
         pytest.skip("numba is not installed")
+    # off Intel CPUs only ``openblas`` and ``twisted`` overlap (complex128 from n = 56),
+    # and ``twisted`` is ranked above: it takes them
+    pin_cpu_vendor(monkeypatch, "AuthenticAMD")
+    monkeypatch.setenv("SPECTRA_KERNELS", "eager")
+    for n in (56, 64):
+        owners = [
+            name
+            for name, s in STRATEGIES.items()
+            if s.supports(cpu) and s.runs.prefers(n, torch.complex128, cpu, True) is not None
+        ]
+        assert sorted(owners) == (["openblas", "twisted"] if "twisted" in owners else ["openblas"])
+        if "twisted" in owners:
+            assert preferred(n, torch.complex128, cpu, True, 1 << 12)[0] == "twisted"
+    monkeypatch.delenv("SPECTRA_KERNELS")
+    pin_cpu_vendor(monkeypatch, "GenuineIntel")  # the lane kernels' table, vendor aside
     for dtype in (torch.float64, torch.complex128):
         for vectors in (True, False):
             for n in range(1, 65):

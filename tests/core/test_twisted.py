@@ -21,7 +21,10 @@ pytestmark = pytest.mark.skipif(not available(), reason="needs numba and SciPy's
 EPS = {
     torch.float32: float(np.finfo(np.float32).eps),
     torch.float64: float(np.finfo(np.float64).eps),
+    torch.complex64: float(np.finfo(np.float32).eps),
+    torch.complex128: float(np.finfo(np.float64).eps),
 }
+DTYPES = [torch.float64, torch.float32, torch.complex128, torch.complex64]
 
 
 def _assert_eigenpairs(
@@ -32,28 +35,30 @@ def _assert_eigenpairs(
     n = a.shape[-1]
     eps = EPS[a.dtype]
     for i in range(a.shape[0]):
-        x = a[i].double().numpy()
+        x = a[i].to(torch.complex128 if a.is_complex() else torch.float64).numpy()
         ref = scipy.linalg.eigh(x, eigvals_only=True)
         scale = max(float(np.abs(ref).max()), np.finfo(np.float64).tiny)
-        got_w, got_v = w[i].double().numpy(), v[i].double().numpy()
+        got_w = w[i].double().numpy()
+        got_v = v[i].to(torch.complex128 if a.is_complex() else torch.float64).numpy()
         assert np.all(np.diff(got_w) >= 0), i
         assert np.abs(got_w - ref).max() <= slack * 4 * n * eps * scale, i
         residual = np.abs(x @ got_v - got_v * got_w).max() / scale
-        orth = np.abs(got_v.T @ got_v - np.eye(n)).max()
+        orth = np.abs(got_v.conj().T @ got_v - np.eye(n)).max()
         assert residual <= slack * 2 * n * eps, (i, residual / eps)
         assert orth <= slack * 2 * n * eps, (i, orth / eps)
 
 
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("n", [1, 2, 5, 33, 64, 130])
 def test_random_batches_against_scipy(dtype, n):
     a = random_hermitian((11,), n, dtype, seed=n)
     w, v = twisted_eigh(a, True)
-    assert w.dtype == v.dtype == dtype and v.shape == (11, n, n)
-    _assert_eigenpairs(a, w, v, slack=1.0 if dtype == torch.float64 else 4.0)
+    assert w.dtype == dtype.to_real() and v.dtype == dtype and v.shape == (11, n, n)
+    _assert_eigenpairs(a, w, v, slack=1.0 if EPS[dtype] < 1e-10 else 4.0)
     values, none = twisted_eigh(a, False)
     assert none is None
-    ref = np.stack([scipy.linalg.eigh(x, eigvals_only=True) for x in a.double().numpy()])
+    wide = a.to(torch.complex128 if a.is_complex() else torch.float64).numpy()
+    ref = np.stack([scipy.linalg.eigh(x, eigvals_only=True) for x in wide])
     assert np.abs(values.double().numpy() - ref).max() <= 4 * n * EPS[dtype] * np.abs(ref).max()
 
 
@@ -123,10 +128,11 @@ def test_degenerate_and_nearly_degenerate_lanes_go_to_the_divide_and_conquer():
     _assert_eigenpairs(a, w2, v2)
 
 
-def test_a_matrix_has_the_same_bits_alone_and_anywhere_in_a_batch():
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128], ids=str)
+def test_a_matrix_has_the_same_bits_alone_and_anywhere_in_a_batch(dtype):
     """Lanes never mix (masked selects): a matrix's bits do not depend on its neighbours,
     its lane or its block."""
-    a = random_hermitian((19,), 70, torch.float64, seed=4)
+    a = random_hermitian((19,), 70, dtype, seed=4)
     w, v = twisted_eigh(a, True)
     for i in (0, 7, 8, 18):
         wi, vi = twisted_eigh(a[i : i + 1], True)
@@ -157,35 +163,40 @@ def test_outputs_of_any_layout_and_a_failure_named_by_its_batch_element():
         twisted_eigh(a, True)
 
 
-def test_empty_batches_and_complex_input():
+def test_empty_batches_and_the_lower_triangle_of_complex_input():
     w, v = twisted_eigh(torch.empty(0, 5, 5, dtype=torch.float64), True)
     assert w.shape == (0, 5) and v.shape == (0, 5, 5)
-    w, v = twisted_eigh(torch.empty(2, 0, 0, dtype=torch.float64), True)
+    w, v = twisted_eigh(torch.empty(2, 0, 0, dtype=torch.complex128), True)
     assert w.shape == (2, 0) and v.shape == (2, 0, 0)
-    a = random_hermitian((2,), 9, torch.complex128, seed=6)  # not the strategy's: torch's
-    w, v = twisted_eigh(a, True)
-    tw, tv = torch.linalg.eigh(a)
-    assert torch.equal(w, tw) and torch.equal(v, tv)
+    a = random_hermitian((3,), 9, torch.complex128, seed=6)
+    messy = a.clone()
+    messy[:, 0, 4] += 1.0 + 2.0j  # the upper triangle is never read, as torch's LAPACK
+    w, v = twisted_eigh(messy, True)
+    _assert_eigenpairs(a, w, v)
+    assert torch.equal(w, twisted_eigh(a, True)[0])
 
 
-def test_the_planner_takes_it_for_float64_batches_off_intel(monkeypatch):
+def test_the_planner_takes_it_off_intel_where_measured(monkeypatch):
     monkeypatch.setenv(_ready.ENV, "eager")  # the kernels' readiness aside
     pin_cpu_vendor(monkeypatch, "AuthenticAMD")
     monkeypatch.setitem(spectra.core.STRATEGIES, "twisted", spectra.core.STRATEGIES["twisted"])
+    batch = _twisted.MIN_BATCH
     p = spectra.plan(128, 64, torch.float64)
     assert p.strategy == "twisted" and p.workers == 2, str(p)
     assert "twisted factorizations" in "\n".join(p.reasons)
-    lo, hi = _twisted.RANGES[torch.float64]
-    assert spectra.plan(lo, 2, torch.float64).strategy == "twisted"
-    assert spectra.plan(hi - 1, 2, torch.float64).strategy == "twisted"
-    assert spectra.plan(lo - 1, 64, torch.float64).strategy == "torch"
-    assert spectra.plan(hi, 8, torch.float64).strategy == "openblas"  # its own claim beyond
-    assert spectra.plan(128, 1, torch.float64).strategy == "torch"  # one matrix: MKL's threads
-    assert spectra.plan(128, 64, torch.float64, vectors=False).strategy == "torch"
-    assert spectra.plan(128, 64, torch.float32).strategy == "torch"
-    a = random_hermitian((4,), 64, torch.float64, seed=7)
+    for dtype, (lo, hi) in _twisted.RANGES.items():
+        assert spectra.plan(lo, batch, dtype).strategy == "twisted", dtype
+        assert spectra.plan(hi - 1, batch, dtype).strategy == "twisted", dtype
+        assert spectra.plan(lo, batch - 1, dtype).strategy != "twisted", dtype
+        assert spectra.plan(lo - 1, batch, dtype).strategy != "twisted", dtype
+        assert spectra.plan(lo, batch, dtype, vectors=False).strategy != "twisted", dtype
+    assert spectra.plan(600, 16, torch.float64).strategy == "openblas"  # its claim beyond
+    assert spectra.plan(128, 64, torch.float32).strategy == "torch"  # MKL's ?ssyevd wins
+    a = random_hermitian((batch,), 40, torch.complex128, seed=7)
+    assert spectra.plan(40, batch, torch.complex128).strategy == "twisted"
     w, v = spectra.eigh(a)
     assert torch.equal(w, spectra.eigh(a, strategy="twisted").eigenvalues)
     _assert_eigenpairs(a, w, v)
     pin_cpu_vendor(monkeypatch, "GenuineIntel")
     assert spectra.plan(128, 64, torch.float64).strategy == "torch"
+    assert spectra.plan(40, 64, torch.complex128).strategy == "torch"

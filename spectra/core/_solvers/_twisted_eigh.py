@@ -43,11 +43,11 @@ import torch
 from .._support._threads import built_once
 from . import _lapack_subset as subset
 from ._openblas_threads import ThreadGate
-from ._torch_lapack import empty_result, torch_eigh_into
+from ._torch_lapack import empty_result
 
 Result = tuple[torch.Tensor, "torch.Tensor | None"]
 
-_PREFIX = {torch.float32: "s", torch.float64: "d"}
+_PREFIX = {torch.float32: "s", torch.float64: "d", torch.complex64: "c", torch.complex128: "z"}
 _local = threading.local()
 
 
@@ -83,12 +83,16 @@ def _signatures() -> dict[str, Any]:
     }
 
 
-#: the LAPACKE ``_work`` entries the kernel calls, by key (``d``/``s`` + routine)
+#: the LAPACKE ``_work`` entries the kernel calls, by key (dtype prefix + the real name)
 _WANTED = {
     "dsytrd": "LAPACKE_dsytrd_work",
     "ssytrd": "LAPACKE_ssytrd_work",
+    "zsytrd": "LAPACKE_zhetrd_work",
+    "csytrd": "LAPACKE_chetrd_work",
     "dormtr": "LAPACKE_dormtr_work",
     "sormtr": "LAPACKE_sormtr_work",
+    "zormtr": "LAPACKE_zunmtr_work",
+    "cormtr": "LAPACKE_cunmtr_work",
     "dstedc": "LAPACKE_dstedc_work",
 }
 
@@ -136,15 +140,31 @@ def available() -> bool:
     return r.gate is not None and len(r.addresses) == len(_WANTED) and numba_available()
 
 
+_NUMPY = {
+    torch.float32: np.float32,
+    torch.float64: np.float64,
+    torch.complex64: np.complex64,
+    torch.complex128: np.complex128,
+}
+
+
 class _Scratch:
-    """One thread's LAPACK workspaces for ``n x n`` matrices of one dtype (``?sytrd`` and
-    ``?ormtr``: 64 n, above both block sizes; ``dstedc``: its documented sizes)."""
+    """One thread's buffers for ``n x n`` matrices of one dtype: the reduced matrices of a
+    block of ``W`` (their reflectors), the reduction's ``tau`` and real tridiagonals, and
+    LAPACK's workspaces (``?sytrd``/``?ormtr``: 64 n, above both block sizes; ``dstedc``:
+    its documented sizes)."""
 
     def __init__(self, n: int, dtype: torch.dtype) -> None:
+        from ._kernels._numba_twisted import W
+
         self.n, self.dtype = n, dtype
-        self.work = np.empty(
-            max(1, 64 * n), dtype=np.float32 if dtype == torch.float32 else np.float64
-        )
+        kind = _NUMPY[dtype]
+        real = np.float32 if dtype in (torch.float32, torch.complex64) else np.float64
+        self.h = np.empty((W, n, n), dtype=kind)
+        self.tau = np.empty((W, max(n, 1)), dtype=kind)
+        self.dt = np.empty((W, n), dtype=real)
+        self.et = np.empty((W, max(n, 1)), dtype=real)
+        self.work = np.empty(max(1, 64 * n), dtype=kind)
         self.dwork = np.empty(max(1, 1 + 4 * n + n * n))
         self.iwork = np.empty(max(1, 3 + 5 * n), dtype=np.int32)
 
@@ -158,19 +178,41 @@ def _scratch(n: int, dtype: torch.dtype) -> _Scratch:
 
 
 _STEPS = {1: "sytrd", 2: "stedc", 3: "ormtr"}
+#: dtype -> the compiled entry of ``solve_blocks`` for it (see :func:`_compiled`)
+_ENTRIES: dict[Any, Any] = {}
+
+
+def _compiled(kernel: Any, dtype: Any) -> Any:
+    """``kernel``'s compiled entry for arrays of ``dtype``, once numba's dispatcher has
+    compiled or loaded it: the dispatcher types every argument on every call, and typing
+    the three first-class functions cost ~50 us a call. The arrays passed are always
+    C-ordered and aligned, of one ndim each, so their dtype alone picks the overload;
+    until it is known (or if numba's internals moved) the dispatcher answers."""
+    entry = _ENTRIES.get(dtype)
+    if entry is not None:
+        return entry
+
+    def first(*args: Any) -> Any:
+        out = kernel(*args)
+        try:
+            from numba import typeof
+
+            found = kernel.overloads[tuple(typeof(x) for x in args)].entry_point
+        except Exception:  # pragma: no cover - numba's internals changed: keep dispatching
+            found = kernel
+        _ENTRIES[dtype] = found
+        return out
+
+    return first
 
 
 def twisted_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
     """Every matrix of the CPU block ``a`` (``(B, n, n)``, lower triangle read) solved into
     ``w`` (``(B, n)``) and ``v`` (``(B, n, n)``, any strides; column-major is written in
-    place; ``None``: eigenvalues only). Complex blocks are not this strategy's: torch's
-    LAPACK solves them. A LAPACK failure raises ``RuntimeError`` naming the batch position,
-    as torch's LAPACK errors do."""
+    place; ``None``: eigenvalues only). A LAPACK failure raises ``RuntimeError`` naming the
+    batch position, as torch's LAPACK errors do."""
     n, dtype = a.shape[-1], a.dtype
     if a.shape[0] == 0 or n == 0:
-        return
-    if dtype not in _PREFIX:
-        torch_eigh_into(a, w, v)
         return
     from ._kernels._numba_twisted import solve_blocks
 
@@ -192,19 +234,23 @@ def twisted_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) 
     threads = torch.get_num_threads() if n >= subset.THREADED_MIN_N else 1
     assert r.gate is not None  # available() said so
     with r.gate.hold(threads):
-        step, where, info = solve_blocks(
+        step, where, info = _compiled(solve_blocks, src.dtype)(
             src,
             wout.detach().numpy(),
             vt,
             r.function(p + "sytrd"),
             r.function(p + "ormtr"),
             r.function("dstedc"),
+            s.h,
+            s.tau,
+            s.dt,
+            s.et,
             s.work,
             s.dwork,
             s.iwork,
         )
     if step:
-        routine = ("d" if step == 2 else p) + _STEPS[step]
+        routine = _WANTED[("d" if step == 2 else p) + _STEPS[step]][8:-5]
         raise RuntimeError(
             f"linalg.eigh: (Batch element {where}): The algorithm failed to converge "
             f"(SciPy's LAPACK {routine}, info = {info})"

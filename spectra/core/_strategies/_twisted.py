@@ -1,22 +1,28 @@
-"""The ``twisted`` strategy: real symmetric matrices reduced to tridiagonal form and back by
-SciPy's OpenBLAS (``?sytrd``/``?ormtr``), the tridiagonals solved eight at a time by the
-lane kernel of :mod:`.._solvers._kernels._numba_twisted` (QL eigenvalues, twisted
-factorizations for the vectors; :mod:`.._solvers._twisted_eigh`), on the CPU.
+"""The ``twisted`` strategy: real symmetric and complex Hermitian matrices reduced to
+tridiagonal form and back by SciPy's OpenBLAS (``?sytrd``/``?hetrd``, ``?ormtr``/``?unmtr``),
+the real tridiagonals solved eight at a time by the lane kernel of
+:mod:`.._solvers._kernels._numba_twisted` (QL eigenvalues, twisted factorizations for the
+vectors; :mod:`.._solvers._twisted_eigh`), on the CPU.
 
-Where it is the default (:func:`twisted_claim`): float64 with eigenvectors, ``n = 56 ..
-512``, on x86-64 CPUs that are not Intel's (MKL runs its generic code there), from two
-matrices, ranked above the ``openblas`` claim it overlaps. Measured one thread each,
-interleaved, on the AMD EPYC development VM against torch's MKL ``?syevd``: 1.05x at
-``n = 48`` (not claimed), 1.07-1.15x at 56-128, 1.18-1.33x at 256-512, and 1.06-1.19x
-against OpenBLAS's own ``?syevd`` at 256-512 (``benchmarks/RESULTS.md``). float32 stays on
-MKL (0.72-0.91x there: its ``?ssyevd`` is the faster), and so do Intel CPUs, where nothing
-was measured. Only where numba's compiled kernel is ready (:func:`.._kernels.gate`): no
-call waits for a compilation. ``strategy="twisted"`` runs it anywhere it is available.
+Where it is the default (:func:`twisted_claim`): eigenvectors wanted, float64 of
+``n = 33 .. 512``, complex128 of ``n = 21 .. 512`` and complex64 of ``n = 80 .. 512`` (the
+lane QL kernel ``numba-ql`` keeps the smaller sizes), on x86-64 CPUs that are not Intel's
+(MKL runs its generic code there), from 16 matrices (two full lane blocks per worker; a
+lane kernel pays for its padding and a call's fixed ~0.1 ms), ranked above the
+``openblas`` claim it overlaps. Measured one thread each, interleaved, on the AMD EPYC
+development VM against torch's MKL ``?syevd``/``?heevd`` (``benchmarks/RESULTS.md``):
+float64 1.15-1.22x at ``n = 33-48``, 1.12-1.24x at 56-128, 1.19-1.33x at 256-512;
+complex128 1.26-1.56x at 21-48, 1.39-1.5x at 64-384 (1.23-1.4x against OpenBLAS's own
+``?heevd``, the ``openblas`` strategy there); complex64 1.13-1.3x at 80-256 (level at
+48-64). float32 stays on MKL (0.8-0.9x: its ``?ssyevd`` is the faster), and so do Intel
+CPUs, where nothing was measured. Only where numba's compiled kernel is ready
+(:func:`.._kernels.gate`): no call waits for a compilation. ``strategy="twisted"`` runs it
+anywhere it is available.
 
 >>> import torch
 >>> from spectra.core._strategies import _twisted
 >>> _twisted.claim_for(128, torch.float64, "AuthenticAMD").min_batch
-2
+16
 >>> _twisted.claim_for(128, torch.float64, "GenuineIntel") is None
 True
 >>> _twisted.claim_for(128, torch.float32, "AuthenticAMD") is None
@@ -36,12 +42,19 @@ from ._kernels import _gated
 from ._openblas import NON_INTEL_X86
 
 #: ``dtype -> (first n, last n + 1)``: the sizes measured faster than torch's MKL (and
-#: than OpenBLAS's ``?syevd``) on a non-Intel x86-64 CPU, one thread each
-RANGES: dict[torch.dtype, tuple[int, int]] = {torch.float64: (56, 513)}
-#: above the ``openblas`` claim (rank 0), which it beat where both claim (n >= 256)
+#: than OpenBLAS's own driver) on a non-Intel x86-64 CPU, one thread each, above the sizes
+#: the ``numba-ql`` lanes claim
+RANGES: dict[torch.dtype, tuple[int, int]] = {
+    torch.float64: (33, 513),
+    torch.complex128: (21, 513),
+    torch.complex64: (80, 513),
+}
+#: the batch it claims from: two full 8-lane blocks for each of two workers' halves
+MIN_BATCH = 16
+#: above the ``openblas`` claim (rank 0), which it beat where both claim
 RANK = 1
-#: per matrix: the input copy and its reflectors (a block of ``BLOCK``), the float64
-#: vectors, and the kernel's three n x n arrays (the two factorizations' ratios and the
+#: per matrix: the input copy and its reflectors (a block of eight), the float64 vectors
+#: and the kernel's three n x n float64 arrays (the two factorizations' ratios and the
 #: vectors before their transpose), counted as if each matrix of a chunk held them all
 MEMORY = 6.0
 
@@ -55,9 +68,9 @@ def claim_for(n: int, dtype: torch.dtype, vendor: str | None) -> Claim | None:
     if not lo <= n < hi:
         return None
     return Claim(
-        f"tridiagonal lanes (OpenBLAS ?sytrd/?ormtr, numba QL + twisted factorizations): "
-        f"on this {vendor} CPU measured 1.07-1.33x torch's MKL ?syevd at this size",
-        2,
+        "tridiagonal lanes (OpenBLAS's reduction, numba QL + twisted factorizations): "
+        f"on this {vendor} CPU measured 1.12-1.56x torch's MKL at this size",
+        MIN_BATCH,
         RANK,
     )
 
@@ -70,22 +83,18 @@ def twisted_claim(n: int, dtype: torch.dtype, device: torch.device, vectors: boo
     return claim_for(n, dtype, _openblas.cpu_vendor())  # one vendor lookup (tests pin it)
 
 
-def _serves(n: int, dtype: torch.dtype) -> bool:
-    return dtype in (torch.float32, torch.float64)
-
-
 TWISTED = register(
     Strategy(
         "twisted",
         ("cpu",),
         twisted_eigh,
-        "real matrices: OpenBLAS ?sytrd/?ormtr around a numba lane kernel for the "
-        "tridiagonals (QL values, twisted-factorization vectors, dstedc where flagged); "
+        "OpenBLAS's tridiagonal reduction (?sytrd/?hetrd, ?ormtr/?unmtr) around a numba "
+        "lane kernel for the real tridiagonals (QL values, twisted-factorization vectors, "
+        "dstedc where flagged); "
         "GIL released, one BLAS thread per worker, eight matrices a block",
         runs=Runs(
             available=available,
             tunable_on=("cpu",),
-            serves=_serves,
             fan_out=True,
             prefers=_gated(twisted_claim),
         ),

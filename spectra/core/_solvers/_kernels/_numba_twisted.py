@@ -78,50 +78,51 @@ def _load(d, e, start, m, n, dl, el, eq, scale):
             eq[(i + 1) * W + lane] = x
 
 
-@jit
-def _ql_values(d, e, n, eps, st, flags):
+@numba.njit(nogil=True, cache=True, error_model="numpy", inline="always")
+def _ql_values(d, e, n, m, eps, st, flags):
     """Implicit QL (EISPACK's ``tql2`` without vectors) on every lane's ``(d, e)``; lanes
     that did not converge in ``MAX_ITER`` iterations are flagged. On entry ``e[i]`` is the
-    entry between rows ``i - 1`` and ``i``; ``d`` ends with the (unsorted) eigenvalues."""
+    entry between rows ``i - 1`` and ``i``; ``d`` ends with the (unsorted) eigenvalues.
+    Only the first ``m`` lanes are worked on (a block's padding costs nothing)."""
     f, tst1, act = st[0], st[1], st[2]
     p, c, s, c2, c3, s2 = st[3], st[4], st[5], st[6], st[7], st[8]
     el1, dl1, h, mm = st[9], st[10], st[11], st[12]
     for i in range(1, n):
-        for lane in range(W):
+        for lane in range(m):
             e[(i - 1) * W + lane] = e[i * W + lane]
-    for lane in range(W):
+    for lane in range(m):
         e[(n - 1) * W + lane] = 0.0
         f[lane] = 0.0
         tst1[lane] = 0.0
     for ll in range(n):
         lo = ll * W
-        for lane in range(W):
+        for lane in range(m):
             tst1[lane] = max(tst1[lane], abs(d[lo + lane]) + abs(e[lo + lane]))
         for it in range(MAX_ITER + 1):
             anyact = False
-            for lane in range(W):
+            for lane in range(m):
                 a = abs(e[lo + lane]) > eps * tst1[lane]
                 act[lane] = 1.0 if a else 0.0
                 anyact = anyact or a
             if not anyact:
                 break
             if it == MAX_ITER:
-                for lane in range(W):
+                for lane in range(m):
                     flags[lane] = flags[lane] or act[lane] > 0.0
                 break
             # each lane's split point m >= l: the first negligible e (e[n-1] = 0)
-            for lane in range(W):
+            for lane in range(m):
                 mm[lane] = n - 1
             for i in range(n - 2, ll - 1, -1):
-                for lane in range(W):
+                for lane in range(m):
                     small = abs(e[i * W + lane]) <= eps * tst1[lane]
                     mm[lane] = i if small else mm[lane]
             top = ll + 1
-            for lane in range(W):
+            for lane in range(m):
                 if act[lane] > 0.0 and mm[lane] > top:
                     top = int(mm[lane])
             l1 = (ll + 1) * W
-            for lane in range(W):
+            for lane in range(m):
                 on = act[lane] > 0.0
                 ev = e[lo + lane] if on else 1.0
                 g = d[lo + lane]
@@ -137,12 +138,12 @@ def _ql_values(d, e, n, eps, st, flags):
                 f[lane] += h[lane]
                 el1[lane] = e[l1 + lane] if ll + 1 < n else e[lo + lane]
             for i in range(ll + 2, n):
-                for lane in range(W):
+                for lane in range(m):
                     d[i * W + lane] -= h[lane]
             # the QL sweep from i = m - 1 down to l, lane by lane
             for i in range(top - 1, ll - 1, -1):
                 i0, i1 = i * W, (i + 1) * W
-                for lane in range(W):
+                for lane in range(m):
                     start = i == mm[lane] - 1
                     part = act[lane] > 0.0 and i < mm[lane]
                     p0 = d[i1 + lane] if start else p[lane]
@@ -163,12 +164,12 @@ def _ql_values(d, e, n, eps, st, flags):
                     s2[lane] = s0 if part else s2[lane]
                     c[lane] = cn if part else c[lane]
                     s[lane] = sn if part else s[lane]
-            for lane in range(W):
+            for lane in range(m):
                 on = act[lane] > 0.0
                 pv = -s[lane] * s2[lane] * c3[lane] * el1[lane] * e[lo + lane] / dl1[lane]
                 e[lo + lane] = s[lane] * pv if on else e[lo + lane]
                 d[lo + lane] = c[lane] * pv if on else d[lo + lane]
-        for lane in range(W):
+        for lane in range(m):
             d[lo + lane] += f[lane]
             e[lo + lane] = 0.0
 
@@ -342,8 +343,10 @@ def tridiagonal_eigh(d, e, w, z):
         _load(d, e, start, m, n, dl, el, eq, scale)
         dq[:] = dl
         flags[:] = False
-        if n > 1:
-            _ql_values(dq, eq, n, eps, st, flags)
+        if n > 1 and m == W:  # (inlined twice: the full block's loops have a constant trip)
+            _ql_values(dq, eq, n, W, eps, st, flags)
+        elif n > 1:
+            _ql_values(dq, eq, n, m, eps, st, flags)
         for lane in range(m):
             b = start + lane
             failed[b] = flags[lane]
@@ -373,17 +376,21 @@ def tridiagonal_eigh(d, e, w, z):
 
 
 @jit
-def solve_blocks(a, w, vt, sytrd, ormtr, stedc, work, dwork, iwork):
-    """Every real symmetric ``a[b]`` (C-ordered, its lower triangle read) solved into ``w``
-    (``(B, n)``, ascending) and ``vt`` (``(B, n, n)`` with ``vt[b, k]`` the k-th eigenvector,
-    i.e. the column-major eigenvector matrix; empty: eigenvalues only), ``W`` matrices at a
-    time, without the GIL: LAPACK's ``?sytrd`` ('U' of the C-ordered copy: the lower
-    triangle of ``a``), :func:`tridiagonal_eigh`, ``dstedc`` for the lanes it flags, then
-    ``?ormtr``. ``sytrd``, ``ormtr`` (of ``a``'s precision) and ``stedc`` (float64) are
-    LAPACKE ``_work`` entries (column-major layout), passed as first-class functions.
+def solve_blocks(a, w, vt, sytrd, ormtr, stedc, h, tau, dt, et, work, dwork, iwork):
+    """Every real symmetric or complex Hermitian ``a[b]`` (C-ordered, its lower triangle
+    read) solved into ``w`` (``(B, n)``, ascending) and ``vt`` (``(B, n, n)`` with ``vt[b, k]``
+    the k-th eigenvector, i.e. the column-major eigenvector matrix; empty: eigenvalues
+    only), ``W`` matrices at a time, without the GIL: LAPACK's ``?sytrd``/``?hetrd`` on the
+    conjugated C-ordered copy ('U': the Hermitian matrix of ``a``'s lower triangle, in
+    column-major order), :func:`tridiagonal_eigh` on its real tridiagonal, ``dstedc`` for
+    the lanes it flags, then ``?ormtr``/``?unmtr``. ``sytrd``, ``ormtr`` (of ``a``'s dtype)
+    and ``stedc`` (float64) are LAPACKE ``_work`` entries (column-major layout), passed as
+    first-class functions; ``h``, ``tau`` (``(W, n, n)``, ``(W, n)`` of ``a``'s dtype), ``dt``,
+    ``et`` (``(W, n)`` of its real dtype) and the workspaces are the caller's.
 
     Returns ``(0, -1, 0)``, or ``(step, b, info)`` for the first LAPACK call that failed:
-    ``step`` 1 ``?sytrd``, 2 ``dstedc``, 3 ``?ormtr``, at batch position ``b``."""
+    ``step`` 1 the reduction, 2 ``dstedc``, 3 the back-transformation, at batch position
+    ``b``."""
     bsz, n = a.shape[0], a.shape[1]
     vectors = vt.shape[0] > 0
     col, upper, left, notrans, compz = (
@@ -394,10 +401,6 @@ def solve_blocks(a, w, vt, sytrd, ormtr, stedc, work, dwork, iwork):
         np.int8(73),
     )
     nn, lw = np.int32(n), np.int32(work.size)
-    h = np.empty((W, n, n), dtype=a.dtype)
-    tau = np.empty((W, max(n, 1)), dtype=a.dtype)
-    dt = np.empty((W, n), dtype=a.dtype)
-    et = np.empty((W, max(n, 1)), dtype=a.dtype)
     d, e = np.empty((W, n)), np.zeros((W, max(n, 1)))
     wd = np.empty((W, n))
     zd = np.empty((n, n))
@@ -405,7 +408,7 @@ def solve_blocks(a, w, vt, sytrd, ormtr, stedc, work, dwork, iwork):
     for start in range(0, bsz, W):
         m = min(W, bsz - start)
         for j in range(m):
-            h[j] = a[start + j]
+            h[j] = np.conj(a[start + j])  # real: a copy
             info = sytrd(
                 col,
                 upper,
