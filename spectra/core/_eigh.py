@@ -26,6 +26,7 @@ from ._pipeline._prepare import check_plan, is_ragged, prepare
 from ._pipeline._ragged_solve import solve_ragged
 from ._request import Request
 from ._sparse._operators import is_sparse_input
+from ._strategies._kernels import one_call
 from ._support._arrays import is_dask_collection, restore
 from ._support._collections import collection_op
 from ._support._threads import single_threaded_kernels
@@ -52,6 +53,13 @@ def _run(
         )
         if traced is not None:
             return traced
+    with one_call():  # one planned call (:func:`._strategies._kernels.one_call`)
+        return _run_eager(a, b, request, plan, options, execution)
+
+
+def _run_eager(
+    a: Any, b: Any, request: Request, plan: Plan | None, options: Options | None, execution: dict
+) -> tuple[Any, Any]:
     if request.lindep is None and request.device in (None, "cpu"):
         # one CPU matrix, one pair or a handful: what the plan would run, without the
         # pipeline (with options or a plan too, where they plan it as the default call)

@@ -121,6 +121,29 @@ def test_a_first_call_large_enough_to_repay_numba_takes_the_kernels(filled):
     assert _run(code, cache) == ["numba-ql", "numba-ql"]
 
 
+def test_the_first_call_keeps_the_load_threshold_in_every_plan_it_makes(filled):
+    """A call plans more than once (the one-matrix test, the direct path's test, the
+    pipeline's plan): numba's load threshold holds for all of them in the first call of a
+    process, and the claim as measured from the next call on (``_kernels.one_call``)."""
+    from spectra.core._solvers._twisted_eigh import available
+
+    if not available():
+        pytest.skip("the twisted strategy needs SciPy's OpenBLAS")
+    cache, _ = filled
+    code = """
+    import json, sys, torch, spectra
+    from spectra.core import STRATEGIES
+    from spectra.core._strategies import _openblas
+    _openblas.cpu_vendor = lambda: "AuthenticAMD"  # the twisted claim, on any CPU
+    STRATEGIES["twisted"] = STRATEGIES["twisted"]
+    a = torch.randn(200, 64, 64, dtype=torch.float64)
+    spectra.eigh(a + a.mT)  # 200 x 0.4 ms of LAPACK: below numba's ~0.4 s load
+    first = "numba" in sys.modules
+    print(json.dumps([first, spectra.plan(64, 200, torch.float64).strategy]))
+    """
+    assert _run(code, cache) == [False, "twisted"]
+
+
 def test_other_dtypes_stay_cold_until_compiled(filled):
     cache, _ = filled
     code = """

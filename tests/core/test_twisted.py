@@ -192,11 +192,21 @@ def test_the_planner_takes_it_off_intel_where_measured(monkeypatch):
         assert spectra.plan(lo, batch, dtype, vectors=False).strategy != "twisted", dtype
     assert spectra.plan(600, 16, torch.float64).strategy == "openblas"  # its claim beyond
     assert spectra.plan(128, 64, torch.float32).strategy == "torch"  # MKL's ?ssyevd wins
-    a = random_hermitian((batch,), 40, torch.complex128, seed=7)
-    assert spectra.plan(40, batch, torch.complex128).strategy == "twisted"
+    a = random_hermitian((batch,), 50, torch.complex128, seed=7)
+    assert spectra.plan(50, batch, torch.complex128).strategy == "twisted"
     w, v = spectra.eigh(a)
     assert torch.equal(w, spectra.eigh(a, strategy="twisted").eigenvalues)
     _assert_eigenpairs(a, w, v)
     pin_cpu_vendor(monkeypatch, "GenuineIntel")
     assert spectra.plan(128, 64, torch.float64).strategy == "torch"
-    assert spectra.plan(40, 64, torch.complex128).strategy == "torch"
+    assert spectra.plan(50, 64, torch.complex128).strategy == "torch"
+
+
+def test_its_claims_start_where_one_matrix_already_runs_threaded_lapack():
+    """Below those sizes one matrix alone runs MKL on one kernel thread, bitwise a batch
+    member's; a batch there taken by this strategy would break that (docs/guarantees.md)."""
+    from spectra.core._solvers._torch_lapack import threaded_from
+
+    for dtype, (lo, hi) in _twisted.RANGES.items():
+        assert lo >= threaded_from(dtype, True), dtype
+        assert lo < hi

@@ -7,9 +7,12 @@ for numba's import that it does not need."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import itertools
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import torch
@@ -59,10 +62,42 @@ def lane_seconds(n: int, dtype: torch.dtype) -> float:
 #: process pays even with a warm cache: 0.12 + 0.24 s measured (2-core CI machine, quiet,
 #: 2026-12-02); a first call takes a kernel only if LAPACK would take longer for its batch
 NUMBA_LOAD_SECONDS = 0.4
-#: groups whose first claim in this process already gave the load-cost threshold: from the
-#: second planned call on the kernels claim from their measured batch again
-_DEFERRED: set[str] = set()
+#: groups whose first claim in this process gave the load-cost threshold, with the call
+#: it holds for (:func:`one_call`'s number; ``None``: a plan outside a call, 0: over): from
+#: the next planned call on the kernels claim from their measured batch again
+_DEFERRED: dict[str, int | None] = {}
 KERNEL_NAMES = ("closed-form", "numba-jacobi", "numba-ql")
+#: the core call in progress in this context (``eigh``/``eigvalsh``), numbered
+_CALL: contextvars.ContextVar[int | None] = contextvars.ContextVar("spectra_call", default=None)
+_CALLS = itertools.count(1)
+
+
+@contextlib.contextmanager
+def one_call() -> Iterator[None]:
+    """One planned call: a call plans more than once (the direct path's test, then the
+    pipeline's plan), and the first claim's load-cost threshold (:func:`gate`) must hold
+    for all of them, not only the first; when the call ends the plans are re-made, so that
+    the next call claims as measured. Nested calls are the outer call's.
+
+    >>> with one_call():
+    ...     inside = _CALL.get() is not None
+    >>> inside, _CALL.get() is None
+    (True, True)
+    """
+    if _CALL.get() is not None:
+        yield
+        return
+    number = next(_CALLS)
+    token = _CALL.set(number)
+    try:
+        yield
+    finally:
+        _CALL.reset(token)
+        ended = [group for group, call in _DEFERRED.items() if call == number]
+        for group in ended:
+            _DEFERRED[group] = 0
+        if ended:
+            _replan()  # the plans made under the threshold may not outlive this call
 
 
 def _replan() -> None:
@@ -84,9 +119,10 @@ def gate(claim: Claim, n: int, dtype: torch.dtype) -> Claim | None:
     - ``lapack``: no claim; ``eager``: the claim as measured (compiling in the call);
     - the dtype's kernels cold (never compiled for this install): declined with the reason
       (:data:`DECLINED`), and in ``auto`` mode one background compile started;
-    - cached on disk but numba not imported yet: the first such claim of the process asks
-      for a batch on which LAPACK would take longer than :data:`NUMBA_LOAD_SECONDS`; from
-      the next planned call on (the plans are re-made) the measured claim holds again;
+    - cached on disk but numba not imported yet: the first call of the process that meets
+      such a claim (:func:`one_call`, every plan it makes) asks for a batch on which LAPACK
+      would take longer than :data:`NUMBA_LOAD_SECONDS`; from the next planned call on
+      (the plans are re-made) the measured claim holds again;
     - loaded, or numba already imported: the claim as measured.
     """
     how = _ready.mode()
@@ -98,9 +134,16 @@ def gate(claim: Claim, n: int, dtype: torch.dtype) -> Claim | None:
     name = _ready.group(dtype)
     if state == "cold":
         return Claim(_cold_reason(n, name), min_batch=DECLINED, rank=claim.rank)
-    if state == "cached" and "numba" not in sys.modules and name not in _DEFERRED:
-        _DEFERRED.add(name)
-        _replan()  # this plan is cached under the old version: the next call plans anew
+    if state == "cached" and "numba" not in sys.modules:
+        call = _CALL.get()
+        # the first claim of the process, or the first call after a first claim made
+        # outside any call (a public plan, or a call's one-matrix test before its call)
+        if name not in _DEFERRED or (_DEFERRED[name] is None and call is not None):
+            _DEFERRED[name] = call
+            if call is None:  # a plan outside a call: the next plan is the next call's
+                _replan()
+        elif call is None or _DEFERRED[name] != call:
+            return claim
         lapack = _lapack_seconds(n, dtype)
         least = max(claim.min_batch, math.ceil(NUMBA_LOAD_SECONDS / lapack))
         return claim._replace(min_batch=least)
