@@ -26,7 +26,7 @@ from ._pipeline._prepare import check_plan, is_ragged, prepare
 from ._pipeline._ragged_solve import solve_ragged
 from ._request import Request
 from ._sparse._operators import is_sparse_input
-from ._strategies._kernels import one_call
+from ._strategies._kernels import enter_call, leave_call
 from ._support._arrays import is_dask_collection, restore
 from ._support._collections import collection_op
 from ._support._threads import single_threaded_kernels
@@ -37,6 +37,14 @@ class EighResult(NamedTuple):
 
     eigenvalues: Any
     eigenvectors: Any
+
+
+def _enter_call() -> Any:
+    """One planned call (:func:`._strategies._kernels.enter_call`: the kernels' first-call
+    threshold holds in every plan it makes), except while torch.compile traces: the core is
+    one custom op there, whose eager run is the call. One plain matrix is solved before it,
+    on the shortest route: the claims it evaluates count as a plan outside a call."""
+    return None if torch.compiler.is_compiling() else enter_call()
 
 
 def _run(
@@ -53,13 +61,6 @@ def _run(
         )
         if traced is not None:
             return traced
-    with one_call():  # one planned call (:func:`._strategies._kernels.one_call`)
-        return _run_eager(a, b, request, plan, options, execution)
-
-
-def _run_eager(
-    a: Any, b: Any, request: Request, plan: Plan | None, options: Options | None, execution: dict
-) -> tuple[Any, Any]:
     if request.lindep is None and request.device in (None, "cpu"):
         # one CPU matrix, one pair or a handful: what the plan would run, without the
         # pipeline (with options or a plan too, where they plan it as the default call)
@@ -283,17 +284,24 @@ def eigh(
     >>> spectra.eigh(a, plan=p).eigenvalues[1]
     tensor([1., 3.])
     """
-    if b is None and k is None and lindep is None and device is None and not execution:
-        one = (
-            None
-            if plan is not None or options is not None
-            else solve_one(a, True, check, symmetry_tol)
-        )
+    plain = b is None and k is None and lindep is None and device is None and not execution
+    plain = plain and plan is None and options is None
+    if plain and type(a) is torch.Tensor and a.dim() == 2:
+        one = solve_one(a, True, check, symmetry_tol)
         if one is not None:  # one plain matrix: the shortest route, no request built
             return EighResult(*one)
-    request = Request.build(True, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
-    w, v = _run(a, b, request, plan, options, execution)
-    return EighResult(w, v)
+        plain = False
+    token = _enter_call()
+    try:
+        if plain:  # a handful: the compiled batch, where the plan is direct
+            few = solve_one(a, True, check, symmetry_tol)
+            if few is not None:
+                return EighResult(*few)
+        request = Request.build(True, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
+        w, v = _run(a, b, request, plan, options, execution)
+        return EighResult(w, v)
+    finally:
+        leave_call(token)
 
 
 def eigvalsh(
@@ -321,14 +329,21 @@ def eigvalsh(
     >>> spectra.eigvalsh(np.diag([3.0, 1.0, 2.0]))
     array([1., 2., 3.])
     """
-    if b is None and k is None and lindep is None and device is None and not execution:
-        one = (
-            None
-            if plan is not None or options is not None
-            else solve_one(a, False, check, symmetry_tol)
-        )
+    plain = b is None and k is None and lindep is None and device is None and not execution
+    plain = plain and plan is None and options is None
+    if plain and type(a) is torch.Tensor and a.dim() == 2:
+        one = solve_one(a, False, check, symmetry_tol)
         if one is not None:  # one plain matrix: the shortest route, no request built
             return one[0]
-    request = Request.build(False, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
-    w, _ = _run(a, b, request, plan, options, execution)
-    return w
+        plain = False
+    token = _enter_call()  # as in eigh
+    try:
+        if plain:
+            few = solve_one(a, False, check, symmetry_tol)
+            if few is not None:
+                return few[0]
+        request = Request.build(False, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
+        w, _ = _run(a, b, request, plan, options, execution)
+        return w
+    finally:
+        leave_call(token)

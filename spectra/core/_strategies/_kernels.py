@@ -7,12 +7,12 @@ for numba's import that it does not need."""
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import itertools
 import math
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -63,8 +63,8 @@ def lane_seconds(n: int, dtype: torch.dtype) -> float:
 #: 2026-12-02); a first call takes a kernel only if LAPACK would take longer for its batch
 NUMBA_LOAD_SECONDS = 0.4
 #: groups whose first claim in this process gave the load-cost threshold, with the call
-#: it holds for (:func:`one_call`'s number; ``None``: a plan outside a call, 0: over): from
-#: the next planned call on the kernels claim from their measured batch again
+#: it holds for (:func:`enter_call`'s number; ``None``: a plan outside a call, 0: over):
+#: from the next planned call on the kernels claim from their measured batch again
 _DEFERRED: dict[str, int | None] = {}
 KERNEL_NAMES = ("closed-form", "numba-jacobi", "numba-ql")
 #: the core call in progress in this context (``eigh``/``eigvalsh``), numbered
@@ -72,32 +72,35 @@ _CALL: contextvars.ContextVar[int | None] = contextvars.ContextVar("spectra_call
 _CALLS = itertools.count(1)
 
 
-@contextlib.contextmanager
-def one_call() -> Iterator[None]:
-    """One planned call: a call plans more than once (the direct path's test, then the
-    pipeline's plan), and the first claim's load-cost threshold (:func:`gate`) must hold
-    for all of them, not only the first; when the call ends the plans are re-made, so that
-    the next call claims as measured. Nested calls are the outer call's.
+def enter_call() -> Any:
+    """Start one planned call (``spectra.eigh``/``eigvalsh``) unless one is in progress in
+    this context: a call plans more than once (its one-matrix test, the direct path's test,
+    the pipeline's plan), and the first claim's load-cost threshold (:func:`gate`) must hold
+    for all of them, not only the first. Returns what :func:`leave_call` takes.
 
-    >>> with one_call():
-    ...     inside = _CALL.get() is not None
+    >>> token = enter_call()
+    >>> inside = _CALL.get() is not None
+    >>> leave_call(token)
     >>> inside, _CALL.get() is None
     (True, True)
     """
     if _CALL.get() is not None:
-        yield
+        return None
+    return _CALL.set(next(_CALLS))
+
+
+def leave_call(token: Any) -> None:
+    """End the call :func:`enter_call` started (``None``: it started none); where the
+    threshold held in it, the plans are re-made, so that the next call claims as measured."""
+    if token is None:
         return
-    number = next(_CALLS)
-    token = _CALL.set(number)
-    try:
-        yield
-    finally:
-        _CALL.reset(token)
-        ended = [group for group, call in _DEFERRED.items() if call == number]
-        for group in ended:
-            _DEFERRED[group] = 0
-        if ended:
-            _replan()  # the plans made under the threshold may not outlive this call
+    number = _CALL.get()
+    _CALL.reset(token)
+    if number in _DEFERRED.values():
+        for group, call in list(_DEFERRED.items()):
+            if call == number:
+                _DEFERRED[group] = 0
+        _replan()  # the plans made under the threshold may not outlive this call
 
 
 def _replan() -> None:
@@ -120,7 +123,7 @@ def gate(claim: Claim, n: int, dtype: torch.dtype) -> Claim | None:
     - the dtype's kernels cold (never compiled for this install): declined with the reason
       (:data:`DECLINED`), and in ``auto`` mode one background compile started;
     - cached on disk but numba not imported yet: the first call of the process that meets
-      such a claim (:func:`one_call`, every plan it makes) asks for a batch on which LAPACK
+      such a claim (:func:`enter_call`: every plan it makes) asks for a batch on which LAPACK
       would take longer than :data:`NUMBA_LOAD_SECONDS`; from the next planned call on
       (the plans are re-made) the measured claim holds again;
     - loaded, or numba already imported: the claim as measured.
@@ -136,9 +139,7 @@ def gate(claim: Claim, n: int, dtype: torch.dtype) -> Claim | None:
         return Claim(_cold_reason(n, name), min_batch=DECLINED, rank=claim.rank)
     if state == "cached" and "numba" not in sys.modules:
         call = _CALL.get()
-        # the first claim of the process, or the first call after a first claim made
-        # outside any call (a public plan, or a call's one-matrix test before its call)
-        if name not in _DEFERRED or (_DEFERRED[name] is None and call is not None):
+        if name not in _DEFERRED:  # the first claim of the process
             _DEFERRED[name] = call
             if call is None:  # a plan outside a call: the next plan is the next call's
                 _replan()
