@@ -210,3 +210,31 @@ def test_its_claims_start_where_one_matrix_already_runs_threaded_lapack():
     for dtype, (lo, hi) in _twisted.RANGES.items():
         assert lo >= threaded_from(dtype, True), dtype
         assert lo < hi
+
+
+@pytest.mark.parametrize(
+    ("n", "dtype", "batch"), [(200, torch.complex128, 20), (96, torch.float64, 60)]
+)
+def test_the_executor_hands_it_whole_lane_blocks(monkeypatch, n, dtype, batch):
+    """Its CPU sub-blocks are whole blocks of eight (``Runs.unit``): 2 MiB of 200 x 200
+    complex128 are 3 matrices, of 96 x 96 float64 28; a part of a lane block pays for all
+    its lanes."""
+    import dataclasses
+
+    from spectra.core import STRATEGIES
+    from spectra.core._solvers._twisted_eigh import twisted_eigh_into
+
+    s = STRATEGIES["twisted"]
+    assert s.runs.unit == 8
+    sizes: list[int] = []
+
+    def spy(a, w, v):
+        sizes.append(a.shape[0])
+        twisted_eigh_into(a, w, v)
+
+    spied = dataclasses.replace(s, abilities=dataclasses.replace(s.abilities, into=spy))
+    monkeypatch.setitem(STRATEGIES, "twisted", spied)
+    a = random_hermitian((batch,), n, dtype, seed=1)
+    w, v = spectra.eigh(a, strategy="twisted", workers=1)
+    assert sum(sizes) == batch and all(k % 8 == 0 for k in sizes[:-1]), sizes
+    _assert_eigenpairs(a[:3], w[:3], v[:3])

@@ -120,10 +120,11 @@ def execute(
         return w, v
 
     chunks = p.chunks()
+    unit = strategy.runs.unit  # whole lane blocks: a part of one pays for all its lanes
     step = (
         p.batch
         if p.device.type != "cpu"
-        else max(1, SUB_BLOCK_BYTES // max(1, p.n * p.n * a.element_size()))
+        else max(unit, SUB_BLOCK_BYTES // max(1, p.n * p.n * a.element_size()) // unit * unit)
     )
     # the plan's kernel threads: one per solve, or the caller's (a single-worker plan of
     # matrices LAPACK runs faster threaded), also inside the caller's one-thread setting

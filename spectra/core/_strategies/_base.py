@@ -117,6 +117,8 @@ class Runs:
     threaded_from : ``threaded_from(dtype, vectors)``: the size from which a single-worker
         CPU call runs it on the caller's kernel threads (``None``, the default: the
         planner's ``THREADED_LAPACK_MIN_N``); below it every solve has one kernel thread.
+    unit : the matrices it solves together (a lane kernel's block): the executor's CPU
+        sub-blocks are a multiple of it (default 1).
     """
 
     available: Callable[[], bool] = _always
@@ -127,6 +129,7 @@ class Runs:
     blas_pool: bool = False
     prefers_window: WindowPrefersFn = _never_window
     threaded_from: Callable[[torch.dtype, bool], int] | None = None
+    unit: int = 1
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,7 @@ TWISTED = register(
             tunable_on=("cpu",),
             fan_out=True,
             prefers=_gated(twisted_claim),
+            unit=8,  # the kernel's lanes (``_numba_twisted.W``; numba is not imported here)
         ),
         cost=Cost(memory=MEMORY),
         abilities=Abilities(into=twisted_eigh_into, check=numba_check_large),
