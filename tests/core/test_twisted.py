@@ -238,3 +238,11 @@ def test_the_executor_hands_it_whole_lane_blocks(monkeypatch, n, dtype, batch):
     w, v = spectra.eigh(a, strategy="twisted", workers=1)
     assert sum(sizes) == batch and all(k % 8 == 0 for k in sizes[:-1]), sizes
     _assert_eigenpairs(a[:3], w[:3], v[:3])
+
+
+def test_the_scratch_is_the_size_the_kernel_asks_for():
+    from spectra.core._solvers._kernels._numba_twisted import scratch_size
+    from spectra.core._solvers._twisted_eigh import _Scratch
+
+    for n in (1, 7, 64):
+        assert _Scratch(n, torch.float64).ws.size == scratch_size(n)

@@ -152,7 +152,7 @@ class _Scratch:
     """One thread's buffers for ``n x n`` matrices of one dtype: the reduced matrices of a
     block of ``W`` (their reflectors), the reduction's ``tau`` and real tridiagonals, and
     LAPACK's workspaces (``?sytrd``/``?ormtr``: 64 n, above both block sizes; ``dstedc``:
-    its documented sizes)."""
+    its documented sizes, inside the kernel's scratch)."""
 
     def __init__(self, n: int, dtype: torch.dtype) -> None:
         from ._kernels._numba_twisted import W
@@ -165,8 +165,11 @@ class _Scratch:
         self.dt = np.empty((W, n), dtype=real)
         self.et = np.empty((W, max(n, 1)), dtype=real)
         self.work = np.empty(max(1, 64 * n), dtype=kind)
-        self.dwork = np.empty(max(1, 1 + 4 * n + n * n))
-        self.iwork = np.empty(max(1, 3 + 5 * n), dtype=np.int32)
+        # the kernel's float64 scratch, dstedc's workspace included
+        # (``_numba_twisted.scratch_size``: its formula here, so that building it compiles
+        # nothing), and dstedc's integer workspace followed by the twist indices
+        self.ws = np.empty(5 * n * n + 7 * n * W + 15 * n + 14 * W + 1)
+        self.iwork = np.empty(3 + 6 * n, dtype=np.int32)
 
 
 def _scratch(n: int, dtype: torch.dtype) -> _Scratch:
@@ -246,7 +249,7 @@ def twisted_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) 
             s.dt,
             s.et,
             s.work,
-            s.dwork,
+            s.ws,
             s.iwork,
         )
     if step:

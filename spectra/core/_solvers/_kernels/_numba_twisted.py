@@ -323,20 +323,45 @@ def tridiagonal_eigh(d, e, w, z):
     ascending) and ``z`` (``(B, n, n)``, ``z[b, k]`` the k-th unit eigenvector; an empty
     ``z``: eigenvalues only). Returns a bool array: the matrices to solve again by a robust
     method (see the module)."""
+    n = d.shape[1]
+    failed = np.zeros(d.shape[0], dtype=np.bool_)
+    _tridiagonal_into(d, e, w, z, failed, np.empty(scratch_size(n)), np.empty(n, np.int32))
+    return failed
+
+
+@jit
+def scratch_size(n):
+    """Float64 entries of the scratch :func:`solve_blocks` takes for ``n x n`` matrices
+    (:func:`_tridiagonal_into`'s, its own, ``dstedc``'s): one buffer per thread, reused, since
+    the n x n arrays of a fresh allocation per block, mapped and unmapped by the
+    allocator from 128 KiB on, kept two threads from running in parallel."""
+    return 5 * n * n + 7 * n * W + 15 * n + 14 * W + 1
+
+
+@jit
+def _tridiagonal_into(d, e, w, z, failed, ws, r):
+    """:func:`tridiagonal_eigh` into ``failed`` with the scratch ``ws`` (float64, at least
+    :func:`scratch_size` entries) and ``r`` (int32, ``n`` entries)."""
     bsz, n = d.shape[0], d.shape[1]
-    failed = np.zeros(bsz, dtype=np.bool_)
     if n == 0:
-        return failed
+        return
     vectors = z.shape[0] > 0
     eps = np.finfo(np.float64).eps
-    dl, el, eq, dq = np.empty(n * W), np.empty(n * W), np.empty(n * W), np.empty(n * W)
-    nv = n if vectors else 0
-    rp, rm, Z = np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv))
-    t = np.empty((6, nv))
-    r = np.empty(nv, dtype=np.int64)
-    dv, ev, lv = np.empty(n), np.zeros(n), np.empty(n)
-    scale = np.empty(W)
-    st = np.empty((13, W))
+    o = 0
+    dl, el = ws[o : o + n * W], ws[o + n * W : o + 2 * n * W]
+    eq, dq = ws[o + 2 * n * W : o + 3 * n * W], ws[o + 3 * n * W : o + 4 * n * W]
+    o += 4 * n * W
+    rp = ws[o : o + n * n].reshape(n, n)
+    rm = ws[o + n * n : o + 2 * n * n].reshape(n, n)
+    Z = ws[o + 2 * n * n : o + 3 * n * n].reshape(n, n)
+    o += 3 * n * n
+    t = ws[o : o + 6 * n].reshape(6, n)
+    o += 6 * n
+    dv, ev, lv = ws[o : o + n], ws[o + n : o + 2 * n], ws[o + 2 * n : o + 3 * n]
+    o += 3 * n
+    scale = ws[o : o + W]
+    st = ws[o + W : o + 14 * W].reshape(13, W)
+    ev[:] = 0.0
     flags = np.zeros(W, dtype=np.bool_)
     for start in range(0, bsz, W):
         m = min(W, bsz - start)
@@ -372,11 +397,11 @@ def tridiagonal_eigh(d, e, w, z):
             if not res <= RESIDUAL * n * eps * norm:  # NaN too
                 failed[b] = True
             _transpose_into(Z, z[b], n)
-    return failed
+    return
 
 
 @jit
-def solve_blocks(a, w, vt, sytrd, ormtr, stedc, h, tau, dt, et, work, dwork, iwork):
+def solve_blocks(a, w, vt, sytrd, ormtr, stedc, h, tau, dt, et, work, ws, iwork):
     """Every real symmetric or complex Hermitian ``a[b]`` (C-ordered, its lower triangle
     read) solved into ``w`` (``(B, n)``, ascending) and ``vt`` (``(B, n, n)`` with ``vt[b, k]``
     the k-th eigenvector, i.e. the column-major eigenvector matrix; empty: eigenvalues
@@ -386,7 +411,9 @@ def solve_blocks(a, w, vt, sytrd, ormtr, stedc, h, tau, dt, et, work, dwork, iwo
     the lanes it flags, then ``?ormtr``/``?unmtr``. ``sytrd``, ``ormtr`` (of ``a``'s dtype)
     and ``stedc`` (float64) are LAPACKE ``_work`` entries (column-major layout), passed as
     first-class functions; ``h``, ``tau`` (``(W, n, n)``, ``(W, n)`` of ``a``'s dtype), ``dt``,
-    ``et`` (``(W, n)`` of its real dtype) and the workspaces are the caller's.
+    ``et`` (``(W, n)`` of its real dtype), ``work`` (``?sytrd``/``?ormtr``'s, of ``a``'s
+    dtype), ``ws`` (float64, :func:`scratch_size` entries) and ``iwork`` (int32, ``3 + 6n``)
+    are the caller's.
 
     Returns ``(0, -1, 0)``, or ``(step, b, info)`` for the first LAPACK call that failed:
     ``step`` 1 the reduction, 2 ``dstedc``, 3 the back-transformation, at batch position
@@ -401,10 +428,18 @@ def solve_blocks(a, w, vt, sytrd, ormtr, stedc, h, tau, dt, et, work, dwork, iwo
         np.int8(73),
     )
     nn, lw = np.int32(n), np.int32(work.size)
-    d, e = np.empty((W, n)), np.zeros((W, max(n, 1)))
-    wd = np.empty((W, n))
-    zd = np.empty((n, n))
-    dd, ed = np.empty(n), np.zeros(max(n, 1))
+    o = 3 * n * n + 4 * n * W + 9 * n + 14 * W  # past _tridiagonal_into's part
+    d = ws[o : o + n * W].reshape(W, n)
+    e = ws[o + n * W : o + 2 * n * W].reshape(W, n)
+    wd = ws[o + 2 * n * W : o + 3 * n * W].reshape(W, n)
+    o += 3 * n * W
+    zd = ws[o : o + n * n].reshape(n, n)
+    dd, ed = ws[o + n * n : o + n * n + n], ws[o + n * n + n : o + n * n + 2 * n]
+    dwork = ws[o + n * n + 2 * n : o + 2 * n * n + 6 * n + 1]  # dstedc's: 1 + 4n + n^2
+    liwork = 3 + 5 * n
+    wi = iwork[liwork : liwork + n]
+    e[:] = 0.0
+    failed = np.zeros(W, dtype=np.bool_)
     for start in range(0, bsz, W):
         m = min(W, bsz - start)
         for j in range(m):
@@ -428,7 +463,8 @@ def solve_blocks(a, w, vt, sytrd, ormtr, stedc, h, tau, dt, et, work, dwork, iwo
             for i in range(n - 1):
                 e[j, i] = et[j, i]
         z = vt[start : start + m] if vectors else vt
-        failed = tridiagonal_eigh(d[:m], e[:m], wd[:m], z)
+        failed[:] = False
+        _tridiagonal_into(d[:m], e[:m], wd[:m], z, failed[:m], ws, wi)
         for j in range(m):
             if failed[j]:
                 dd[:] = d[j]
@@ -444,7 +480,7 @@ def solve_blocks(a, w, vt, sytrd, ormtr, stedc, h, tau, dt, et, work, dwork, iwo
                     dwork.ctypes.data,
                     np.int32(dwork.size),
                     iwork.ctypes.data,
-                    np.int32(iwork.size),
+                    np.int32(liwork),
                 )
                 if info != 0:
                     return 2, start + j, info
