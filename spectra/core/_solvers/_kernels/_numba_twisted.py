@@ -1,20 +1,25 @@
-"""Eigenpairs of real symmetric tridiagonal matrices, one SIMD lane per matrix (numba):
-implicit QL for the eigenvalues, a twisted factorization per eigenvalue for its vector.
+"""Eigenpairs of real symmetric tridiagonal matrices, eight at a time (numba): implicit
+QL for the eigenvalues, a twisted factorization per eigenvalue for its vector; and
+:func:`solve_blocks`, the ``twisted`` strategy's whole solve around it (LAPACK's reduction
+to tridiagonal form and back, called without the GIL).
 
-The eigenvalues come from the lane QL of :mod:`._numba_tridiag_ql` (``_tql2`` without
-vectors: O(n^2) per matrix). For each eigenvalue ``lam`` of each lane, the vector is the
-solution of ``(T - lam I) z = gamma_r e_r`` read off the two triangular factorizations
+The eigenvalues come from implicit QL, one lane per matrix (:func:`_ql_values`: O(n^2) per
+matrix). For each eigenvalue ``lam``, the vector is the solution of
+``(T - lam I) z = gamma_r e_r`` read off the two triangular factorizations
 ``T - lam I = L+ D+ L+^T = U- D- U-^T`` (the "twisted factorization" of Dhillon and
 Parlett's MRRR, without its relatively robust representations): ``r`` minimizes
 ``|gamma_i| = |D+_i + D-_i - (d_i - lam)|``, ``z_r = 1`` and the products of the factors'
 ratios give the rest. That is O(n) per vector, O(n^2) per matrix, where LAPACK's divide and
-conquer spends most of its time.
+conquer spends most of its time; the loops run over a matrix's eigenvalues (SIMD), the
+recurrences over the rows (:func:`_twist`).
 
-Without the representation tree, a vector is accurate to ``eps ||T|| / gap``: the caller
-orthogonalizes the vectors (one Loewdin step) and solves by LAPACK's divide and conquer
-every lane this kernel flags: an eigenvalue gap below ``GAP * ||T||`` (degenerate or
-nearly so), a residual ``|T z - lam z|`` above ``RESIDUAL * n * eps * ||T||``, or a QL
-that did not converge. Arithmetic is float64 whatever the caller's precision.
+Without the representation tree, a vector errs by ``err / gap`` along its neighbours,
+``err`` the eigenvalue's error: one Rayleigh quotient step makes ``err`` second order, and
+a Loewdin correction of pairs closer than ``NEAR * ||T||`` makes close vectors orthogonal
+(:func:`_vectors`). A matrix is flagged for LAPACK's divide and conquer when two of its
+eigenvalues are within ``GAP * ||T||`` (degenerate or nearly so), a residual
+``|T z - lam z|`` exceeds ``RESIDUAL * n * eps * ||T||``, or its QL did not converge.
+Arithmetic is float64 whatever the caller's precision.
 
 >>> import numpy as np
 >>> d = np.array([[2.0, 2.0, 2.0]]); e = np.array([[-1.0, -1.0, 0.0]])
@@ -83,7 +88,12 @@ def _ql_values(d, e, n, m, eps, st, flags):
     """Implicit QL (EISPACK's ``tql2`` without vectors) on every lane's ``(d, e)``; lanes
     that did not converge in ``MAX_ITER`` iterations are flagged. On entry ``e[i]`` is the
     entry between rows ``i - 1`` and ``i``; ``d`` ends with the (unsorted) eigenvalues.
-    Only the first ``m`` lanes are worked on (a block's padding costs nothing)."""
+    Only the first ``m`` lanes are worked on (a block's padding costs nothing).
+
+    The masked formulation is ``_numba_tridiag_ql._tql2``'s, without its rotations. It is
+    not shared: numba fixes a lane count at compile time, ``_tql2``'s 64 lanes ran this
+    kernel 2.4x slower at ``n = 64`` (every lane iterates as long as the slowest), and a
+    runtime count there would cost the 64-lane kernel its vectorized loops."""
     f, tst1, act = st[0], st[1], st[2]
     p, c, s, c2, c3, s2 = st[3], st[4], st[5], st[6], st[7], st[8]
     el1, dl1, h, mm = st[9], st[10], st[11], st[12]
