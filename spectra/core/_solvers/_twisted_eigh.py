@@ -98,8 +98,9 @@ _WANTED = {
 
 
 class _Routines:
-    """The addresses of OpenBLAS's ``?sytrd``/``?ormtr`` for both precisions and ``dstedc``
-    (SciPy's LAPACK), and the gate of OpenBLAS's thread count (the partial solve's)."""
+    """The addresses of OpenBLAS's reductions (``?sytrd``/``?hetrd``) and back-
+    transformations (``?ormtr``/``?unmtr``) for the four dtypes and ``dstedc`` (SciPy's
+    LAPACK), and the gate of OpenBLAS's thread count (the partial solve's)."""
 
     def __init__(self) -> None:
         lapack = subset._lapack()
