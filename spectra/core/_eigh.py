@@ -39,12 +39,31 @@ class EighResult(NamedTuple):
     eigenvectors: Any
 
 
-def _enter_call() -> Any:
-    """One planned call (:func:`._strategies._kernels.enter_call`: the kernels' first-call
-    threshold holds in every plan it makes), except while torch.compile traces: the core is
-    one custom op there, whose eager run is the call. One plain matrix is solved before it,
-    on the shortest route: the claims it evaluates count as a plan outside a call."""
-    return None if torch.compiler.is_compiling() else enter_call()
+def _planned_call(
+    a: Any,
+    b: Any,
+    plain: bool,
+    request: tuple[Any, ...],
+    plan: Plan | None,
+    options: Options | None,
+    execution: dict,
+) -> tuple[Any, Any]:
+    """``eigh``/``eigvalsh`` past their one-matrix shortcut, as one planned call
+    (:func:`._strategies._kernels.enter_call`: the kernels' first-call threshold holds in
+    every plan it makes; not while torch.compile traces: the core is one custom op there,
+    whose eager run is the call). One plain matrix is solved before it, on the shortest
+    route: the claims it evaluates count as a plan outside a call. ``plain``: no option
+    but ``check`` and ``symmetry_tol`` (a handful may take the compiled batch);
+    ``request``: :meth:`Request.build`'s arguments."""
+    token = None if torch.compiler.is_compiling() else enter_call()
+    try:
+        if plain:  # a handful: the compiled batch, where the plan is direct
+            few = solve_one(a, request[0], request[5], request[6])
+            if few is not None:
+                return few
+        return _run(a, b, Request.build(*request), plan, options, execution)
+    finally:
+        leave_call(token)
 
 
 def _run(
@@ -291,17 +310,8 @@ def eigh(
         if one is not None:  # one plain matrix: the shortest route, no request built
             return EighResult(*one)
         plain = False
-    token = _enter_call()
-    try:
-        if plain:  # a handful: the compiled batch, where the plan is direct
-            few = solve_one(a, True, check, symmetry_tol)
-            if few is not None:
-                return EighResult(*few)
-        request = Request.build(True, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
-        w, v = _run(a, b, request, plan, options, execution)
-        return EighResult(w, v)
-    finally:
-        leave_call(token)
+    request = (True, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
+    return EighResult(*_planned_call(a, b, plain, request, plan, options, execution))
 
 
 def eigvalsh(
@@ -336,14 +346,5 @@ def eigvalsh(
         if one is not None:  # one plain matrix: the shortest route, no request built
             return one[0]
         plain = False
-    token = _enter_call()  # as in eigh
-    try:
-        if plain:
-            few = solve_one(a, False, check, symmetry_tol)
-            if few is not None:
-                return few[0]
-        request = Request.build(False, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
-        w, _ = _run(a, b, request, plan, options, execution)
-        return w
-    finally:
-        leave_call(token)
+    request = (False, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
+    return _planned_call(a, b, plain, request, plan, options, execution)[0]

@@ -120,7 +120,7 @@ def execute(
         return w, v
 
     chunks = p.chunks()
-    unit = strategy.runs.unit  # whole lane blocks: a part of one pays for all its lanes
+    unit = strategy.runs.unit  # whole lane blocks: a part of one runs below the lanes' speed
     step = (
         p.batch
         if p.device.type != "cpu"

@@ -19,7 +19,8 @@ One module per solver family registers its strategies at import:
 - :mod:`._openblas`: ``openblas`` (SciPy's OpenBLAS ``?syevd``/``?heevd``: the default off
   Intel CPUs where measured faster than torch's MKL, ``_openblas_eigh``);
 - :mod:`._twisted`: ``twisted`` (OpenBLAS's tridiagonal reduction around numba's lane
-  kernel for the tridiagonals: float64 off Intel CPUs, ``_twisted_eigh``).
+  kernel for the tridiagonals: float64, complex128 and complex64 batches off Intel CPUs,
+  ``_twisted_eigh``).
 
 What a strategy is, and the registry, are in :mod:`._base`.
 """

@@ -345,7 +345,13 @@ def scratch_size(n):
     (:func:`_tridiagonal_into`'s, its own, ``dstedc``'s): one buffer per thread, reused, since
     the n x n arrays of a fresh allocation per block, mapped and unmapped by the
     allocator from 128 KiB on, kept two threads from running in parallel."""
-    return 5 * n * n + 7 * n * W + 15 * n + 14 * W + 1
+    return _tridiagonal_scratch(n) + 2 * n * n + 3 * n * W + 6 * n + 1
+
+
+@jit
+def _tridiagonal_scratch(n):
+    """Float64 entries :func:`_tridiagonal_into` takes from the front of its scratch."""
+    return 3 * n * n + 4 * n * W + 9 * n + 14 * W
 
 
 @jit
@@ -438,7 +444,7 @@ def solve_blocks(a, w, vt, sytrd, ormtr, stedc, h, tau, dt, et, work, ws, iwork)
         np.int8(73),
     )
     nn, lw = np.int32(n), np.int32(work.size)
-    o = 3 * n * n + 4 * n * W + 9 * n + 14 * W  # past _tridiagonal_into's part
+    o = _tridiagonal_scratch(n)  # past _tridiagonal_into's part
     d = ws[o : o + n * W].reshape(W, n)
     e = ws[o + n * W : o + 2 * n * W].reshape(W, n)
     wd = ws[o + 2 * n * W : o + 3 * n * W].reshape(W, n)

@@ -57,7 +57,6 @@ def _real(dtype: torch.dtype) -> list[tuple[Any, Callable[[], Any]]]:
     from . import _numba_gauge as ng
     from . import _numba_jacobi as nj
     from . import _numba_tridiag_ql as nq
-    from . import _numba_twisted as nt
     from . import numba_into
 
     eps = float(torch.finfo(dtype).eps)
@@ -73,15 +72,8 @@ def _real(dtype: torch.dtype) -> list[tuple[Any, Callable[[], Any]]]:
         for vectors in (True, False):
             w, v = _outputs(a)
             runs.append((kernel, _bind(numba_into, kernel, a, w, v if vectors else None, *args)))
-    if not single:  # the ``twisted`` strategy's kernel and its LAPACK driver (float64)
-        from .._twisted_eigh import available, twisted_eigh
-
-        d, e = np.linspace(1.0, 2.0, 16).reshape(2, 8), np.ones((2, 8))
-        lanes = (d, e, np.empty((2, 8)), np.empty((2, 8, 8)))
-        runs.append((nt.tridiagonal_eigh, _bind(nt.tridiagonal_eigh, *lanes)))
-        if available():
-            for vectors in (True, False):
-                runs.append((nt.solve_blocks, _bind(twisted_eigh, _sample(8, dtype), vectors)))
+    if not single:  # float32 is not the ``twisted`` strategy's claim
+        runs += _twisted(dtype)
     tol = 1e-6 if single else 1e-12
     runs.append((nc.lanes_exact_bits, _bind(nc.block_ok, _sample(8, dtype), tol)))
     runs.append((nc.lanes_ok, _bind(nc.block_ok, _sample(8, dtype, exact=False), tol)))
@@ -92,6 +84,24 @@ def _real(dtype: torch.dtype) -> list[tuple[Any, Callable[[], Any]]]:
     bits, mask = (np.int32, 2**31 - 1) if single else (np.int64, 2**63 - 1)
     gauge = ng.gauge_constants(dtype)
     runs.append((ng.gauge_rows, _bind(ng.gauge_rows, rows, rows.view(bits), gauge, np.int64(mask))))
+    return runs
+
+
+def _twisted(dtype: torch.dtype) -> list[tuple[Any, Callable[[], Any]]]:
+    """The ``twisted`` strategy's lane kernel (float64 whatever the input) and its LAPACK
+    driver, compiled per input dtype: every dtype it claims is warmed, or its first claimed
+    call would compile inside the call."""
+    from .._twisted_eigh import available, twisted_eigh
+    from . import _numba_twisted as nt
+
+    d, e = np.linspace(1.0, 2.0, 16).reshape(2, 8), np.ones((2, 8))
+    lanes = (d, e, np.empty((2, 8)), np.empty((2, 8, 8)))
+    runs: list[tuple[Any, Callable[[], Any]]] = [
+        (nt.tridiagonal_eigh, _bind(nt.tridiagonal_eigh, *lanes))
+    ]
+    if available():
+        for vectors in (True, False):
+            runs.append((nt.solve_blocks, _bind(twisted_eigh, _sample(8, dtype), vectors)))
     return runs
 
 
@@ -119,7 +129,7 @@ def _complex(dtype: torch.dtype) -> list[tuple[Any, Callable[[], Any]]]:
         x = torch.view_as_real(v.mT.reshape(-1, 8, 8)).reshape(-1, 8, 16).numpy()
         consts = nph.phase_constants(1e-6, 1e-30, 1e30, dtype == torch.complex64)
         runs.append((nph.phase_rows, _bind(nph.phase_rows, x, consts)))
-    return runs
+    return runs + _twisted(dtype)
 
 
 def _bind(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
