@@ -21,10 +21,11 @@ from torch.utils._pytree import tree_leaves
 import spectra
 from spectra.core import _compile, _compile_call, _eigh
 from spectra.core._pipeline import _solve
+from spectra.core._solvers._kernels import _ready
 from spectra.core._solvers._native import native_module
 from spectra.core._support._threads import cpu_count
 
-from .helpers import random_hermitian
+from .helpers import pin_cpu_vendor, random_hermitian
 
 FANNED = cpu_count() > 1  # fanned-out cases need two usable cores
 
@@ -134,7 +135,10 @@ PLAIN = {
     "numba-jacobi-fanned": ((20000,), 4, torch.float64, [("numba-jacobi", True)]),
     "closed-form-fanned-20000": ((20000,), 3, torch.float64, [("closed-form", True)]),
     "lapack-fanned-complex": ((64,), 40, torch.complex128, [("torch", True)]),
+    "twisted-fanned": ((64,), 40, torch.complex128, [("twisted", True)]),
 }
+#: cases whose path depends on the CPU's vendor (``twisted`` off Intel CPUs): pinned
+VENDOR = {"lapack-fanned-complex": "GenuineIntel", "twisted-fanned": "AuthenticAMD"}
 
 
 def _needs_fan_out(expected):
@@ -144,9 +148,12 @@ def _needs_fan_out(expected):
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 @pytest.mark.parametrize("case", list(PLAIN))
-def test_plain_calls_equal_eager_bitwise_on_every_path(backend, case, paths):
+def test_plain_calls_equal_eager_bitwise_on_every_path(backend, case, paths, monkeypatch):
     batch, n, dtype, expected = PLAIN[case]
     _needs_fan_out(expected)
+    if case in VENDOR:
+        monkeypatch.setenv(_ready.ENV, "eager")  # the kernels' readiness aside
+        pin_cpu_vendor(monkeypatch, VENDOR[case])
     a = _hermitian(batch, n, dtype, seed=n)
     _check(_pairs, [a], backend, paths, expected)
     _check(_top2, [a], backend, paths, expected)  # k, largest: the slice of the full result

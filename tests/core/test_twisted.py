@@ -201,14 +201,41 @@ def test_the_planner_takes_it_off_intel_where_measured(monkeypatch):
     assert spectra.plan(50, 64, torch.complex128).strategy == "torch"
 
 
-def test_its_claims_start_where_one_matrix_already_runs_threaded_lapack():
-    """Below those sizes one matrix alone runs MKL on one kernel thread, bitwise a batch
-    member's; a batch there taken by this strategy would break that (docs/guarantees.md)."""
-    from spectra.core._solvers._torch_lapack import threaded_from
-
-    for dtype, (lo, hi) in _twisted.RANGES.items():
-        assert lo >= threaded_from(dtype, True), dtype
+def test_its_claims_start_where_the_lane_kernels_stop(monkeypatch):
+    """No size between the lane kernels' claims and this one is left to MKL's ``?syevd``,
+    which the thread fan-out runs too (0.94-1.0x it there, measured)."""
+    monkeypatch.setenv(_ready.ENV, "eager")
+    pin_cpu_vendor(monkeypatch, "AuthenticAMD")
+    for dtype in (torch.float64, torch.complex128):
+        lo, hi = _twisted.RANGES[dtype]
+        below = spectra.plan(lo - 1, 4096, dtype).strategy
+        assert below.startswith("numba-"), (dtype, below)
+        assert spectra.plan(lo, 4096, dtype).strategy == "twisted", dtype
         assert lo < hi
+
+
+@pytest.mark.parametrize(("n", "dtype"), [(33, torch.float64), (21, torch.complex128)])
+def test_below_threaded_sizes_one_matrix_alone_agrees_with_a_member_to_rounding(
+    monkeypatch, n, dtype
+):
+    """There one matrix alone runs MKL on one kernel thread and a batch of 16 or more this
+    kernel: the same eigenpairs to rounding (docs/guarantees.md), bitwise within the batch
+    at any position."""
+    monkeypatch.setenv(_ready.ENV, "eager")
+    pin_cpu_vendor(monkeypatch, "AuthenticAMD")
+    a = random_hermitian((_twisted.MIN_BATCH,), n, dtype, seed=n)
+    assert spectra.plan(n, len(a), dtype).strategy == "twisted"
+    assert spectra.plan(n, 1, dtype).strategy != "twisted"
+    w, v = spectra.eigh(a)
+    w3, v3 = spectra.eigh(a[3])
+    assert torch.equal(spectra.eigh(a[2:5]).eigenvalues[1], w3)  # 3 matrices: MKL too
+    scale = float(w3.abs().max())
+    assert float((w[3] - w3).abs().max()) <= 50 * n * 2.2e-16 * scale
+    # the same gauge: columns agree to rounding, not up to a sign or phase
+    assert float((v[3] - v3).abs().max()) <= 1e-11
+    wb, vb = spectra.eigh(torch.cat([a[5:], a[:5]]))
+    assert torch.equal(wb[-2], w[3]) and torch.equal(vb[-2], v[3])
+    _assert_eigenpairs(a, w, v)
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,8 @@ the real tridiagonals solved eight at a time by the lane kernel of
 vectors; :mod:`.._solvers._twisted_eigh`), on the CPU.
 
 Where it is the default (:func:`twisted_claim`): eigenvectors wanted, float64 of
-``n = 50 .. 512``, complex128 of ``n = 48 .. 512`` and complex64 of ``n = 80 .. 512`` (the
-sizes where one matrix alone already runs threaded LAPACK: see :data:`RANGES`), on x86-64
+``n = 33 .. 512``, complex128 of ``n = 21 .. 512`` and complex64 of ``n = 80 .. 512`` (see
+:data:`RANGES`), on x86-64
 CPUs that are not Intel's (MKL runs its generic code there), from 16 matrices (two full
 lane blocks per worker; a lane kernel pays for its padding and a call's fixed ~0.1 ms),
 ranked above the
@@ -43,14 +43,17 @@ from ._kernels import _gated
 from ._openblas import NON_INTEL_X86
 
 #: ``dtype -> (first n, last n + 1)``: sizes measured faster than torch's MKL (and than
-#: OpenBLAS's own driver) on a non-Intel x86-64 CPU, one thread each. It was faster from
-#: float64 ``n = 33`` and complex128 ``n = 21`` too, but there one matrix alone runs MKL on
-#: one kernel thread, bitwise a batch member's (the core's guarantee); from the sizes where
-#: one matrix runs threaded LAPACK (``_torch_lapack.threaded_from``: 50 real, 48 complex),
-#: alone and in a batch already agree to rounding only, and that is where it claims
+#: OpenBLAS's own driver) on a non-Intel x86-64 CPU, one thread each, and than the thread
+#: fan-out batched (1.14-1.41x at float64 ``n = 33-48``, complex128 ``n = 21-40``). The
+#: lower ends are where the lane kernels (``numba-ql``) stop. Below the sizes where one
+#: matrix alone runs threaded LAPACK (50 real, 48 complex) one matrix alone runs MKL on one
+#: kernel thread, so a member of a batch this strategy takes agrees with it to rounding,
+#: not bitwise (``docs/guarantees.md``): one matrix through this kernel costs 1.35x
+#: torch's call (complex128 ``n = 32``, a lane block's QL for one lane), the claim is worth
+#: 1.15-1.4x to every batch
 RANGES: dict[torch.dtype, tuple[int, int]] = {
-    torch.float64: (50, 513),
-    torch.complex128: (48, 513),
+    torch.float64: (33, 513),
+    torch.complex128: (21, 513),
     torch.complex64: (80, 513),
 }
 #: the batch it claims from: two full 8-lane blocks for each of two workers' halves
