@@ -72,7 +72,7 @@ def _real(dtype: torch.dtype) -> list[tuple[Any, Callable[[], Any]]]:
         for vectors in (True, False):
             w, v = _outputs(a)
             runs.append((kernel, _bind(numba_into, kernel, a, w, v if vectors else None, *args)))
-    runs += _twisted(dtype)  # float32 too: the ``twisted`` strategy claims it from n = 192
+    runs += _twisted(dtype)  # float32 too: the ``twisted`` strategy claims it from n = 256
     tol = 1e-6 if single else 1e-12
     runs.append((nc.lanes_exact_bits, _bind(nc.block_ok, _sample(8, dtype), tol)))
     runs.append((nc.lanes_ok, _bind(nc.block_ok, _sample(8, dtype, exact=False), tol)))
