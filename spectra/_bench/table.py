@@ -141,7 +141,8 @@ def legend(rows: list[dict[str, Any]], cores: int, device: str) -> list[str]:
     rep = f"{repeats[0]}" if len(repeats) == 1 else f"{repeats[0]}-{repeats[-1]}"
     out = [
         f"Times in ms per whole batch: the median of {rep} repeats, every column of a row "
-        "timed in turn (round-robin) after one warm-up call each.",
+        "timed in turn (round-robin, the order rotating each repeat) after one warm-up call "
+        "each.",
         f"(p%) = spread of the repeats, (max - min) / median; a row with a cell above "
         f"{100 * MAX_SPREAD:.0f}% is timed again ({attempts} re-run(s) in this table); "
         "! = still above.",

@@ -1,12 +1,13 @@
 """Timing for ``spectra bench``: interleaved repeats, spread per cell, re-runs, busy checks.
 
 Every implementation in a row is timed round-robin, repeat by repeat, so that the drift of a
-shared machine hits all of them alike. Each cell keeps all its repeat times; its spread is
-``(max - min) / median``. A row whose widest cell spreads more than ``max_spread`` is timed
-again (the whole row, still interleaved) and the attempt with the narrower worst cell is
-kept. Past an optional deadline (``--quick``) rows are not re-timed and get 2 repeats.
-:func:`busy_warning` turns the load average, the CPU share this process got and the cells
-that stayed wide into one warning line.
+shared machine hits all of them alike; the order rotates from round to round, so that what
+one call leaves behind (threads to wake) is not always charged to the same neighbour. Each
+cell keeps all its repeat times; its spread is ``(max - min) / median``. A row whose widest
+cell spreads more than ``max_spread`` is timed again (the whole row, still interleaved) and
+the attempt with the narrower worst cell is kept. Past an optional deadline (``--quick``)
+rows are not re-timed and get 2 repeats. :func:`busy_warning` turns the load average, the
+CPU share this process got and the cells that stayed wide into one warning line.
 """
 
 from __future__ import annotations
@@ -122,9 +123,15 @@ class Timer:
         if self.late():
             rounds = min(rounds, self.late_repeats)
         times: dict[str, list[float]] = {k: [] for k in impls}
-        for _ in range(rounds):
-            for k, impl in impls.items():
-                times[k].append(self.once(impl.fn) * impl.scale)
+        keys = list(impls)
+        for r in range(rounds):
+            # the order rotates each round: a call pays for what the one before it left
+            # (a thread team to wake after the fan-out set torch to one thread and back:
+            # the same MKL strategy read 0.94x and 1.01x the fan-out, timed right after it
+            # and one cell later), and a fixed order charged that to one column
+            shift = r % len(keys)
+            for k in keys[shift:] + keys[:shift]:
+                times[k].append(self.once(impls[k].fn) * impls[k].scale)
         return {k: Cell(times[k], impls[k].timed_on, impls[k].total) for k, impl in impls.items()}
 
     def measure(self, impls: dict[str, Impl]) -> tuple[dict[str, Cell], int]:

@@ -31,13 +31,21 @@ def timer(clock: FakeClock, **kw) -> Timer:
     return Timer(clock=clock, sleep=lambda s: None, pause_s=0.0, budget_s=100.0, **kw)
 
 
-def test_repeats_are_round_robin_after_one_warm_up_each():
+def test_repeats_are_round_robin_after_one_warm_up_each_in_a_rotating_order():
     clock = FakeClock()
-    impls = {"a": clock.impl("a", [1.0] * 4), "b": clock.impl("b", [2.0] * 4)}
+    impls = {
+        "a": clock.impl("a", [1.0] * 4),
+        "b": clock.impl("b", [2.0] * 4),
+        "c": clock.impl("c", [3.0] * 4),
+    }
     cells, attempts = timer(clock, repeats=3, min_repeats=3).measure(impls)
-    assert clock.calls == ["a", "b"] * 4
+    # warm-ups, then each round starts one implementation later: none always follows
+    # the same neighbour
+    warm_ups = ["a", "b", "c"]
+    assert clock.calls == [*warm_ups, "a", "b", "c", "b", "c", "a", "c", "a", "b"]
     assert attempts == 1
     assert cells["a"].times == [1.0, 1.0, 1.0] and cells["b"].median == 2.0
+    assert cells["c"].times == [3.0, 3.0, 3.0]
 
 
 def test_extrapolated_cells_are_scaled_to_the_whole_batch():
