@@ -216,9 +216,15 @@ def test_the_planner_takes_it_off_intel_where_measured(monkeypatch):
     for dtype, (lo, hi) in _twisted.RANGES.items():
         assert spectra.plan(lo, batch, dtype).strategy == "twisted", dtype
         assert spectra.plan(hi - 1, batch, dtype).strategy == "twisted", dtype
-        assert spectra.plan(lo, batch - 1, dtype).strategy != "twisted", dtype
+        least = _twisted.min_batch(lo, dtype)
+        assert spectra.plan(lo, least - 1, dtype).strategy != "twisted", dtype
         assert spectra.plan(lo - 1, batch, dtype).strategy != "twisted", dtype
         assert spectra.plan(lo, batch, dtype, vectors=False).strategy != "twisted", dtype
+    for dtype, n in _twisted.HALF_BATCH_FROM.items():  # larger sizes: from half the batch
+        half = batch // 2
+        assert spectra.plan(n, half, dtype).strategy == "twisted", dtype
+        assert spectra.plan(n, half - 1, dtype).strategy != "twisted", dtype
+        assert spectra.plan(n - 1, half, dtype).strategy != "twisted", dtype
     assert spectra.plan(600, 16, torch.float64).strategy == "openblas"  # its claim beyond
     assert spectra.plan(128, 64, torch.float32).strategy == "torch"  # MKL's ?ssyevd wins
     a = random_hermitian((batch,), 50, torch.complex128, seed=7)

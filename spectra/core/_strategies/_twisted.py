@@ -8,7 +8,8 @@ Where it is the default (:func:`twisted_claim`): eigenvectors wanted, float64 of
 ``n = 33 .. 512``, complex128 of ``n = 21 .. 512``, complex64 of ``n = 48 .. 512`` and
 float32 of ``n = 256 .. 512`` (see :data:`RANGES`), on x86-64
 CPUs that are not Intel's (MKL runs its generic code there), from 16 matrices (two full
-lane blocks per worker; a lane kernel pays for its padding and a call's fixed ~0.1 ms),
+lane blocks per worker; a lane kernel pays for its padding and a call's fixed ~0.1 ms), from
+8 at the larger sizes (:data:`HALF_BATCH_FROM`),
 ranked above the
 ``openblas`` claim it overlaps. Measured one thread each, interleaved, on the AMD EPYC
 development VM against torch's MKL ``?syevd``/``?heevd`` (``benchmarks/RESULTS.md``):
@@ -25,6 +26,8 @@ anywhere it is available.
 >>> from spectra.core._strategies import _twisted
 >>> _twisted.claim_for(128, torch.float64, "AuthenticAMD").min_batch
 16
+>>> _twisted.claim_for(512, torch.float64, "AuthenticAMD").min_batch
+8
 >>> _twisted.claim_for(128, torch.float64, "GenuineIntel") is None
 True
 >>> _twisted.claim_for(128, torch.float32, "AuthenticAMD") is None  # MKL's ?ssyevd there
@@ -66,6 +69,17 @@ RANGES: dict[torch.dtype, tuple[int, int]] = {
 }
 #: the batch it claims from: two full 8-lane blocks for each of two workers' halves
 MIN_BATCH = 16
+#: ``dtype -> n`` from which it claims half that batch, 8 matrices (half a lane block per
+#: worker): there the O(n^3) reduction outweighs the lanes left empty. Measured 8 matrices
+#: against the fan-out, rotating rounds: float64 1.09-1.2x at ``n = 192-512`` (0.93x at
+#: 128), complex128 1.23-1.26x at 96-128, complex64 1.1-1.37x at 96-256, float32 1.06-1.2x
+#: at 256-512; 4 matrices read 0.98-1.22x and 2 matrices 0.79-1.13x (not claimed)
+HALF_BATCH_FROM: dict[torch.dtype, int] = {
+    torch.float64: 192,
+    torch.complex128: 96,
+    torch.complex64: 96,
+    torch.float32: 256,
+}
 #: above the ``openblas`` claim (rank 0), which it beat where both claim
 RANK = 1
 #: per matrix: the input copy and its reflectors (a block of eight), the float64 vectors
@@ -85,9 +99,15 @@ def claim_for(n: int, dtype: torch.dtype, vendor: str | None) -> Claim | None:
     return Claim(
         "tridiagonal lanes (OpenBLAS's reduction, numba QL + twisted factorizations): "
         f"on this {vendor} CPU measured faster than torch's MKL at this size",
-        MIN_BATCH,
+        min_batch(n, dtype),
         RANK,
     )
+
+
+def min_batch(n: int, dtype: torch.dtype) -> int:
+    """The batch it claims ``n x n`` matrices of ``dtype`` from: :data:`MIN_BATCH`, or half
+    of it from :data:`HALF_BATCH_FROM`."""
+    return MIN_BATCH // 2 if n >= HALF_BATCH_FROM.get(dtype, 1 << 30) else MIN_BATCH
 
 
 def twisted_claim(n: int, dtype: torch.dtype, device: torch.device, vectors: bool) -> Claim | None:
