@@ -20,8 +20,8 @@ a Loewdin correction of pairs closer than ``NEAR * ||T||`` makes close vectors o
 eigenvalues are within ``GAP * ||T||`` (degenerate or nearly so), a residual
 ``|T z - lam z|`` exceeds ``RESIDUAL * n * eps * ||T||``, or its QL did not converge.
 Arithmetic is float64 whatever the caller's precision; for float32 and complex64 input the
-vectors skip the Rayleigh step and the Loewdin correction, whose accuracy single precision
-cannot hold (``single`` in :func:`_vectors`).
+vectors skip the Rayleigh step and the Loewdin correction: the accuracy they buy is below
+single precision's rounding (``single`` in :func:`_vectors`).
 
 >>> import numpy as np
 >>> d = np.array([[2.0, 2.0, 2.0]]); e = np.array([[-1.0, -1.0, 0.0]])
@@ -259,8 +259,9 @@ def _vectors(d, e, lam, n, norm, Z, rp, rm, t, r, single):
 
     ``single`` (float32 and complex64 input): the first factorization only. Its vectors
     err by ``~eps ||T|| / gap`` (float64's eps; ``gap >= GAP ||T||``, closer pairs are
-    flagged), at most ~1e-8 and ~1e-13 at ``n = 64-128`` on random matrices, far below
-    single precision's 6e-8; the refinement cost 40% of the kernel at ``n = 64-128``."""
+    flagged): ~1e-9 for a pair just above that gap, ~1e-12 at ``n = 64-128`` on random
+    matrices, far below single precision's 6e-8; the refinement cost 40% of the kernel at
+    ``n = 64-128``."""
     dp, dm, best, nrm, lam2, dot = t[0], t[1], t[2], t[3], t[4], t[5]
     _twist(d, e, lam, n, Z, rp, rm, dp, dm, best, r, nrm)
     if not single:
