@@ -56,6 +56,17 @@ class BlochData:
             cache[key] = got
         return got
 
+    def arrays(self, dtype: np.dtype[Any]) -> _Arrays:
+        """The arrays as NumPy's Bloch sums of real ``dtype`` k-points read them (the
+        path of a few k-points, :data:`FEW_ENTRIES`), converted once per dtype."""
+        cache: dict[Any, Any] = self.__dict__["_tensors"]
+        key = ("numpy", np.dtype(dtype))
+        got = cache.get(key)
+        if got is None:
+            got = _Arrays.of(self, np.dtype(dtype))
+            cache[key] = got
+        return got  # type: ignore[no-any-return]
+
     @property
     def dim(self) -> int:
         return int(self.rvecs.shape[1])
@@ -69,13 +80,16 @@ class BlochData:
 class _Tensors:
     """:class:`BlochData`'s arrays as tensors for k-points of one real dtype and device:
     the lattice vectors in that dtype, the blocks ``(nR, n * n)`` in its complex dtype, the
-    positions, and the unit modulus of the phases."""
+    positions, their differences ``tau_j - tau_i`` as ``(n * n, d)`` (row ``i * n + j``,
+    computed in float64: the orbital convention's phases), and the unit modulus of the
+    phases."""
 
     rvecs: torch.Tensor
     hr: torch.Tensor
     sr: torch.Tensor | None
     positions: torch.Tensor
     one: torch.Tensor
+    shifts: torch.Tensor
 
     @staticmethod
     def of(
@@ -98,7 +112,39 @@ class _Tensors:
             rt[:0] if positions is None else torch.as_tensor(positions, dtype=dtype, device=device)
         )
         ones = torch.ones((), dtype=dtype, device=device)
-        return _Tensors(rt, flat(blocks), None if overlap is None else flat(overlap), tau, ones)
+        shifts = torch.as_tensor(_shifts(positions, rt.shape[1]), dtype=dtype, device=device)
+        flat_s = None if overlap is None else flat(overlap)
+        return _Tensors(rt, flat(blocks), flat_s, tau, ones, shifts)
+
+
+def _shifts(positions: np.ndarray | None, dim: int) -> np.ndarray:
+    """``tau_j - tau_i`` as ``(n * n, d)`` float64 (row ``i * n + j``): the orbital
+    convention's phases are ``exp(2 pi i k.(tau_j - tau_i))``."""
+    if positions is None or not len(positions):
+        return np.zeros((0, dim))
+    wide = np.asarray(positions, dtype=np.float64)
+    return (wide[None, :, :] - wide[:, None, :]).reshape(len(wide) ** 2, wide.shape[-1])
+
+
+@dataclass(frozen=True)
+class _Arrays:
+    """:class:`_Tensors` as NumPy arrays, for the Bloch sums of a few k-points."""
+
+    rvecs: np.ndarray
+    hr: np.ndarray
+    sr: np.ndarray | None
+    shifts: np.ndarray
+
+    @staticmethod
+    def of(data: BlochData, dtype: np.dtype[Any]) -> _Arrays:
+        ctype = np.complex64 if dtype == np.float32 else np.complex128
+
+        def flat(m: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(m, dtype=ctype).reshape(m.shape[0], -1)
+
+        sr = None if data.sr is None else flat(data.sr)
+        shifts = _shifts(data.positions, data.dim).astype(dtype)
+        return _Arrays(data.rvecs.astype(dtype), flat(data.hr), sr, shifts)
 
 
 def _check_convention(convention: str) -> str:
@@ -156,25 +202,21 @@ def bloch_sum(
     """
     _check_convention(convention)
     ts = _Tensors.of(rvecs, blocks, None, positions, k.dtype, k.device)
-    return _bloch_sum(k, ts.rvecs, ts.hr, ts.positions, ts.one, convention)
+    return _bloch_sum(k, ts, ts.hr, convention)
 
 
-def _bloch_sum(
-    k: torch.Tensor,
-    rt: torch.Tensor,
-    flat: torch.Tensor,
-    tau: torch.Tensor,
-    one: torch.Tensor,
-    convention: str,
-) -> torch.Tensor:
-    """:func:`bloch_sum` on the arrays as tensors (``flat``: the blocks ``(nR, n * n)``)."""
-    phase = torch.polar(one, (2 * math.pi) * (k @ rt.T))  # (nk, nR)
+def _bloch_sum(k: torch.Tensor, ts: _Tensors, flat: torch.Tensor, convention: str) -> torch.Tensor:
+    """:func:`bloch_sum` on the arrays as tensors (``flat``: the blocks ``(nR, n * n)``,
+    ``ts.hr`` or ``ts.sr``). The orbital convention's factor
+    ``exp(2 pi i k.(tau_j - tau_i))`` is one phase per entry (``ts.shifts``): one product
+    instead of two, and no conjugate (a loop over single k-points spent 40 of its 180 us
+    on those phases)."""
+    phase = torch.polar(ts.one, (2 * math.pi) * (k @ ts.rvecs.T))  # (nk, nR)
+    out = phase @ flat  # one GEMM: (nk, n * n)
+    if convention == "orbital" and ts.shifts.numel():
+        out = out * torch.polar(ts.one, (2 * math.pi) * (k @ ts.shifts.T))
     n = math.isqrt(flat.shape[-1])
-    out = (phase @ flat).reshape(k.shape[0], n, n)  # one GEMM
-    if convention == "orbital" and tau.numel():
-        d = torch.polar(one, (2 * math.pi) * (k @ tau.T))  # (nk, n)
-        out = d.conj().unsqueeze(-1) * out * d.unsqueeze(-2)
-    return out
+    return out.reshape(k.shape[0], n, n)
 
 
 def hamiltonian_chunk(
@@ -186,10 +228,8 @@ def hamiltonian_chunk(
     """
     _check_convention(convention)
     ts = data.tensors(k.dtype, k.device)
-    h = _bloch_sum(k, ts.rvecs, ts.hr, ts.positions, ts.one, convention)
-    s = None
-    if ts.sr is not None:
-        s = _bloch_sum(k, ts.rvecs, ts.sr, ts.positions, ts.one, convention)
+    h = _bloch_sum(k, ts, ts.hr, convention)
+    s = None if ts.sr is None else _bloch_sum(k, ts, ts.sr, convention)
     return h, s
 
 
@@ -236,6 +276,74 @@ def chunk_length(
     return rows_within(budget, per_k, nk)
 
 
+#: the most entries (k-points x lattice vectors x matrix entries) of a call's Bloch sums
+#: that NumPy builds, for k given as a list or a NumPy array (a PythTB user's loop over
+#: single k-points): a dozen torch calls on tensors of a few entries cost ~5 us each, NumPy's
+#: ~1 us (one k-point of Haldane: 183 against PythTB's 117 us a call, measured, before)
+FEW_ENTRIES = 1 << 14
+
+
+def _few_kpoints(k: Any, data: BlochData) -> tuple[np.ndarray, tuple[int, ...]] | None:
+    """``k`` as a float ``(nk, d)`` NumPy array and its batch shape, where NumPy builds the
+    Bloch sums (:data:`FEW_ENTRIES`): a list, tuple or NumPy array of float32/float64 or
+    integer k-points, finite, of the model's dimension; ``None`` for anything else (the
+    torch path converts it, or names what is wrong)."""
+    if not isinstance(k, (list, tuple, np.ndarray)):
+        return None
+    try:
+        arr = np.asarray(k)
+    except ValueError:  # ragged: the torch path's conversion names it
+        return None
+    if arr.dtype.kind in "iu":
+        arr = arr.astype(np.float64)  # (as the core converts integers)
+    if arr.dtype not in (np.float32, np.float64) or not arr.dtype.isnative:
+        return None
+    dim = data.dim
+    if arr.ndim == 1 and dim == 1 and arr.shape[0] != 1:
+        arr = arr[:, None]  # a 1D model: a flat list of k
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.shape[-1] != dim or not np.isfinite(arr).all():
+        return None
+    batch = tuple(arr.shape[:-1])
+    nk = math.prod(batch)
+    if nk * data.rvecs.shape[0] * data.nstates**2 > FEW_ENTRIES:
+        return None
+    return np.ascontiguousarray(arr.reshape(nk, dim)), batch
+
+
+def _bloch_sum_numpy(
+    k: np.ndarray, arrays: _Arrays, flat: np.ndarray, convention: str
+) -> np.ndarray:
+    """:func:`_bloch_sum` in NumPy (the same formula, rounded by NumPy's routines)."""
+    out = np.exp((2j * math.pi) * (k @ arrays.rvecs.T)) @ flat
+    if convention == "orbital" and arrays.shifts.size:
+        out = out * np.exp((2j * math.pi) * (k @ arrays.shifts.T))
+    n = math.isqrt(flat.shape[-1])
+    return out.reshape(k.shape[0], n, n)
+
+
+def _solve_few(
+    kn: np.ndarray,
+    batch: tuple[int, ...],
+    data: BlochData,
+    convention: str,
+    vectors: bool,
+    **eigh_kw: Any,
+) -> tuple[Any, Any]:
+    """:func:`solve` for a few k-points given as NumPy (:func:`_few_kpoints`): NumPy's Bloch
+    sums, one core call, NumPy out."""
+    arrays = data.arrays(kn.dtype)
+    h = _bloch_sum_numpy(kn, arrays, arrays.hr, convention)
+    s = None if arrays.sr is None else _bloch_sum_numpy(kn, arrays, arrays.sr, convention)
+    eigh_kw.setdefault("check", False)
+    n = data.nstates
+    if not vectors:
+        return eigvalsh(h, s, **eigh_kw).reshape(*batch, n), None
+    w, v = eigh(h, s, **eigh_kw)
+    return w.reshape(*batch, n), v.reshape(*batch, n, n)
+
+
 def solve(
     k: Any,
     data: BlochData,
@@ -244,7 +352,12 @@ def solve(
     max_memory: int | None = None,
     **eigh_kw: Any,
 ) -> tuple[Any, Any]:
-    """Bands (and states) for all ``k``, cut in memory-bounded chunks of one core call each."""
+    """Bands (and states) for all ``k``, cut in memory-bounded chunks of one core call each
+    (a few k-points given as NumPy: :func:`_solve_few`)."""
+    _check_convention(convention)
+    few = None if eigh_kw.get("device") is not None else _few_kpoints(k, data)
+    if few is not None:
+        return _solve_few(*few, data, convention, vectors, **eigh_kw)
     kt, origin, batch = as_kpoints(k, data.dim)
     n = data.nstates
     nk = kt.shape[0]
@@ -264,7 +377,8 @@ def solve(
     ws: list[torch.Tensor] = []
     vs: list[torch.Tensor] = []
     for start in range(0, max(nk, 1), step):
-        w, v = solve_chunk(kt[start : start + step], data, convention, vectors, **eigh_kw)
+        part = kt if step >= nk else kt[start : start + step]
+        w, v = solve_chunk(part, data, convention, vectors, **eigh_kw)
         ws.append(w)
         if v is not None:
             vs.append(v)
