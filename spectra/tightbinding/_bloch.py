@@ -80,16 +80,13 @@ class BlochData:
 class _Tensors:
     """:class:`BlochData`'s arrays as tensors for k-points of one real dtype and device:
     the lattice vectors in that dtype, the blocks ``(nR, n * n)`` in its complex dtype, the
-    positions, their differences ``tau_j - tau_i`` as ``(n * n, d)`` (row ``i * n + j``,
-    computed in float64: the orbital convention's phases), and the unit modulus of the
-    phases."""
+    positions, and the unit modulus of the phases."""
 
     rvecs: torch.Tensor
     hr: torch.Tensor
     sr: torch.Tensor | None
     positions: torch.Tensor
     one: torch.Tensor
-    shifts: torch.Tensor
 
     @staticmethod
     def of(
@@ -112,18 +109,7 @@ class _Tensors:
             rt[:0] if positions is None else torch.as_tensor(positions, dtype=dtype, device=device)
         )
         ones = torch.ones((), dtype=dtype, device=device)
-        shifts = torch.as_tensor(_shifts(positions, rt.shape[1]), dtype=dtype, device=device)
-        flat_s = None if overlap is None else flat(overlap)
-        return _Tensors(rt, flat(blocks), flat_s, tau, ones, shifts)
-
-
-def _shifts(positions: np.ndarray | None, dim: int) -> np.ndarray:
-    """``tau_j - tau_i`` as ``(n * n, d)`` float64 (row ``i * n + j``): the orbital
-    convention's phases are ``exp(2 pi i k.(tau_j - tau_i))``."""
-    if positions is None or not len(positions):
-        return np.zeros((0, dim))
-    wide = np.asarray(positions, dtype=np.float64)
-    return (wide[None, :, :] - wide[:, None, :]).reshape(len(wide) ** 2, wide.shape[-1])
+        return _Tensors(rt, flat(blocks), None if overlap is None else flat(overlap), tau, ones)
 
 
 @dataclass(frozen=True)
@@ -133,7 +119,7 @@ class _Arrays:
     rvecs: np.ndarray
     hr: np.ndarray
     sr: np.ndarray | None
-    shifts: np.ndarray
+    positions: np.ndarray
 
     @staticmethod
     def of(data: BlochData, dtype: np.dtype[Any]) -> _Arrays:
@@ -143,8 +129,8 @@ class _Arrays:
             return np.ascontiguousarray(m, dtype=ctype).reshape(m.shape[0], -1)
 
         sr = None if data.sr is None else flat(data.sr)
-        shifts = _shifts(data.positions, data.dim).astype(dtype)
-        return _Arrays(data.rvecs.astype(dtype), flat(data.hr), sr, shifts)
+        positions = np.asarray(data.positions, dtype=dtype)
+        return _Arrays(data.rvecs.astype(dtype), flat(data.hr), sr, positions)
 
 
 def _check_convention(convention: str) -> str:
@@ -207,16 +193,14 @@ def bloch_sum(
 
 def _bloch_sum(k: torch.Tensor, ts: _Tensors, flat: torch.Tensor, convention: str) -> torch.Tensor:
     """:func:`bloch_sum` on the arrays as tensors (``flat``: the blocks ``(nR, n * n)``,
-    ``ts.hr`` or ``ts.sr``). The orbital convention's factor
-    ``exp(2 pi i k.(tau_j - tau_i))`` is one phase per entry (``ts.shifts``): one product
-    instead of two, and no conjugate (a loop over single k-points spent 40 of its 180 us
-    on those phases)."""
+    ``ts.hr`` or ``ts.sr``)."""
     phase = torch.polar(ts.one, (2 * math.pi) * (k @ ts.rvecs.T))  # (nk, nR)
-    out = phase @ flat  # one GEMM: (nk, n * n)
-    if convention == "orbital" and ts.shifts.numel():
-        out = out * torch.polar(ts.one, (2 * math.pi) * (k @ ts.shifts.T))
     n = math.isqrt(flat.shape[-1])
-    return out.reshape(k.shape[0], n, n)
+    out = (phase @ flat).reshape(k.shape[0], n, n)  # one GEMM
+    if convention == "orbital" and ts.positions.numel():
+        d = torch.polar(ts.one, (2 * math.pi) * (k @ ts.positions.T))  # (nk, n)
+        out = d.conj().unsqueeze(-1) * out * d.unsqueeze(-2)
+    return out
 
 
 def hamiltonian_chunk(
@@ -279,7 +263,7 @@ def chunk_length(
 #: the most entries (k-points x lattice vectors x matrix entries) of a call's Bloch sums
 #: that NumPy builds, for k given as a list or a NumPy array (a PythTB user's loop over
 #: single k-points): a dozen torch calls on tensors of a few entries cost ~5 us each, NumPy's
-#: ~1 us (one k-point of Haldane: 183 against PythTB's 117 us a call, measured, before)
+#: ~1 us (one k-point of Haldane: 188 us a call before, 96 after, PythTB's 116-122)
 FEW_ENTRIES = 1 << 14
 
 
@@ -316,11 +300,12 @@ def _bloch_sum_numpy(
     k: np.ndarray, arrays: _Arrays, flat: np.ndarray, convention: str
 ) -> np.ndarray:
     """:func:`_bloch_sum` in NumPy (the same formula, rounded by NumPy's routines)."""
-    out = np.exp((2j * math.pi) * (k @ arrays.rvecs.T)) @ flat
-    if convention == "orbital" and arrays.shifts.size:
-        out = out * np.exp((2j * math.pi) * (k @ arrays.shifts.T))
     n = math.isqrt(flat.shape[-1])
-    return out.reshape(k.shape[0], n, n)
+    out = (np.exp((2j * math.pi) * (k @ arrays.rvecs.T)) @ flat).reshape(k.shape[0], n, n)
+    if convention == "orbital" and arrays.positions.size:
+        d = np.exp((2j * math.pi) * (k @ arrays.positions.T))  # (nk, n)
+        out = d.conj()[:, :, None] * out * d[:, None, :]
+    return out
 
 
 def _solve_few(
