@@ -308,6 +308,16 @@ def _bloch_sum_numpy(
     return out
 
 
+def _fits(nk: int, data: BlochData, vectors: bool, itemsize: int, max_memory: int | None) -> bool:
+    """Whether ``nk`` k-points are one chunk within ``max_memory`` (:func:`chunk_length`):
+    the few k-points' path makes one core call, so a smaller budget goes to the chunked
+    torch path."""
+    if max_memory is None:
+        return True
+    n, nr = data.nstates, data.rvecs.shape[0]
+    return chunk_length(nk, n, nr, vectors, data.sr is not None, 2 * itemsize, max_memory) >= nk
+
+
 def _solve_few(
     kn: np.ndarray,
     batch: tuple[int, ...],
@@ -341,7 +351,9 @@ def solve(
     (a few k-points given as NumPy: :func:`_solve_few`)."""
     _check_convention(convention)
     few = None if eigh_kw.get("device") is not None else _few_kpoints(k, data)
-    if few is not None:
+    if few is not None and _fits(len(few[0]), data, vectors, few[0].itemsize, max_memory):
+        if max_memory is not None:
+            eigh_kw["max_memory"] = max_memory
         return _solve_few(*few, data, convention, vectors, **eigh_kw)
     kt, origin, batch = as_kpoints(k, data.dim)
     n = data.nstates

@@ -339,6 +339,7 @@ def test_tightbinding_chunks_from_the_core_budget_and_passes_it_on(monkeypatch):
 
     monkeypatch.setattr(_solve, "plan", spy_plan)
     monkeypatch.setattr(_bloch, "solve_chunk", spy_chunk)
+    monkeypatch.setattr(_bloch, "FEW_ENTRIES", 0)  # (the few k-points' path: one call)
     model = tb.graphene()
     k = np.random.default_rng(0).random((300, 2))
     full = model.bands(k)

@@ -89,13 +89,22 @@ def test_shapes_dtypes_and_a_1d_model(route):
     assert set(route) == {"numpy"}
 
 
-def test_tensors_devices_and_large_calls_keep_the_torch_path(route, monkeypatch):
+def test_tensors_devices_budgets_and_large_calls_keep_the_torch_path(route, monkeypatch):
     m = tb.haldane()
     m.eigh(torch.tensor([[0.1, 0.2]], dtype=torch.float64))
     m.eigh([[0.1, 0.2]], device="cpu")
+    assert route == ["torch", "torch"]
+    route.clear()
+    k = np.random.default_rng(7).random((40, 2))
+    w = m.bands(k, max_memory=4096)  # a budget the 40 k-points do not fit in one call
+    assert len(route) > 1 and set(route) == {"torch"}  # chunked: several core calls
+    route.clear()
+    np.testing.assert_allclose(w, m.bands(k), atol=1e-12)
+    assert route == ["numpy"]  # without the budget: one call
+    route.clear()
     monkeypatch.setattr(_bloch, "FEW_ENTRIES", 10)  # Haldane: 7 R x 4 entries per k-point
     m.eigh([[0.1, 0.2]])
-    assert route == ["torch"] * 3
+    assert route == ["torch"]
 
 
 def test_bad_kpoints_are_named_as_before(route):
