@@ -308,14 +308,13 @@ def _bloch_sum_numpy(
     return out
 
 
-def _fits(nk: int, data: BlochData, vectors: bool, itemsize: int, max_memory: int | None) -> bool:
-    """Whether ``nk`` k-points are one chunk within ``max_memory`` (:func:`chunk_length`):
-    the few k-points' path makes one core call, so a smaller budget goes to the chunked
-    torch path."""
-    if max_memory is None:
-        return True
-    n, nr = data.nstates, data.rvecs.shape[0]
-    return chunk_length(nk, n, nr, vectors, data.sr is not None, 2 * itemsize, max_memory) >= nk
+def _chunk_step(
+    nk: int, data: BlochData, vectors: bool, itemsize: int, max_memory: int | None, device: Any
+) -> int:
+    """k-points per core call for ``data``'s model (:func:`chunk_length`; ``itemsize``: the
+    complex dtype's)."""
+    nr, overlap = data.rvecs.shape[0], data.sr is not None
+    return chunk_length(nk, data.nstates, nr, vectors, overlap, itemsize, max_memory, device)
 
 
 def _solve_few(
@@ -351,7 +350,13 @@ def solve(
     (a few k-points given as NumPy: :func:`_solve_few`)."""
     _check_convention(convention)
     few = None if eigh_kw.get("device") is not None else _few_kpoints(k, data)
-    if few is not None and _fits(len(few[0]), data, vectors, few[0].itemsize, max_memory):
+    # the few k-points' path makes one core call: a budget they do not fit in goes to the
+    # chunked torch path
+    if few is not None and (
+        max_memory is None
+        or _chunk_step(len(few[0]), data, vectors, 2 * few[0].itemsize, max_memory, "cpu")
+        >= len(few[0])
+    ):
         if max_memory is not None:
             eigh_kw["max_memory"] = max_memory
         return _solve_few(*few, data, convention, vectors, **eigh_kw)
@@ -360,9 +365,7 @@ def solve(
     nk = kt.shape[0]
     rtype = kt.dtype
     itemsize = 2 * torch.finfo(rtype).bits // 8
-    step = chunk_length(
-        nk, n, data.rvecs.shape[0], vectors, data.sr is not None, itemsize, max_memory, kt.device
-    )
+    step = _chunk_step(nk, data, vectors, itemsize, max_memory, kt.device)
     if max_memory is not None:  # the core's option: it bounds each core call's chunks too
         eigh_kw["max_memory"] = max_memory
     given = eigh_kw.get("strategy") or getattr(eigh_kw.get("options"), "strategy", None)

@@ -6,21 +6,18 @@ vectors; :mod:`.._solvers._twisted_eigh`), on the CPU.
 
 Where it is the default (:func:`twisted_claim`): eigenvectors wanted, float64 of
 ``n = 33 .. 512``, complex128 of ``n = 21 .. 512``, complex64 of ``n = 48 .. 512`` and
-float32 of ``n = 256 .. 512`` (see :data:`RANGES`), on x86-64
-CPUs that are not Intel's (MKL runs its generic code there), from 16 matrices (two full
-lane blocks per worker; a lane kernel pays for its padding and a call's fixed ~0.1 ms), from
-8 at the larger sizes (:data:`HALF_BATCH_FROM`),
-ranked above the
-``openblas`` claim it overlaps. Measured one thread each, interleaved, on the AMD EPYC
-development VM against torch's MKL ``?syevd``/``?heevd`` (``benchmarks/RESULTS.md``):
-float64 1.15-1.22x at ``n = 33-48``, 1.12-1.24x at 56-128, 1.19-1.33x at 256-512;
-complex128 1.26-1.56x at 21-48, 1.39-1.5x at 64-384 (1.23-1.4x against OpenBLAS's own
-``?heevd``, the ``openblas`` strategy there); complex64 1.13-1.3x at 80-256. float32 and
-complex64 vectors skip the double-precision refinement (see :data:`RANGES` for their
-figures); float32 below ``n = 256`` stays on MKL, and so do Intel CPUs, where nothing was
-measured. Only where numba's compiled kernel is ready
-(:func:`.._kernels.gate`): no call waits for a compilation. ``strategy="twisted"`` runs it
-anywhere it is available.
+float32 of ``n = 256 .. 512`` (see :data:`RANGES`), on x86-64 CPUs that are not Intel's
+(MKL runs its generic code there), from 16 matrices (two full lane blocks per worker; a
+lane kernel pays for its padding and a call's fixed ~0.1 ms) and from 8 at the larger sizes
+(:data:`HALF_BATCH_FROM`), ranked above the ``openblas`` claim it overlaps. Measured one
+thread each, interleaved, on the AMD EPYC development VM against torch's MKL
+``?syevd``/``?heevd`` (``benchmarks/RESULTS.md``): float64 1.15-1.22x at ``n = 33-48``,
+1.12-1.24x at 56-128, 1.19-1.33x at 256-512; complex128 1.26-1.56x at 21-48, 1.39-1.5x at
+64-384 (1.23-1.4x against OpenBLAS's own ``?heevd``, the ``openblas`` strategy there).
+float32 and complex64 vectors skip the double-precision refinement (their figures are at
+:data:`RANGES`); float32 below ``n = 256`` stays on MKL, and so do Intel CPUs, where nothing
+was measured. Only where numba's compiled kernel is ready (:func:`.._kernels.gate`): no call
+waits for a compilation. ``strategy="twisted"`` runs it anywhere it is available.
 
 >>> import torch
 >>> from spectra.core._strategies import _twisted
@@ -49,18 +46,17 @@ from ._openblas import NON_INTEL_X86
 #: ``dtype -> (first n, last n + 1)``: sizes measured faster than torch's MKL (and than
 #: OpenBLAS's own driver) on a non-Intel x86-64 CPU, one thread each, and than the thread
 #: fan-out batched (1.06-1.14x at float64 ``n = 33-48``, 1.06-1.43x at complex128
-#: ``n = 21-40``, across runs). The
-#: lower ends are where the lane kernels (``numba-ql``) stop. Below the sizes where one
-#: matrix alone runs threaded LAPACK (50 real, 48 complex) one matrix alone runs MKL on one
-#: kernel thread, so a member of a batch this strategy takes agrees with it to rounding,
-#: not bitwise (``docs/guarantees.md``): one matrix through this kernel costs 1.35x
-#: torch's call (complex128 ``n = 32``, a lane block's QL for one lane), the claim is worth
-#: more to every batch. Single precision (whose vectors skip the refinement
-#: double precision needs, ``_numba_twisted._vectors``): complex64 1.0-1.1x the fan-out
-#: at ``n = 48-64``, 1.17-1.3x at 128-256 (0.96-1.03x at 40, 0.81-0.9x at 32, where
-#: MKL's ``?cheevd`` keeps it), float32 1.14-1.19x at ``n = 512`` (1.0-1.12x at 256;
-#: 0.97-0.98x at 192 and 0.89-1.0x at 64-128, where MKL's ``?ssyevd`` keeps it: the
-#: reduction is as slow in OpenBLAS's float32 as in its float64)
+#: ``n = 21-40``, across runs). The lower ends are where the lane kernels (``numba-ql``)
+#: stop. Below the sizes where one matrix alone runs threaded LAPACK (50 real, 48 complex),
+#: one matrix alone runs MKL on one kernel thread, so a member of a batch this strategy
+#: takes agrees with it to rounding, not bitwise (``docs/guarantees.md``): one matrix
+#: through this kernel costs 1.35x torch's call (complex128 ``n = 32``, a lane block's QL
+#: for one lane), the claim is worth more to every batch. Single precision (whose vectors
+#: skip the refinement double precision needs, ``_numba_twisted._vectors``): complex64
+#: 1.0-1.1x the fan-out at ``n = 48-64``, 1.17-1.3x at 128-256 (0.96-1.03x at 40,
+#: 0.81-0.9x at 32, where MKL's ``?cheevd`` keeps it); float32 1.14-1.19x at ``n = 512``,
+#: 1.0-1.12x at 256 (0.97-0.98x at 192 and 0.89-1.0x at 64-128, where MKL's ``?ssyevd``
+#: keeps it: the reduction is as slow in OpenBLAS's float32 as in its float64)
 RANGES: dict[torch.dtype, tuple[int, int]] = {
     torch.float64: (33, 513),
     torch.complex128: (21, 513),
