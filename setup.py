@@ -2,7 +2,8 @@
 
 - ``spectra.core._solvers._native_eigh`` (C): the small one-matrix eigh, the closed forms
   of real n <= 3, the gauge, the exact-Hermitian test, the symbolic Cholesky counts, the
-  partial solve's chain, and two O(nnz) passes over a sparse matrix's entries (the exact
+  partial solve's chain, the ``twisted`` kernel's eight-lane tridiagonal reduction
+  (`_native_lanes.c`), and two O(nnz) passes over a sparse matrix's entries (the exact
   mirror proof and the connected components, `_native_edges.c`);
 - ``spectra.core._solvers._native_entry`` (C++ on torch's headers): the one-matrix entry
   without Python's dispatch. Built only where torch is importable at build time
@@ -64,6 +65,7 @@ setup(
                 f"{_SOLVERS}/_native_bisect.c",
                 f"{_SOLVERS}/_native_window.c",
                 f"{_SOLVERS}/_native_edges.c",
+                f"{_SOLVERS}/_native_lanes.c",
             ],
             include_dirs=[_SOLVERS],
             extra_compile_args=["-O3", "-std=c11", *_FP],

@@ -1178,6 +1178,17 @@ static PyObject *py_load(PyObject *self, PyObject *arg) {
     return PyLong_FromLong(found);
 }
 
+/* lanes() -> the addresses of spectra_sytrd_lanes_s, _d and spectra_ormtr_lanes_s, _d,
+ * for the twisted kernel, which calls them as it calls LAPACK (_native_lanes.c) */
+static PyObject *py_lanes(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return Py_BuildValue("(KKKK)", (unsigned long long)(uintptr_t)&spectra_sytrd_lanes_s,
+                         (unsigned long long)(uintptr_t)&spectra_sytrd_lanes_d,
+                         (unsigned long long)(uintptr_t)&spectra_ormtr_lanes_s,
+                         (unsigned long long)(uintptr_t)&spectra_ormtr_lanes_d);
+}
+
 static PyMethodDef methods[] = {
     {"eigh", (PyCFunction)(void (*)(void))py_eigh, METH_FASTCALL,
      "eigh(kind, n, a, s0, s1, w, v, check, tol, keep, keep2, low, high) -> status"},
@@ -1207,6 +1218,8 @@ static PyMethodDef methods[] = {
     {"components", (PyCFunction)(void (*)(void))py_components, METH_FASTCALL,
      "components(n, m, src, dst, labels) -> count (-1: not run)"},
     {"load", py_load, METH_O, "load(path) -> routines found"},
+    {"lanes", py_lanes, METH_NOARGS,
+     "lanes() -> addresses of the eight-lane ?sytrd (float32, float64) and ?ormtr (same)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -49,6 +49,23 @@ int spectra_mirror_exact(int kind, int64_t n, int64_t m, const int64_t *rows,
 int64_t spectra_components(int64_t n, int64_t m, const int64_t *src, const int64_t *dst,
                            int64_t *labels);
 
+/* m <= 8 real symmetric n x n matrices at a (C-ordered, one after another, lower
+ * triangle read) reduced to tridiagonal form as ?sytrd 'U' reduces their column-major
+ * view (_native_lanes.c): reflectors into h (m x n x n, ?sytrd's layout), tau, diagonal d
+ * and off-diagonal e (m x n each); work: (n (n + 1) / 2 + 3 n) * 8 entries. 0, or -1 for
+ * bad sizes */
+int spectra_sytrd_lanes_s(int n, int m, const float *a, float *work, float *h, float *tau,
+                          float *d, float *e);
+int spectra_sytrd_lanes_d(int n, int m, const double *a, double *work, double *h,
+                          double *tau, double *d, double *e);
+/* their eigenvectors z (m x n x n, z[l][k] the k-th vector of matrix l) multiplied by Q in
+ * place, as ?ormtr 'L', 'U', 'N' does with those reflectors; work: (n (n + 1) / 2 + 9 n)
+ * * 8 entries */
+int spectra_ormtr_lanes_s(int n, int m, const float *h, const float *tau, float *z,
+                          float *work);
+int spectra_ormtr_lanes_d(int n, int m, const double *h, const double *tau, double *z,
+                          double *work);
+
 #define SPECTRA_NATIVE_API_VERSION 3
 typedef struct {
     int version;

@@ -80,6 +80,8 @@ def _signatures() -> dict[str, Any]:
         "sytrd": i32(i32, i8, i32, p, i32, p, p, p, p, i32),
         "ormtr": i32(i32, i8, i8, i8, i32, i32, p, i32, p, p, i32, p, i32),
         "stedc": i32(i32, i8, i32, p, p, p, i32, p, i32, p, i32),
+        "lanes": i32(i32, i32, p, p, p, p, p, p),
+        "lanesmtr": i32(i32, i32, p, p, p, p),
     }
 
 
@@ -116,6 +118,7 @@ class _Routines:
                     self.addresses[key] = ctypes.cast(fn, ctypes.c_void_p).value or 0
             if len(self.addresses) == len(_WANTED):
                 break
+        self.lanes = _lane_addresses()
         self._functions: dict[str, Any] = {}
 
     def function(self, key: str) -> Any:
@@ -123,13 +126,45 @@ class _Routines:
         types are imported only by a call that runs the kernel)."""
         got = self._functions.get(key)
         if got is None:
-            got = _function_type()(self.addresses[key], _signatures()[key[1:]])
+            address = self.lanes.get(key) or self.addresses.get(key) or self.addresses["dsytrd"]
+            got = _function_type()(address, _signatures()[key[1:]])
             self._functions[key] = got
         return got
+
+    def lanes_for(self, n: int, dtype: torch.dtype, up_to: int | None = None) -> bool:
+        """Whether the eight-lane reduction (``_native_lanes.c``) reduces ``n x n`` matrices
+        of ``dtype`` (or, with ``up_to``, its back-transformation transforms them): real,
+        built, up to :data:`LANES_MAX_N` (or ``up_to``)."""
+        top = LANES_MAX_N if up_to is None else up_to
+        return _PREFIX[dtype] + "lanes" in self.lanes and n <= top
+
+
+#: the largest ``n`` the eight-lane reduction takes (above it OpenBLAS's blocked ``?sytrd``)
+LANES_MAX_N = 256
+#: the largest ``n`` its back-transformation takes (above it OpenBLAS's blocked ``?ormtr``)
+LANES_MTR_MAX_N = 160
+
+
+def _lane_addresses() -> dict[str, int]:
+    """The compiled helper's eight-lane reductions (``"slanes"``, ``"dlanes"``) and back-
+    transformations (``"slanesmtr"``, ``"dlanesmtr"``), where it is built and not switched
+    off (``SPECTRA_NATIVE=0``)."""
+    from ._native import _extension
+
+    ext = _extension()
+    if ext is None or not hasattr(ext, "lanes"):
+        return {}
+    return dict(zip(("slanes", "dlanes", "slanesmtr", "dlanesmtr"), map(int, ext.lanes())))
 
 
 #: the process's one :class:`_Routines`
 _routines = built_once(lambda: _Routines())
+
+
+def lanes_for(n: int, dtype: torch.dtype) -> bool:
+    """Whether the compiled eight-lane reduction reduces ``n x n`` matrices of ``dtype``
+    here (real, ``n <=`` :data:`LANES_MAX_N`, the helper built and not switched off)."""
+    return _routines().lanes_for(n, dtype)
 
 
 def available() -> bool:
@@ -166,6 +201,11 @@ class _Scratch:
         self.dt = np.empty((W, n), dtype=real)
         self.et = np.empty((W, max(n, 1)), dtype=real)
         self.work = np.empty(max(1, 64 * n), dtype=kind)
+        # the eight-lane reduction's (``_native_lanes.c``), empty where it does not run
+        r = _routines()
+        lanes, back = r.lanes_for(n, dtype), r.lanes_for(n, dtype, LANES_MTR_MAX_N)
+        self.lanes_ws = np.empty((n * (n + 1) // 2 + 3 * n) * W if lanes else 0, dtype=kind)
+        self.mtr_ws = np.empty((n * (n + 1) // 2 + 9 * n) * W if back else 0, dtype=kind)
         # the kernel's float64 scratch, dstedc's workspace included
         # (``_numba_twisted.scratch_size``: its formula here, so that building it compiles
         # nothing), and dstedc's integer workspace followed by the twist indices
@@ -245,11 +285,15 @@ def twisted_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) 
             r.function(p + "sytrd"),
             r.function(p + "ormtr"),
             r.function("dstedc"),
+            r.function(("d" if p in "dz" else "s") + "lanes"),
+            r.function(("d" if p in "dz" else "s") + "lanesmtr"),
             s.h,
             s.tau,
             s.dt,
             s.et,
             s.work,
+            s.lanes_ws,
+            s.mtr_ws,
             s.ws,
             s.iwork,
         )

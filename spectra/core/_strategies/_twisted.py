@@ -1,12 +1,14 @@
 """The ``twisted`` strategy: real symmetric and complex Hermitian matrices reduced to
-tridiagonal form and back by SciPy's OpenBLAS (``?sytrd``/``?hetrd``, ``?ormtr``/``?unmtr``),
-the real tridiagonals solved eight at a time by the lane kernel of
+tridiagonal form and back (real ones up to ``n = 256`` eight at a time by the compiled
+helper's lanes, ``_native_lanes.c``; the rest by SciPy's OpenBLAS, ``?sytrd``/``?hetrd``,
+``?ormtr``/``?unmtr``), the real tridiagonals solved eight at a time by the lane kernel of
 :mod:`.._solvers._kernels._numba_twisted` (QL eigenvalues, twisted factorizations for the
 vectors; :mod:`.._solvers._twisted_eigh`), on the CPU.
 
 Where it is the default (:func:`twisted_claim`): eigenvectors wanted, float64 of
 ``n = 33 .. 512``, complex128 of ``n = 21 .. 512``, complex64 of ``n = 48 .. 512`` and
-float32 of ``n = 256 .. 512`` (see :data:`RANGES`), on x86-64 CPUs that are not Intel's
+float32 of ``n = 33 .. 512`` (see :data:`RANGES`; float32 below 256 only with the compiled
+lanes, :data:`LANES_BELOW`), on x86-64 CPUs that are not Intel's
 (MKL runs its generic code there), from 16 matrices (two full lane blocks per worker; a
 lane kernel pays for its padding and a call's fixed ~0.1 ms) and from 8 at the larger sizes
 (:data:`HALF_BATCH_FROM`), ranked above the ``openblas`` claim it overlaps. Measured one
@@ -15,8 +17,7 @@ thread each, interleaved, on the AMD EPYC development VM against torch's MKL
 1.12-1.24x at 56-128, 1.19-1.33x at 256-512; complex128 1.26-1.56x at 21-48, 1.39-1.5x at
 64-384 (1.23-1.4x against OpenBLAS's own ``?heevd``, the ``openblas`` strategy there).
 float32 and complex64 vectors skip the double-precision refinement (their figures are at
-:data:`RANGES`); float32 below ``n = 256`` stays on MKL, and so do Intel CPUs, where nothing
-was measured. Only where numba's compiled kernel is ready (:func:`.._kernels.gate`): no call
+:data:`RANGES`); Intel CPUs stay on MKL, where nothing was measured. Only where numba's compiled kernel is ready (:func:`.._kernels.gate`): no call
 waits for a compilation. ``strategy="twisted"`` runs it anywhere it is available.
 
 >>> import torch
@@ -27,7 +28,9 @@ waits for a compilation. ``strategy="twisted"`` runs it anywhere it is available
 8
 >>> _twisted.claim_for(128, torch.float64, "GenuineIntel") is None
 True
->>> _twisted.claim_for(128, torch.float32, "AuthenticAMD") is None  # MKL's ?ssyevd there
+>>> from spectra.core._solvers._twisted_eigh import lanes_for
+>>> claimed = _twisted.claim_for(128, torch.float32, "AuthenticAMD") is not None
+>>> claimed == lanes_for(128, torch.float32)  # with the compiled lanes only
 True
 """
 
@@ -36,7 +39,7 @@ from __future__ import annotations
 import torch
 
 from .._pipeline._cost import Claim
-from .._solvers._twisted_eigh import available, twisted_eigh, twisted_eigh_into
+from .._solvers._twisted_eigh import available, lanes_for, twisted_eigh, twisted_eigh_into
 from . import _openblas
 from ._base import Abilities, Cost, Runs, Strategy, register
 from ._checks import numba_check_large
@@ -61,8 +64,13 @@ RANGES: dict[torch.dtype, tuple[int, int]] = {
     torch.float64: (33, 513),
     torch.complex128: (21, 513),
     torch.complex64: (48, 513),
-    torch.float32: (256, 513),
+    torch.float32: (33, 513),
 }
+#: ``dtype -> n`` below which the claim needs the compiled eight-lane reduction and back-
+#: transformation of real matrices (``_native_lanes.c``; ``_twisted_eigh.LANES_MAX_N``):
+#: with them float32 read 1.19-2.4x the fan-out at ``n = 33-192`` (2026-12-06, third
+#: session), with OpenBLAS's ``ssytrd``/``sormtr`` instead 0.89-1.0x at 64-192
+LANES_BELOW: dict[torch.dtype, int] = {torch.float32: 256}
 #: the batch it claims from: two full 8-lane blocks for each of two workers' halves
 MIN_BATCH = 16
 #: ``dtype -> n`` from which it claims half that batch, 8 matrices (half a lane block per
@@ -91,6 +99,8 @@ def claim_for(n: int, dtype: torch.dtype, vendor: str | None) -> Claim | None:
         return None
     lo, hi = RANGES[dtype]
     if not lo <= n < hi:
+        return None
+    if n < LANES_BELOW.get(dtype, 0) and not lanes_for(n, dtype):
         return None
     return Claim(
         "tridiagonal lanes (OpenBLAS's reduction, numba QL + twisted factorizations): "

@@ -431,7 +431,7 @@ def _tridiagonal_into(d, e, w, z, failed, ws, r, single):
 
 
 @jit
-def solve_blocks(a, w, vt, sytrd, ormtr, stedc, h, tau, dt, et, work, ws, iwork):
+def solve_blocks(a, w, vt, sytrd, ormtr, stedc, lanes, lanes_mtr, h, tau, dt, et, work, lanes_ws, mtr_ws, ws, iwork):
     """Every real symmetric or complex Hermitian ``a[b]`` (C-ordered, its lower triangle
     read) solved into ``w`` (``(B, n)``, ascending) and ``vt`` (``(B, n, n)`` with ``vt[b, k]``
     the k-th eigenvector, i.e. the column-major eigenvector matrix; empty: eigenvalues
@@ -440,10 +440,13 @@ def solve_blocks(a, w, vt, sytrd, ormtr, stedc, h, tau, dt, et, work, ws, iwork)
     column-major order), :func:`tridiagonal_eigh` on its real tridiagonal, ``dstedc`` for
     the lanes it flags, then ``?ormtr``/``?unmtr``. ``sytrd``, ``ormtr`` (of ``a``'s dtype)
     and ``stedc`` (float64) are LAPACKE ``_work`` entries (column-major layout), passed as
-    first-class functions; ``h``, ``tau`` (``(W, n, n)``, ``(W, n)`` of ``a``'s dtype), ``dt``,
-    ``et`` (``(W, n)`` of its real dtype), ``work`` (``?sytrd``/``?ormtr``'s, of ``a``'s
-    dtype), ``ws`` (float64, :func:`scratch_size` entries) and ``iwork`` (int32, ``3 + 6n``)
-    are the caller's.
+    first-class functions; so are ``lanes`` and ``lanes_mtr``, the eight-lane reduction of
+    real matrices and its back-transformation (``_native_lanes.c``: a whole block in one
+    call each), used instead of ``sytrd`` and ``ormtr`` where their scratch (``lanes_ws``,
+    ``mtr_ws``, of ``a``'s dtype) is not empty. ``h``, ``tau`` (``(W, n, n)``, ``(W, n)`` of ``a``'s dtype), ``dt``, ``et``
+    (``(W, n)`` of its real dtype), ``work`` (``?sytrd``/``?ormtr``'s, of ``a``'s dtype),
+    ``ws`` (float64, :func:`scratch_size` entries) and ``iwork`` (int32, ``3 + 6n``) are the
+    caller's.
 
     Returns ``(0, -1, 0)``, or ``(step, b, info)`` for the first LAPACK call that failed:
     ``step`` 1 the reduction, 2 ``dstedc``, 3 the back-transformation, at batch position
@@ -473,22 +476,36 @@ def solve_blocks(a, w, vt, sytrd, ormtr, stedc, h, tau, dt, et, work, ws, iwork)
     failed = np.zeros(W, dtype=np.bool_)
     for start in range(0, bsz, W):
         m = min(W, bsz - start)
-        for j in range(m):
-            h[j] = np.conj(a[start + j])  # real: a copy
-            info = sytrd(
-                col,
-                upper,
+        if lanes_ws.size > 0:
+            info = lanes(
                 nn,
-                h[j].ctypes.data,
-                nn,
-                dt[j].ctypes.data,
-                et[j].ctypes.data,
-                tau[j].ctypes.data,
-                work.ctypes.data,
-                lw,
+                np.int32(m),
+                a[start].ctypes.data,
+                lanes_ws.ctypes.data,
+                h.ctypes.data,
+                tau.ctypes.data,
+                dt.ctypes.data,
+                et.ctypes.data,
             )
             if info != 0:
-                return 1, start + j, info
+                return 1, start, info
+        for j in range(m):
+            if lanes_ws.size == 0:
+                h[j] = np.conj(a[start + j])  # real: a copy
+                info = sytrd(
+                    col,
+                    upper,
+                    nn,
+                    h[j].ctypes.data,
+                    nn,
+                    dt[j].ctypes.data,
+                    et[j].ctypes.data,
+                    tau[j].ctypes.data,
+                    work.ctypes.data,
+                    lw,
+                )
+                if info != 0:
+                    return 1, start + j, info
             for i in range(n):
                 d[j, i] = dt[j, i]
             for i in range(n - 1):
@@ -523,7 +540,7 @@ def solve_blocks(a, w, vt, sytrd, ormtr, stedc, h, tau, dt, et, work, ws, iwork)
                             out[k, i] = zd[k, i]
             for k in range(n):
                 w[start + j, k] = wd[j, k]
-            if vectors:
+            if vectors and mtr_ws.size == 0:
                 info = ormtr(
                     col,
                     left,
@@ -541,4 +558,15 @@ def solve_blocks(a, w, vt, sytrd, ormtr, stedc, h, tau, dt, et, work, ws, iwork)
                 )
                 if info != 0:
                     return 3, start + j, info
+        if vectors and mtr_ws.size > 0:
+            info = lanes_mtr(
+                nn,
+                np.int32(m),
+                h.ctypes.data,
+                tau.ctypes.data,
+                vt[start].ctypes.data,
+                mtr_ws.ctypes.data,
+            )
+            if info != 0:
+                return 3, start, info
     return 0, -1, 0

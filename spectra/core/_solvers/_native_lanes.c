@@ -1,0 +1,210 @@
+/* The reduction of eight real symmetric matrices at once to tridiagonal form, for the
+ * `twisted` strategy's kernel (_kernels/_numba_twisted.py, which calls it through its
+ * address, as it calls LAPACK).
+ *
+ * What it computes is LAPACK's ?sytd2 with UPLO = 'U' on the column-major view of each
+ * C-ordered matrix (the Hermitian matrix of its lower triangle): Householder reflectors
+ * H(k-1) that annihilate row k left of its subdiagonal, from the last row up, applied from
+ * both sides to the leading k x k block (p = tau A v, w = p - (tau/2)(p.v) v,
+ * A -= v w^T + w v^T). The reflectors are stored as ?sytrd stores them (column k of the
+ * column-major view, rows 0..k-2; tau at k-1), so LAPACK's ?ormtr applies them back.
+ *
+ * Why: OpenBLAS's ?sytrd runs one ?symv and one ?syr2 per column, at n <= 192 on vectors
+ * too short for its kernels (float32 n = 64: 57-66 us a matrix on the AMD EPYC VM, one
+ * thread). Here the eight matrices are interleaved entry by entry (each entry's eight
+ * lanes contiguous, lower triangle packed), so every loop runs over the lanes in SIMD
+ * registers and the same instructions touch every lane: 26 us a matrix at n = 64.
+ *
+ * Arithmetic: each lane's operations are the same whatever its neighbours (padding lanes
+ * are zero matrices), so a matrix's bits do not depend on its place in a batch. Each
+ * matrix is first scaled by a power of two (exactly) to a largest entry in [0.5, 1); a
+ * reflector's norm is computed from the column scaled by its largest entry; a column whose
+ * norm is below tiny = (smallest normal) / eps, or zero, gets no reflector (tau = 0): its
+ * entries are below the matrix's rounding. No fused multiply-add (setup.py's flags), so
+ * the SIMD clones (target_clones) round as the generic code does. */
+#include <math.h>
+#include <float.h>
+#include <string.h>
+
+#include "_native_eigh.h"
+
+#define W 8
+
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
+#define CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define CLONES
+#endif
+
+#define SYTRD_LANES(NAME, real, SQRT, HYPOT, FABS, COPYSIGN, TINY, MAX_EXP)                            \
+    CLONES static int NAME##_in(ptrdiff_t n, ptrdiff_t m, const real *restrict a, real *restrict X,       \
+                    real *restrict v, real *restrict p, real *restrict q,                     \
+                    real *restrict h, real *restrict tau, real *restrict d,                   \
+                    real *restrict e);                                                        \
+    int NAME(int n, int m, const real *a, real *work, real *h, real *tau, real *d, real *e) { \
+        return NAME##_in((ptrdiff_t)n, (ptrdiff_t)m, a, work, work + (size_t)n * (n + 1) / 2 * W,                   \
+                         work + (size_t)n * (n + 1) / 2 * W + (size_t)n * W,                  \
+                         work + (size_t)n * (n + 1) / 2 * W + 2 * (size_t)n * W, h, tau, d, e); \
+    }                                                                                         \
+    CLONES static int NAME##_in(ptrdiff_t n, ptrdiff_t m, const real *restrict a, real *restrict X,       \
+                    real *restrict v, real *restrict p, real *restrict q,                     \
+                    real *restrict h, real *restrict tau, real *restrict d,                   \
+                    real *restrict e) {                                                       \
+        const real tiny = TINY;                                                               \
+        real ev[W], dv[W], sc[W], xmax[W], ss[W], rr[W], tv[W], sv[W], kk[W], acc[W];                       \
+        if (n < 1 || m < 1 || m > W) return -1;                                               \
+        for (ptrdiff_t l = 0; l < W; l++) {                                                         \
+            double peak = 0.0;                                                                \
+            for (ptrdiff_t i = 0; l < m && i < n; i++)                                              \
+                for (ptrdiff_t j = 0; j <= i; j++) {                                                \
+                    double x = FABS(a[(size_t)l * n * n + (size_t)i * n + j]);                \
+                    peak = x > peak ? x : peak;                                               \
+                }                                                                             \
+            int ex = 0;                                                                       \
+            if (peak > 0.0 && peak <= DBL_MAX) frexp(peak, &ex);                              \
+            /* a power of two and its inverse both normal in real: subnormal and huge   \
+             * entries are brought near 1, within range */                              \
+            ex = ex < 3 - MAX_EXP ? 3 - MAX_EXP : ex > MAX_EXP - 3 ? MAX_EXP - 3 : ex;          \
+            sc[l] = (real)ldexp(1.0, -ex);                                                    \
+        }                                                                                     \
+        for (ptrdiff_t i = 0; i < n; i++) {                                                         \
+            real *row = X + (size_t)i * (i + 1) / 2 * W;                                      \
+            for (ptrdiff_t j = 0; j <= i; j++)                                                      \
+                for (ptrdiff_t l = 0; l < W; l++)                                                   \
+                    row[j * W + l] = l < m ? a[(size_t)l * n * n + (size_t)i * n + j] * sc[l] \
+                                           : (real)0;                                         \
+        }                                                                                     \
+        for (ptrdiff_t k = n - 1; k > 0; k--) {                                                     \
+            real *rk = X + (size_t)k * (k + 1) / 2 * W;                                       \
+            for (ptrdiff_t l = 0; l < W; l++) {                                                     \
+                xmax[l] = 0;                                                                  \
+                ss[l] = 0;                                                                    \
+            }                                                                                 \
+            for (ptrdiff_t i = 0; i < k - 1; i++)                                                   \
+                for (ptrdiff_t l = 0; l < W; l++) {                                                 \
+                    real x = FABS(rk[i * W + l]);                                             \
+                    xmax[l] = x > xmax[l] ? x : xmax[l];                                      \
+                }                                                                             \
+            for (ptrdiff_t l = 0; l < W; l++) rr[l] = xmax[l] > 0 ? 1 / xmax[l] : 0;                \
+            for (ptrdiff_t i = 0; i < k - 1; i++)                                                   \
+                for (ptrdiff_t l = 0; l < W; l++) {                                                 \
+                    real y = rk[i * W + l] * rr[l];                                           \
+                    ss[l] += y * y;                                                           \
+                }                                                                             \
+            for (ptrdiff_t l = 0; l < W; l++) {                                                     \
+                real alpha = rk[(k - 1) * W + l];                                             \
+                real xn = xmax[l] * SQRT(ss[l]);                                              \
+                real nrm = HYPOT(alpha, xn);                                                  \
+                int on = xn > 0 && nrm > tiny;                                                \
+                real beta = -COPYSIGN(nrm, alpha);                                            \
+                tv[l] = on ? (beta - alpha) / beta : 0;                                       \
+                sv[l] = on ? 1 / (alpha - beta) : 0;                                          \
+                ev[l] = (on ? beta : alpha) / sc[l];                                          \
+                dv[l] = rk[k * W + l] / sc[l];                                                \
+            }                                                                                 \
+            for (ptrdiff_t l = 0; l < m; l++) {                                                     \
+                e[l * n + k - 1] = ev[l];                                                     \
+                d[l * n + k] = dv[l];                                                         \
+                tau[l * n + k - 1] = tv[l];                                                   \
+            }                                                                                 \
+            for (ptrdiff_t i = 0; i < k - 1; i++)                                                   \
+                for (ptrdiff_t l = 0; l < W; l++) v[i * W + l] = rk[i * W + l] * sv[l];             \
+            for (ptrdiff_t l = 0; l < W; l++) v[(k - 1) * W + l] = tv[l] != 0 ? 1 : 0;              \
+            /* p = A v over the leading k x k block: row sums in acc, column sums in q */     \
+            memset(q, 0, sizeof(real) * W * (size_t)k);                                       \
+            for (ptrdiff_t i = 0; i < k; i++) {                                                     \
+                const real *ri = X + (size_t)i * (i + 1) / 2 * W;                             \
+                for (ptrdiff_t l = 0; l < W; l++) acc[l] = 0;                                       \
+                for (ptrdiff_t j = 0; j < i; j++)                                                   \
+                    for (ptrdiff_t l = 0; l < W; l++) {                                             \
+                        acc[l] += ri[j * W + l] * v[j * W + l];                               \
+                        q[j * W + l] += ri[j * W + l] * v[i * W + l];                         \
+                    }                                                                         \
+                for (ptrdiff_t l = 0; l < W; l++) p[i * W + l] = acc[l] + ri[i * W + l] * v[i * W + l]; \
+            }                                                                                 \
+            /* p = tau (A v), then w = p - (tau / 2)(p . v) v, in p */                        \
+            for (ptrdiff_t l = 0; l < W; l++) kk[l] = 0;                                            \
+            for (ptrdiff_t i = 0; i < k; i++)                                                       \
+                for (ptrdiff_t l = 0; l < W; l++) {                                                 \
+                    real y = tv[l] * (p[i * W + l] + q[i * W + l]);                           \
+                    p[i * W + l] = y;                                                         \
+                    kk[l] += y * v[i * W + l];                                                \
+                }                                                                             \
+            for (ptrdiff_t l = 0; l < W; l++) kk[l] *= (real)-0.5 * tv[l];                          \
+            for (ptrdiff_t i = 0; i < k; i++)                                                       \
+                for (ptrdiff_t l = 0; l < W; l++) p[i * W + l] += kk[l] * v[i * W + l];             \
+            for (ptrdiff_t i = 0; i < k; i++) {                                                     \
+                real *ri = X + (size_t)i * (i + 1) / 2 * W;                                   \
+                for (ptrdiff_t j = 0; j <= i; j++)                                                  \
+                    for (ptrdiff_t l = 0; l < W; l++)                                               \
+                        ri[j * W + l] -= v[i * W + l] * p[j * W + l] + p[i * W + l] * v[j * W + l]; \
+            }                                                                                 \
+            for (ptrdiff_t l = 0; l < m; l++)                                                       \
+                for (ptrdiff_t i = 0; i < k - 1; i++)                                               \
+                    h[(size_t)l * n * n + (size_t)k * n + i] = v[i * W + l];                  \
+        }                                                                                     \
+        for (ptrdiff_t l = 0; l < m; l++) d[l * n] = X[l] / sc[l];                                  \
+        return 0;                                                                             \
+    }
+
+SYTRD_LANES(spectra_sytrd_lanes_s, float, sqrtf, hypotf, fabsf, copysignf,
+            FLT_MIN / FLT_EPSILON, FLT_MAX_EXP)
+SYTRD_LANES(spectra_sytrd_lanes_d, double, sqrt, hypot, fabs, copysign,
+            DBL_MIN / DBL_EPSILON, DBL_MAX_EXP)
+
+/* The back-transformation of the same eight matrices' eigenvectors (?ormtr 'L', 'U', 'N'
+ * with the reflectors above): z (m x n x n, z[l][k] the k-th eigenvector of matrix l, i.e.
+ * its column-major eigenvector matrix) becomes Q z, Q = H(n-1) ... H(1), in place. The
+ * reflectors are interleaved lane by lane once (packed, V), then the vectors in chunks of
+ * K (Z: each chunk stays in cache while every reflector passes over it), and every
+ * reflector is applied to all eight lanes at once: each lane's sums run in the order of
+ * its entries, whatever its neighbours. */
+#define K 8
+#define ORMTR_LANES(NAME, real)                                                              \
+    CLONES static int NAME##_in(ptrdiff_t n, ptrdiff_t m, const real *restrict h,           \
+                                const real *restrict tau, real *restrict z,                 \
+                                real *restrict Z, real *restrict V, real *restrict T) {     \
+        real s[W];                                                                           \
+        if (n < 1 || m < 1 || m > W) return -1;                                              \
+        for (ptrdiff_t r = 1; r < n; r++) { /* H(r): its unit at entry r - 1 */              \
+            real *restrict vr = V + r * (r - 1) / 2 * W;                                     \
+            for (ptrdiff_t l = 0; l < W; l++) T[r * W + l] = l < m ? tau[l * n + r - 1] : 0; \
+            for (ptrdiff_t i = 0; i < r - 1; i++)                                            \
+                for (ptrdiff_t l = 0; l < W; l++)                                            \
+                    vr[i * W + l] = l < m ? h[(l * n + r) * n + i] : (real)0;                \
+            for (ptrdiff_t l = 0; l < W; l++) vr[(r - 1) * W + l] = 1;                       \
+        }                                                                                    \
+        for (ptrdiff_t k0 = 0; k0 < n; k0 += K) {                                            \
+            ptrdiff_t kn = n - k0 < K ? n - k0 : K;                                          \
+            for (ptrdiff_t k = 0; k < kn; k++)                                               \
+                for (ptrdiff_t i = 0; i < n; i++)                                            \
+                    for (ptrdiff_t l = 0; l < W; l++)                                        \
+                        Z[(k * n + i) * W + l] = l < m ? z[(l * n + k0 + k) * n + i] : 0;    \
+            for (ptrdiff_t r = 1; r < n; r++) {                                              \
+                const real *restrict vr = V + r * (r - 1) / 2 * W;                           \
+                const real *restrict t = T + r * W;                                          \
+                for (ptrdiff_t k = 0; k < kn; k++) {                                         \
+                    real *restrict zk = Z + k * n * W;                                       \
+                    for (ptrdiff_t l = 0; l < W; l++) s[l] = 0;                              \
+                    for (ptrdiff_t i = 0; i < r; i++)                                        \
+                        for (ptrdiff_t l = 0; l < W; l++) s[l] += vr[i * W + l] * zk[i * W + l]; \
+                    for (ptrdiff_t l = 0; l < W; l++) s[l] *= t[l];                          \
+                    for (ptrdiff_t i = 0; i < r; i++)                                        \
+                        for (ptrdiff_t l = 0; l < W; l++) zk[i * W + l] -= s[l] * vr[i * W + l]; \
+                }                                                                            \
+            }                                                                                \
+            for (ptrdiff_t l = 0; l < m; l++)                                                \
+                for (ptrdiff_t k = 0; k < kn; k++)                                           \
+                    for (ptrdiff_t i = 0; i < n; i++)                                        \
+                        z[(l * n + k0 + k) * n + i] = Z[(k * n + i) * W + l];                \
+        }                                                                                    \
+        return 0;                                                                            \
+    }                                                                                        \
+    int NAME(int n, int m, const real *h, const real *tau, real *z, real *work) {           \
+        ptrdiff_t nn = n;                                                                    \
+        return NAME##_in(nn, (ptrdiff_t)m, h, tau, z, work, work + K * nn * W,               \
+                         work + K * nn * W + nn * (nn - 1) / 2 * W);                         \
+    }
+
+ORMTR_LANES(spectra_ormtr_lanes_s, float)
+ORMTR_LANES(spectra_ormtr_lanes_d, double)
