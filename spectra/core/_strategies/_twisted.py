@@ -17,8 +17,9 @@ thread each, interleaved, on the AMD EPYC development VM against torch's MKL
 1.12-1.24x at 56-128, 1.19-1.33x at 256-512; complex128 1.26-1.56x at 21-48, 1.39-1.5x at
 64-384 (1.23-1.4x against OpenBLAS's own ``?heevd``, the ``openblas`` strategy there).
 float32 and complex64 vectors skip the double-precision refinement (their figures are at
-:data:`RANGES`); Intel CPUs stay on MKL, where nothing was measured. Only where numba's compiled kernel is ready (:func:`.._kernels.gate`): no call
-waits for a compilation. ``strategy="twisted"`` runs it anywhere it is available.
+:data:`RANGES`); Intel CPUs stay on MKL, where nothing was measured. Only where numba's
+compiled kernel is ready (:func:`.._kernels.gate`): no call waits for a compilation.
+``strategy="twisted"`` runs it anywhere it is available.
 
 >>> import torch
 >>> from spectra.core._strategies import _twisted
@@ -86,10 +87,11 @@ HALF_BATCH_FROM: dict[torch.dtype, int] = {
 }
 #: above the ``openblas`` claim (rank 0), which it beat where both claim
 RANK = 1
-#: per matrix: the input copy and its reflectors (a block of eight), the float64 vectors
-#: and the kernel's three n x n float64 arrays (the two factorizations' ratios and the
-#: vectors before their transpose), counted as if each matrix of a chunk held them all
-MEMORY = 6.0
+#: per matrix: the input copy and its reflectors (a block of eight), the float64 vectors,
+#: the kernel's three n x n float64 arrays (the two factorizations' ratios and the vectors
+#: before their transpose) and the compiled lanes' two interleaved half-blocks, counted as
+#: if each matrix of a chunk held them all
+MEMORY = 7.0
 
 
 def claim_for(n: int, dtype: torch.dtype, vendor: str | None) -> Claim | None:

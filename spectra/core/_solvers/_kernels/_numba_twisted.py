@@ -431,7 +431,25 @@ def _tridiagonal_into(d, e, w, z, failed, ws, r, single):
 
 
 @jit
-def solve_blocks(a, w, vt, sytrd, ormtr, stedc, lanes, lanes_mtr, h, tau, dt, et, work, lanes_ws, mtr_ws, ws, iwork):
+def solve_blocks(  # noqa: PLR0913 (numba's entry: LAPACK's and the lanes' functions)
+    a,
+    w,
+    vt,
+    sytrd,
+    ormtr,
+    stedc,
+    lanes,
+    lanes_mtr,
+    h,
+    tau,
+    dt,
+    et,
+    work,
+    lanes_ws,
+    mtr_ws,
+    ws,
+    iwork,
+):
     """Every real symmetric or complex Hermitian ``a[b]`` (C-ordered, its lower triangle
     read) solved into ``w`` (``(B, n)``, ascending) and ``vt`` (``(B, n, n)`` with ``vt[b, k]``
     the k-th eigenvector, i.e. the column-major eigenvector matrix; empty: eigenvalues
@@ -443,10 +461,10 @@ def solve_blocks(a, w, vt, sytrd, ormtr, stedc, lanes, lanes_mtr, h, tau, dt, et
     first-class functions; so are ``lanes`` and ``lanes_mtr``, the eight-lane reduction of
     real matrices and its back-transformation (``_native_lanes.c``: a whole block in one
     call each), used instead of ``sytrd`` and ``ormtr`` where their scratch (``lanes_ws``,
-    ``mtr_ws``, of ``a``'s dtype) is not empty. ``h``, ``tau`` (``(W, n, n)``, ``(W, n)`` of ``a``'s dtype), ``dt``, ``et``
-    (``(W, n)`` of its real dtype), ``work`` (``?sytrd``/``?ormtr``'s, of ``a``'s dtype),
-    ``ws`` (float64, :func:`scratch_size` entries) and ``iwork`` (int32, ``3 + 6n``) are the
-    caller's.
+    ``mtr_ws``, of ``a``'s dtype) is not empty. ``h``, ``tau`` (``(W, n, n)``, ``(W, n)`` of
+    ``a``'s dtype), ``dt``, ``et`` (``(W, n)`` of its real dtype), ``work``
+    (``?sytrd``/``?ormtr``'s, of ``a``'s dtype), ``ws`` (float64, :func:`scratch_size`
+    entries) and ``iwork`` (int32, ``3 + 6n``) are the caller's.
 
     Returns ``(0, -1, 0)``, or ``(step, b, info)`` for the first LAPACK call that failed:
     ``step`` 1 the reduction, 2 ``dstedc``, 3 the back-transformation, at batch position
