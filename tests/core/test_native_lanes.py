@@ -1,6 +1,7 @@
 """The compiled eight-lane reduction to tridiagonal form and its back-transformation
-(``_native_lanes.c``), which the ``twisted`` strategy runs for real matrices up to
-``LANES_MAX_N``: the reflectors in ``?sytrd``'s layout rebuilt into ``Q`` (``Q T Q^T = A``,
+(``_native_lanes.c``), which the ``twisted`` strategy runs up to ``LANES_MAX_N`` (the
+back-transformation for real matrices): the reflectors in ``?sytrd``/``?hetrd``'s layout
+rebuilt into ``Q`` (``Q T Q^H = A``,
 ``Q`` orthogonal, ``T``'s eigenvalues SciPy's), the back-transformation against ``Q z``,
 adversarial matrices (subnormal, huge, couplings below the rounding, already tridiagonal,
 zero), lanes that never mix, and the whole solve on both routes (the lanes and OpenBLAS's
@@ -30,18 +31,22 @@ pytestmark = pytest.mark.skipif(
 _P = ctypes.c_void_p
 _REDUCE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int, _P, _P, _P, _P, _P, _P)
 _BACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int, _P, _P, _P, _P)
-_PREFIX = {np.float32: "s", np.float64: "d"}
+_PREFIX = {np.float32: "s", np.float64: "d", np.complex64: "c", np.complex128: "z"}
+KINDS = [np.float32, np.float64, np.complex64, np.complex128]
+IDS = ["float32", "float64", "complex64", "complex128"]
 
 
 def _reduce(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(h, tau, d, e)`` of the ``m <= 8`` matrices ``a`` (C-ordered, lower triangle read)."""
     m, n = a.shape[0], a.shape[1]
     kind = a.dtype.type
+    real = np.finfo(kind).dtype
     fn = _REDUCE(_ROUTINES.lanes[_PREFIX[kind] + "lanes"])
     a = np.ascontiguousarray(a)
     work = np.empty((n * (n + 1) // 2 + 3 * n) * W, dtype=kind)
     h = np.zeros((m, n, n), dtype=kind)
-    tau, d, e = (np.zeros((m, n), dtype=kind) for _ in range(3))
+    tau = np.zeros((m, n), dtype=kind)
+    d, e = np.zeros((m, n), dtype=real), np.zeros((m, n), dtype=real)
     pointers = (x.ctypes.data for x in (a, work, h, tau, d, e))
     assert fn(n, m, *pointers) == 0
     return h, tau, d, e
@@ -59,17 +64,17 @@ def _back(h: np.ndarray, tau: np.ndarray, z: np.ndarray) -> np.ndarray:
 
 
 def _q(h: np.ndarray, tau: np.ndarray) -> np.ndarray:
-    """``Q = H(n-1) ... H(1)`` of one matrix as ``?sytrd`` with ``UPLO = 'U'`` documents it
-    (``H(i) = I - tau_i v v^T``, ``v[i-1] = 1``, ``v[:i-1]`` in column ``i`` of the
-    column-major view, i.e. row ``i`` of ``h``), in float64."""
+    """``Q = H(n-1) ... H(1)`` of one matrix as ``?sytrd``/``?hetrd`` with ``UPLO = 'U'``
+    document it (``H(i) = I - tau_i v v^H``, ``v[i-1] = 1``, ``v[:i-1]`` in column ``i`` of
+    the column-major view, i.e. row ``i`` of ``h``), in double precision."""
     n = h.shape[0]
-    q = np.eye(n)
+    q = np.eye(n, dtype=np.complex128)
     for i in range(1, n):
-        v = np.zeros(n)
+        v = np.zeros(n, dtype=np.complex128)
         v[i - 1] = 1.0
         v[: i - 1] = h[i, : i - 1]
-        q = (np.eye(n) - float(tau[i - 1]) * np.outer(v, v)) @ q
-    return q
+        q = (np.eye(n) - complex(tau[i - 1]) * np.outer(v, v.conj())) @ q
+    return q if np.iscomplexobj(h) else q.real
 
 
 def _tridiagonal(d: np.ndarray, e: np.ndarray) -> np.ndarray:
@@ -78,8 +83,11 @@ def _tridiagonal(d: np.ndarray, e: np.ndarray) -> np.ndarray:
 
 
 def _symmetric(m: int, n: int, kind: type, seed: int) -> np.ndarray:
-    x = np.random.default_rng(seed).standard_normal((m, n, n))
-    return (x + x.transpose(0, 2, 1)).astype(kind)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((m, n, n))
+    if np.issubdtype(kind, np.complexfloating):
+        x = x + 1j * rng.standard_normal((m, n, n))
+    return (x + x.conj().transpose(0, 2, 1)).astype(kind)
 
 
 def _assert_reduction(a: np.ndarray, h, tau, d, e) -> None:
@@ -88,26 +96,31 @@ def _assert_reduction(a: np.ndarray, h, tau, d, e) -> None:
     n = a.shape[-1]
     eps = float(np.finfo(a.dtype).eps)
     for lane in range(a.shape[0]):
-        x = a[lane].astype(np.float64)
-        x = np.tril(x) + np.tril(x, -1).T
+        x = a[lane].astype(np.complex128 if np.iscomplexobj(a) else np.float64)
+        x = np.tril(x, -1) + np.tril(x, -1).conj().T + np.diag(x.diagonal().real)
         scale = max(float(np.abs(x).max()), np.finfo(np.float64).tiny)
         q, t = _q(h[lane], tau[lane]), _tridiagonal(d[lane], e[lane])
-        assert np.abs(q @ t @ q.T - x).max() <= 4 * n * eps * scale, lane
-        assert np.abs(q.T @ q - np.eye(n)).max() <= 4 * n * eps, lane
+        assert np.abs(q @ t @ q.conj().T - x).max() <= 4 * n * eps * scale, lane
+        assert np.abs(q.conj().T @ q - np.eye(n)).max() <= 4 * n * eps, lane
         ref = scipy.linalg.eigvalsh(x)
         got = np.sort(scipy.linalg.eigvalsh(t))
         assert np.abs(got - ref).max() <= 4 * n * eps * scale, lane
 
 
-@pytest.mark.parametrize("kind", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("kind", KINDS, ids=IDS)
 @pytest.mark.parametrize("n", [1, 2, 3, 17, 64, 130])
 @pytest.mark.parametrize("m", [8, 3])
 def test_the_reduction_is_sytrd_upper_on_random_matrices(kind, n, m):
     a = _symmetric(m, n, kind, seed=n + m)
-    a[:, np.triu_indices(n, 1)[0], np.triu_indices(n, 1)[1]] = 7.0  # never read
+    upper = np.triu_indices(n, 1)
+    a[:, upper[0], upper[1]] = 7.0  # never read
+    if np.iscomplexobj(a):
+        a[:, range(n), range(n)] += 3j  # the diagonal's imaginary part: never read
     h, tau, d, e = _reduce(a)
     _assert_reduction(a, h, tau, d, e)
-    assert np.all((tau == 0) | ((tau >= 1) & (tau <= 2)))  # Householder's tau in [1, 2]
+    slack = 4 * float(np.finfo(kind).eps)  # ?larfg: 1 <= Re tau <= 2, |tau - 1| <= 1
+    on = tau != 0
+    assert np.all(np.abs(tau[on] - 1) <= 1 + slack) and np.all(tau[on].real >= 1 - slack)
 
 
 def _adversarial(kind: type) -> dict[str, np.ndarray]:
@@ -129,16 +142,16 @@ def _adversarial(kind: type) -> dict[str, np.ndarray]:
     }
 
 
-@pytest.mark.parametrize("kind", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("kind", KINDS, ids=IDS)
 @pytest.mark.parametrize("name", list(_adversarial(np.float64)))
 def test_adversarial_matrices_reduce_within_range(kind, name):
-    x = _adversarial(kind)[name]
+    x = _adversarial(np.finfo(kind).dtype.type)[name]
     a = np.stack([x, x[::-1, ::-1].copy()]).astype(kind)
     with np.errstate(over="ignore", under="ignore"):
         h, tau, d, e = _reduce(a)
     assert np.all(np.isfinite(d)) and np.all(np.isfinite(e)) and np.all(np.isfinite(tau))
     if name == "subnormal diagonal":  # already diagonal: exactly its entries
-        assert np.array_equal(d[0], np.diag(x).astype(kind)) and not e.any()
+        assert np.array_equal(d[0], np.diag(x).astype(d.dtype)) and not e.any()
         return
     scale = float(np.abs(x).max()) or 1.0
     with np.errstate(over="ignore", under="ignore"):
@@ -146,12 +159,12 @@ def test_adversarial_matrices_reduce_within_range(kind, name):
             (a / scale).astype(kind) if name in ("huge", "tiny") else a,
             h,
             tau,
-            (d / scale).astype(kind) if name in ("huge", "tiny") else d,
-            (e / scale).astype(kind) if name in ("huge", "tiny") else e,
+            (d / scale).astype(d.dtype) if name in ("huge", "tiny") else d,
+            (e / scale).astype(e.dtype) if name in ("huge", "tiny") else e,
         )
 
 
-@pytest.mark.parametrize("kind", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("kind", KINDS, ids=IDS)
 def test_a_tridiagonal_matrix_passes_exactly(kind):
     """No reflector where the column below the subdiagonal is zero (``tau = 0``): ``d`` and
     ``e`` are the matrix's own entries, signs included, as ``?sytrd`` leaves them."""
@@ -161,7 +174,8 @@ def test_a_tridiagonal_matrix_passes_exactly(kind):
     a = t[None].astype(kind)
     _, tau, d, e = _reduce(a)
     assert not tau.any()
-    assert np.array_equal(d[0], np.diag(a[0])) and np.array_equal(e[0, :-1], np.diag(a[0], -1))
+    assert np.array_equal(d[0], np.diag(a[0]).real)
+    assert np.array_equal(e[0, :-1], np.diag(a[0], -1).real)
 
 
 @pytest.mark.parametrize("kind", [np.float32, np.float64], ids=["float32", "float64"])
@@ -178,21 +192,23 @@ def test_the_back_transformation_is_q_times_the_vectors(kind, n):
         assert np.abs(got[lane] - ref).max() <= 4 * n * eps * scale, lane
 
 
-@pytest.mark.parametrize("kind", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("kind", KINDS, ids=IDS)
 def test_lanes_never_mix(kind):
     """A matrix's reflectors, tridiagonal and transformed vectors have the same bits alone
     and in any lane of a block, beside any neighbours."""
     n = 33
     a = _symmetric(8, n, kind, seed=9)
-    a[5] *= 1e20 if kind is np.float64 else 1e10  # a neighbour of another scale
+    a[5] *= 1e20 if np.finfo(kind).bits == 64 else 1e10  # a neighbour of another scale
+    real = not np.iscomplexobj(a)
     z = np.random.default_rng(1).standard_normal((8, n, n)).astype(kind)
     h, tau, d, e = _reduce(a)
-    back = _back(h, tau, z)
+    back = _back(h, tau, z) if real else None
     for lane in (0, 3, 7):
         h1, tau1, d1, e1 = _reduce(a[lane : lane + 1])
         assert np.array_equal(h1[0], h[lane]) and np.array_equal(tau1[0], tau[lane])
         assert np.array_equal(d1[0], d[lane]) and np.array_equal(e1[0], e[lane])
-        assert np.array_equal(_back(h1, tau1, z[lane : lane + 1])[0], back[lane])
+        if back is not None:
+            assert np.array_equal(_back(h1, tau1, z[lane : lane + 1])[0], back[lane])
 
 
 def _routes(monkeypatch, lanes: bool, n: int, dtype: torch.dtype) -> None:
@@ -200,12 +216,12 @@ def _routes(monkeypatch, lanes: bool, n: int, dtype: torch.dtype) -> None:
     top = 256 if lanes else 0
     monkeypatch.setattr(_twisted_eigh, "LANES_MAX_N", top)
     monkeypatch.setattr(_twisted_eigh, "LANES_MTR_MAX_N", top)
-    _twisted_eigh._local.__dict__.clear()
-    s = _twisted_eigh._scratch(n, dtype)
-    assert (s.lanes_ws.size > 0) is lanes and (s.mtr_ws.size > 0) is lanes
+    s = _twisted_eigh._scratch(n, dtype)  # made again for the changed sizes
+    assert (s.lanes_ws.size > 0) is lanes
+    assert (s.mtr_ws.size > 0) is (lanes and not dtype.is_complex)  # complex: OpenBLAS's
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64], ids=str)
 @pytest.mark.parametrize("n", [2, 33, 100])
 def test_the_solve_agrees_on_both_routes(monkeypatch, dtype, n):
     a = random_hermitian((11,), n, dtype, seed=n)
@@ -213,16 +229,16 @@ def test_the_solve_agrees_on_both_routes(monkeypatch, dtype, n):
     w, v = _twisted_eigh.twisted_eigh(a, True)
     _routes(monkeypatch, False, n, dtype)
     w2, v2 = _twisted_eigh.twisted_eigh(a, True)
-    _twisted_eigh._local.__dict__.clear()
     eps = float(torch.finfo(dtype).eps)
     scale = float(w2.abs().max())
     assert float((w - w2).abs().max()) <= 8 * n * eps * scale
-    x = a.double()
+    wide = torch.complex128 if dtype.is_complex else torch.float64
+    x = a.to(wide)
     for got_w, got_v in ((w, v), (w2, v2)):
-        vv = got_v.double()
+        vv = got_v.to(wide)
         assert float((x @ vv - vv * got_w.double()[:, None, :]).abs().max()) <= 4 * n * eps * scale
-        eye = torch.eye(n, dtype=torch.float64)
-        assert float((vv.mT @ vv - eye).abs().max()) <= 4 * n * eps
+        eye = torch.eye(n, dtype=wide)
+        assert float((vv.mH @ vv - eye).abs().max()) <= 4 * n * eps
 
 
 def test_the_openblas_route_keeps_a_matrix_s_bits_anywhere_in_a_batch(monkeypatch):
@@ -233,7 +249,6 @@ def test_the_openblas_route_keeps_a_matrix_s_bits_anywhere_in_a_batch(monkeypatc
     for i in (0, 7, 8, 18):
         wi, vi = _twisted_eigh.twisted_eigh(a[i : i + 1], True)
         assert torch.equal(wi[0], w[i]) and torch.equal(vi[0], v[i]), i
-    _twisted_eigh._local.__dict__.clear()
 
 
 def test_float32_below_256_is_claimed_only_with_the_lanes(monkeypatch):

@@ -1178,15 +1178,18 @@ static PyObject *py_load(PyObject *self, PyObject *arg) {
     return PyLong_FromLong(found);
 }
 
-/* lanes() -> the addresses of spectra_sytrd_lanes_s, _d and spectra_ormtr_lanes_s, _d,
+/* lanes() -> the addresses of spectra_sytrd_lanes_s, _d, spectra_ormtr_lanes_s, _d and
+ * the complex reductions spectra_hetrd_lanes_c, _z,
  * for the twisted kernel, which calls them as it calls LAPACK (_native_lanes.c) */
 static PyObject *py_lanes(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
-    return Py_BuildValue("(KKKK)", (unsigned long long)(uintptr_t)&spectra_sytrd_lanes_s,
+    return Py_BuildValue("(KKKKKK)", (unsigned long long)(uintptr_t)&spectra_sytrd_lanes_s,
                          (unsigned long long)(uintptr_t)&spectra_sytrd_lanes_d,
                          (unsigned long long)(uintptr_t)&spectra_ormtr_lanes_s,
-                         (unsigned long long)(uintptr_t)&spectra_ormtr_lanes_d);
+                         (unsigned long long)(uintptr_t)&spectra_ormtr_lanes_d,
+                         (unsigned long long)(uintptr_t)&spectra_hetrd_lanes_c,
+                         (unsigned long long)(uintptr_t)&spectra_hetrd_lanes_z);
 }
 
 static PyMethodDef methods[] = {
@@ -1219,7 +1222,7 @@ static PyMethodDef methods[] = {
      "components(n, m, src, dst, labels) -> count (-1: not run)"},
     {"load", py_load, METH_O, "load(path) -> routines found"},
     {"lanes", py_lanes, METH_NOARGS,
-     "lanes() -> addresses of the eight-lane ?sytrd (float32, float64) and ?ormtr (same)"},
+     "lanes() -> addresses of the eight-lane ?sytrd, ?ormtr (s, d) and ?hetrd (c, z)"},
     {NULL, NULL, 0, NULL},
 };
 

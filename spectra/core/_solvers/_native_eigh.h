@@ -65,6 +65,12 @@ int spectra_ormtr_lanes_s(int n, int m, const float *h, const float *tau, float 
                           float *work);
 int spectra_ormtr_lanes_d(int n, int m, const double *h, const double *tau, double *z,
                           double *work);
+/* the reduction of complex Hermitian matrices (?hetrd 'U'): a, h and tau complex (re, im
+ * interleaved), d and e real; work: (n (n + 1) + 6 n) * 8 real entries */
+int spectra_hetrd_lanes_c(int n, int m, const float *a, float *work, float *h, float *tau,
+                          float *d, float *e);
+int spectra_hetrd_lanes_z(int n, int m, const double *a, double *work, double *h,
+                          double *tau, double *d, double *e);
 
 #define SPECTRA_NATIVE_API_VERSION 3
 typedef struct {

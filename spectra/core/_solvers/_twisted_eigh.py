@@ -2,10 +2,11 @@
 that works on several matrices at once, in one compiled call without the GIL
 (:func:`._kernels._numba_twisted.solve_blocks`): SciPy's OpenBLAS reduces each matrix to
 tridiagonal form (``?sytrd``) and applies the reflectors to the tridiagonal's eigenvectors
-(``?ormtr``), as its ``?syevd`` does (real matrices up to :data:`LANES_MAX_N`: the compiled
-helper's eight-lane reduction, ``_native_lanes.c``, the same reflectors eight matrices at
-once, and up to :data:`LANES_MTR_MAX_N` its back-transformation; 15 against 57 us a
-float32 ``n = 64`` matrix, 94 against 229 at 128, one thread); between the two, where
+(``?ormtr``), as its ``?syevd`` does (up to :data:`LANES_MAX_N` the compiled helper's
+eight-lane reduction instead, ``_native_lanes.c``: the same reflectors, eight matrices at
+once, 15 against 57 us a float32 ``n = 64`` matrix, 94 against 229 at 128, 9 against 34 a
+complex64 ``n = 32``, one thread; for real matrices up to :data:`LANES_MTR_MAX_N` its
+back-transformation too); between the two, where
 ``?syevd`` runs a divide and
 conquer per matrix, the lane kernel solves eight tridiagonals together: QL eigenvalues
 across the lanes, then per matrix a twisted factorization per eigenvalue (vectorized over
@@ -135,12 +136,13 @@ class _Routines:
             self._functions[key] = got
         return got
 
-    def lanes_for(self, n: int, dtype: torch.dtype, up_to: int | None = None) -> bool:
+    def lanes_for(self, n: int, dtype: torch.dtype, back: bool = False) -> bool:
         """Whether the eight-lane reduction (``_native_lanes.c``) reduces ``n x n`` matrices
-        of ``dtype`` (or, with ``up_to``, its back-transformation transforms them): real,
-        built, up to :data:`LANES_MAX_N` (or ``up_to``)."""
-        top = LANES_MAX_N if up_to is None else up_to
-        return _PREFIX[dtype] + "lanes" in self.lanes and n <= top
+        of ``dtype`` (built, up to :data:`LANES_MAX_N`), or with ``back`` whether its back-
+        transformation transforms them (real, up to :data:`LANES_MTR_MAX_N`)."""
+        if back:
+            return _PREFIX[dtype] + "lanesmtr" in self.lanes and n <= LANES_MTR_MAX_N
+        return _PREFIX[dtype] + "lanes" in self.lanes and n <= LANES_MAX_N
 
 
 #: the largest ``n`` the eight-lane reduction takes (above it OpenBLAS's blocked ``?sytrd``;
@@ -161,7 +163,7 @@ def _lane_addresses() -> dict[str, int]:
     ext = _extension()
     if ext is None or not hasattr(ext, "lanes"):
         return {}
-    keys = ("slanes", "dlanes", "slanesmtr", "dlanesmtr")
+    keys = ("slanes", "dlanes", "slanesmtr", "dlanesmtr", "clanes", "zlanes")
     return dict(zip(keys, map(int, ext.lanes()), strict=True))
 
 
@@ -171,7 +173,7 @@ _routines = built_once(lambda: _Routines())
 
 def lanes_for(n: int, dtype: torch.dtype) -> bool:
     """Whether the compiled eight-lane reduction reduces ``n x n`` matrices of ``dtype``
-    here (real, ``n <=`` :data:`LANES_MAX_N`, the helper built and not switched off)."""
+    here (``n <=`` :data:`LANES_MAX_N`, the helper built and not switched off)."""
     return _routines().lanes_for(n, dtype)
 
 
@@ -202,6 +204,7 @@ class _Scratch:
         from ._kernels._numba_twisted import W
 
         self.n, self.dtype = n, dtype
+        self.key: tuple[object, ...] = ()
         kind = _NUMPY[dtype]
         real = np.float32 if dtype in (torch.float32, torch.complex64) else np.float64
         self.h = np.empty((W, n, n), dtype=kind)
@@ -211,7 +214,7 @@ class _Scratch:
         self.work = np.empty(max(1, 64 * n), dtype=kind)
         # the eight-lane reduction's (``_native_lanes.c``), empty where it does not run
         r = _routines()
-        lanes, back = r.lanes_for(n, dtype), r.lanes_for(n, dtype, LANES_MTR_MAX_N)
+        lanes, back = r.lanes_for(n, dtype), r.lanes_for(n, dtype, back=True)
         self.lanes_ws = np.empty((n * (n + 1) // 2 + 3 * n) * W if lanes else 0, dtype=kind)
         self.mtr_ws = np.empty((n * (n + 1) // 2 + 9 * n) * W if back else 0, dtype=kind)
         # the kernel's float64 scratch, dstedc's workspace included
@@ -222,9 +225,13 @@ class _Scratch:
 
 
 def _scratch(n: int, dtype: torch.dtype) -> _Scratch:
+    """This thread's scratch for ``n x n`` matrices of ``dtype`` (made again when the sizes
+    the lanes take were changed: tests and benchmarks switch them off)."""
     got = getattr(_local, "twisted", None)
-    if got is None or got.n != n or got.dtype != dtype:
+    key = (n, dtype, LANES_MAX_N, LANES_MTR_MAX_N)
+    if got is None or got.key != key:
         got = _Scratch(n, dtype)
+        got.key = key
         _local.twisted = got
     return got
 
@@ -293,8 +300,8 @@ def twisted_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) 
             r.function(p + "sytrd"),
             r.function(p + "ormtr"),
             r.function("dstedc"),
-            r.function(("d" if p in "dz" else "s") + "lanes"),
-            r.function(("d" if p in "dz" else "s") + "lanesmtr"),
+            r.function(p + "lanes"),
+            r.function(p + "lanesmtr" if p in "sd" else "dlanesmtr"),  # complex: never called
             s.h,
             s.tau,
             s.dt,
