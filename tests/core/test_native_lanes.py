@@ -251,15 +251,20 @@ def test_the_openblas_route_keeps_a_matrix_s_bits_anywhere_in_a_batch(monkeypatc
         assert torch.equal(wi[0], w[i]) and torch.equal(vi[0], v[i]), i
 
 
-def test_float32_below_256_is_claimed_only_with_the_lanes(monkeypatch):
+def test_single_precision_at_smaller_sizes_is_claimed_only_with_the_lanes(monkeypatch):
     monkeypatch.setenv(_ready.ENV, "eager")
     pin_cpu_vendor(monkeypatch, "AuthenticAMD")
     assert _twisted.claim_for(64, torch.float32, "AuthenticAMD") is not None
+    assert _twisted.claim_for(24, torch.complex64, "AuthenticAMD") is not None
     assert spectra.plan(64, 64, torch.float32).strategy == "twisted"
+    assert spectra.plan(32, 64, torch.complex64).strategy == "twisted"
     monkeypatch.setattr(_ROUTINES, "lanes", {})  # not built, or SPECTRA_NATIVE=0
     monkeypatch.setitem(spectra.core.STRATEGIES, "twisted", spectra.core.STRATEGIES["twisted"])
     assert _twisted.claim_for(64, torch.float32, "AuthenticAMD") is None
     assert _twisted.claim_for(255, torch.float32, "AuthenticAMD") is None
     assert _twisted.claim_for(256, torch.float32, "AuthenticAMD") is not None
     assert _twisted.claim_for(64, torch.float64, "AuthenticAMD") is not None
+    assert _twisted.claim_for(32, torch.complex64, "AuthenticAMD") is None
+    assert _twisted.claim_for(48, torch.complex64, "AuthenticAMD") is not None
     assert spectra.plan(64, 64, torch.float32).strategy == "torch"
+    assert spectra.plan(32, 64, torch.complex64).strategy == "torch"

@@ -7,9 +7,9 @@ tridiagonals solved eight at a time by the lane kernel of
 vectors; :mod:`.._solvers._twisted_eigh`), on the CPU.
 
 Where it is the default (:func:`twisted_claim`): eigenvectors wanted, float64 of
-``n = 33 .. 512``, complex128 of ``n = 21 .. 512``, complex64 of ``n = 48 .. 512`` and
-float32 of ``n = 33 .. 512`` (see :data:`RANGES`; float32 below 256 only with the compiled
-lanes, :data:`LANES_BELOW`), on x86-64 CPUs that are not Intel's
+``n = 33 .. 512``, complex128 of ``n = 21 .. 512``, complex64 of ``n = 24 .. 512`` and
+float32 of ``n = 33 .. 512`` (see :data:`RANGES`; float32 below 256 and complex64 below 48
+only with the compiled lanes, :data:`LANES_BELOW`), on x86-64 CPUs that are not Intel's
 (MKL runs its generic code there), from 16 matrices (two full lane blocks per worker; a
 lane kernel pays for its padding and a call's fixed ~0.1 ms) and from 8 at the larger sizes
 (:data:`HALF_BATCH_FROM`), ranked above the ``openblas`` claim it overlaps. Measured one
@@ -65,14 +65,15 @@ from ._openblas import NON_INTEL_X86
 RANGES: dict[torch.dtype, tuple[int, int]] = {
     torch.float64: (33, 513),
     torch.complex128: (21, 513),
-    torch.complex64: (48, 513),
+    torch.complex64: (24, 513),
     torch.float32: (33, 513),
 }
-#: ``dtype -> n`` below which the claim needs the compiled eight-lane reduction and back-
-#: transformation of real matrices (``_native_lanes.c``; ``_twisted_eigh.LANES_MAX_N``):
-#: with them float32 read 1.19-2.4x the fan-out at ``n = 33-192`` (2026-12-06, third
-#: session), with OpenBLAS's ``ssytrd``/``sormtr`` instead 0.89-1.0x at 64-192
-LANES_BELOW: dict[torch.dtype, int] = {torch.float32: 256}
+#: ``dtype -> n`` below which the claim needs the compiled eight-lane reduction
+#: (``_native_lanes.c``; ``_twisted_eigh.LANES_MAX_N``; for real matrices its back-
+#: transformation too): with it float32 read 1.13-1.83x the fan-out at ``n = 40-192`` and
+#: complex64 1.41-1.8x at 24-40 (``benchmarks/results/lanes-2026-12-06c.json``), with
+#: OpenBLAS's ``?sytrd``/``?hetrd`` instead 0.93-1.03x and 0.86-1.16x
+LANES_BELOW: dict[torch.dtype, int] = {torch.float32: 256, torch.complex64: 48}
 #: the batch it claims from: two full 8-lane blocks for each of two workers' halves
 MIN_BATCH = 16
 #: ``dtype -> n`` from which it claims half that batch, 8 matrices (half a lane block per
