@@ -223,8 +223,10 @@ def plan(
     --------
     >>> import torch
     >>> p = plan(64, 1024, torch.float32, "cpu", workers=2)
-    >>> p.strategy, p.workers, p.n_chunks
-    ('torch', 2, 1)
+    >>> p.workers, p.n_chunks
+    (2, 1)
+    >>> p.strategy in ("torch", "twisted")  # MKL, or the tridiagonal lanes off Intel CPUs
+    True
     """
     if not isinstance(n, int):
         # sparse input is planned by _sparse, whose Rayleigh-Ritz solves plan through

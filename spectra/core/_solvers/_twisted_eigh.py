@@ -209,8 +209,7 @@ class _Scratch:
         real = np.float32 if dtype in (torch.float32, torch.complex64) else np.float64
         self.h = np.empty((W, n, n), dtype=kind)
         self.tau = np.empty((W, max(n, 1)), dtype=kind)
-        self.dt = np.empty((W, n), dtype=real)
-        self.et = np.empty((W, max(n, 1)), dtype=real)
+        self.tri = np.empty((2, W, max(n, 1)), dtype=real)  # diagonals, off-diagonals
         self.work = np.empty(max(1, 64 * n), dtype=kind)
         # the eight-lane reduction's (``_native_lanes.c``), empty where it does not run
         r = _routines()
@@ -297,15 +296,14 @@ def twisted_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) 
             src,
             wout.detach().numpy(),
             vt,
-            r.function(p + "sytrd"),
-            r.function(p + "ormtr"),
-            r.function("dstedc"),
-            r.function(p + "lanes"),
-            r.function(p + "lanesmtr" if p in "sd" else "dlanesmtr"),  # complex: never called
+            (r.function(p + "sytrd"), r.function(p + "ormtr"), r.function("dstedc")),
+            (
+                r.function(p + "lanes"),
+                r.function(p + "lanesmtr" if p in "sd" else "dlanesmtr"),  # complex: unused
+            ),
             s.h,
             s.tau,
-            s.dt,
-            s.et,
+            s.tri,
             s.work,
             s.lanes_ws,
             s.mtr_ws,

@@ -431,46 +431,32 @@ def _tridiagonal_into(d, e, w, z, failed, ws, r, single):
 
 
 @jit
-def solve_blocks(  # noqa: PLR0913 (numba's entry: LAPACK's and the lanes' functions)
-    a,
-    w,
-    vt,
-    sytrd,
-    ormtr,
-    stedc,
-    lanes,
-    lanes_mtr,
-    h,
-    tau,
-    dt,
-    et,
-    work,
-    lanes_ws,
-    mtr_ws,
-    ws,
-    iwork,
-):
+def solve_blocks(a, w, vt, lapack, lanes, h, tau, tri, work, lanes_ws, mtr_ws, ws, iwork):
     """Every real symmetric or complex Hermitian ``a[b]`` (C-ordered, its lower triangle
     read) solved into ``w`` (``(B, n)``, ascending) and ``vt`` (``(B, n, n)`` with ``vt[b, k]``
     the k-th eigenvector, i.e. the column-major eigenvector matrix; empty: eigenvalues
     only), ``W`` matrices at a time, without the GIL: LAPACK's ``?sytrd``/``?hetrd`` on the
     conjugated C-ordered copy ('U': the Hermitian matrix of ``a``'s lower triangle, in
     column-major order), :func:`tridiagonal_eigh` on its real tridiagonal, ``dstedc`` for
-    the lanes it flags, then ``?ormtr``/``?unmtr``. ``sytrd``, ``ormtr`` (of ``a``'s dtype)
-    and ``stedc`` (float64) are LAPACKE ``_work`` entries (column-major layout), passed as
-    first-class functions; so are ``lanes`` and ``lanes_mtr``, the eight-lane reduction of
-    real matrices and its back-transformation (``_native_lanes.c``: a whole block in one
+    the lanes it flags, then ``?ormtr``/``?unmtr``. ``lapack`` holds ``(sytrd, ormtr,
+    stedc)``: LAPACKE ``_work`` entries (column-major layout; the first two of ``a``'s dtype,
+    ``dstedc``) as first-class functions; ``lanes`` holds ``(reduce, back)``, the compiled
+    eight-lane reduction and back-transformation (``_native_lanes.c``: a whole block in one
     call each), used instead of ``sytrd`` and ``ormtr`` where their scratch (``lanes_ws``,
     ``mtr_ws``, of ``a``'s dtype) is not empty. ``h``, ``tau`` (``(W, n, n)``, ``(W, n)`` of
-    ``a``'s dtype), ``dt``, ``et`` (``(W, n)`` of its real dtype), ``work``
-    (``?sytrd``/``?ormtr``'s, of ``a``'s dtype), ``ws`` (float64, :func:`scratch_size`
-    entries) and ``iwork`` (int32, ``3 + 6n``) are the caller's.
+    ``a``'s dtype), ``tri`` (``(2, W, n)`` of its real dtype: the tridiagonals' diagonals
+    and off-diagonals), ``work`` (``?sytrd``/``?ormtr``'s, of ``a``'s dtype), ``ws``
+    (float64, :func:`scratch_size` entries) and ``iwork`` (int32, ``3 + 6n``) are the
+    caller's.
 
     Returns ``(0, -1, 0)``, or ``(step, b, info)`` for the first LAPACK call that failed:
     ``step`` 1 the reduction, 2 ``dstedc``, 3 the back-transformation, at batch position
     ``b``."""
     bsz, n = a.shape[0], a.shape[1]
     vectors = vt.shape[0] > 0
+    sytrd, ormtr, stedc = lapack
+    reduce, back = lanes
+    dt, et = tri[0], tri[1]
     col, upper, left, notrans, compz = (
         np.int32(102),
         np.int8(85),
@@ -495,7 +481,7 @@ def solve_blocks(  # noqa: PLR0913 (numba's entry: LAPACK's and the lanes' funct
     for start in range(0, bsz, W):
         m = min(W, bsz - start)
         if lanes_ws.size > 0:
-            info = lanes(
+            info = reduce(
                 nn,
                 np.int32(m),
                 a[start].ctypes.data,
@@ -577,7 +563,7 @@ def solve_blocks(  # noqa: PLR0913 (numba's entry: LAPACK's and the lanes' funct
                 if info != 0:
                     return 3, start + j, info
         if vectors and mtr_ws.size > 0:
-            info = lanes_mtr(
+            info = back(
                 nn,
                 np.int32(m),
                 h.ctypes.data,
