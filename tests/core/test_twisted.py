@@ -250,7 +250,10 @@ def test_its_claims_start_where_the_lane_kernels_stop(monkeypatch):
         assert lo < hi
 
 
-@pytest.mark.parametrize(("n", "dtype"), [(33, torch.float64), (21, torch.complex128)])
+@pytest.mark.parametrize(
+    ("n", "dtype"),
+    [(33, torch.float64), (21, torch.complex128), (33, torch.float32), (24, torch.complex64)],
+)
 def test_below_threaded_sizes_one_matrix_alone_agrees_with_a_member_to_rounding(
     monkeypatch, n, dtype
 ):

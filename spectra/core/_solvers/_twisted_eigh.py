@@ -6,9 +6,8 @@ tridiagonal form (``?sytrd``) and applies the reflectors to the tridiagonal's ei
 eight-lane reduction instead, ``_native_lanes.c``: the same reflectors, eight matrices at
 once, 15 against 57 us a float32 ``n = 64`` matrix, 94 against 229 at 128, 9 against 34 a
 complex64 ``n = 32``, one thread; for real matrices up to :data:`LANES_MTR_MAX_N` its
-back-transformation too); between the two, where
-``?syevd`` runs a divide and
-conquer per matrix, the lane kernel solves eight tridiagonals together: QL eigenvalues
+back-transformation too); between the two, where ``?syevd`` runs a divide and conquer per
+matrix, the lane kernel solves eight tridiagonals together: QL eigenvalues
 across the lanes, then per matrix a twisted factorization per eigenvalue (vectorized over
 the eigenvalues, O(n^2) per matrix), one Rayleigh quotient step and a Loewdin correction
 of close pairs (see :mod:`._kernels._numba_twisted`).
@@ -131,6 +130,8 @@ class _Routines:
         types are imported only by a call that runs the kernel)."""
         got = self._functions.get(key)
         if got is None:
+            # a lanes' entry the helper lacks is typed but never called (its scratch is
+            # empty): any valid address stands in for it
             address = self.lanes.get(key) or self.addresses.get(key) or self.addresses["dsytrd"]
             got = _function_type()(address, _signatures()[key[1:]])
             self._functions[key] = got
@@ -155,9 +156,10 @@ LANES_MTR_MAX_N = 160
 
 
 def _lane_addresses() -> dict[str, int]:
-    """The compiled helper's eight-lane reductions (``"slanes"``, ``"dlanes"``) and back-
-    transformations (``"slanesmtr"``, ``"dlanesmtr"``), where it is built and not switched
-    off (``SPECTRA_NATIVE=0``)."""
+    """The compiled helper's eight-lane reductions (``"slanes"``, ``"dlanes"``,
+    ``"clanes"``, ``"zlanes"``) and real back-transformations (``"slanesmtr"``,
+    ``"dlanesmtr"``), where it is built and not switched off (``SPECTRA_NATIVE=0``, read
+    once per process)."""
     from ._native import _extension
 
     ext = _extension()
