@@ -50,18 +50,18 @@ from ._openblas import NON_INTEL_X86
 
 #: ``dtype -> (first n, last n + 1)``: sizes measured faster than torch's MKL (and than
 #: OpenBLAS's own driver) on a non-Intel x86-64 CPU, one thread each, and than the thread
-#: fan-out batched (1.06-1.14x at float64 ``n = 33-48``, 1.06-1.43x at complex128
-#: ``n = 21-40``, across runs). The lower ends are where the lane kernels (``numba-ql``)
-#: stop. Below the sizes where one matrix alone runs threaded LAPACK (50 real, 48 complex),
+#: fan-out batched (with the compiled reduction, ``benchmarks/results/lanes-2026-12-06c.json``:
+#: float64 1.19-1.55x at ``n = 40-256``, complex128 1.5-1.83x at 21-128). The lower ends
+#: are where the lane kernels (``numba-ql``) stop (complex64: 24, measured there; 17-23 were
+#: not). Below the sizes where one matrix alone runs threaded LAPACK (50 real, 48 complex),
 #: one matrix alone runs MKL on one kernel thread, so a member of a batch this strategy
 #: takes agrees with it to rounding, not bitwise (``docs/guarantees.md``): one matrix
 #: through this kernel costs 1.35x torch's call (complex128 ``n = 32``, a lane block's QL
 #: for one lane), the claim is worth more to every batch. Single precision (whose vectors
 #: skip the refinement double precision needs, ``_numba_twisted._vectors``): complex64
-#: 1.0-1.1x the fan-out at ``n = 48-64``, 1.17-1.3x at 128-256 (0.96-1.03x at 40,
-#: 0.81-0.9x at 32, where MKL's ``?cheevd`` keeps it); float32 1.14-1.19x at ``n = 512``,
-#: 1.0-1.12x at 256 (0.97-0.98x at 192 and 0.89-1.0x at 64-128, where MKL's ``?ssyevd``
-#: keeps it: the reduction is as slow in OpenBLAS's float32 as in its float64)
+#: 1.35-1.8x the fan-out at ``n = 24-128``, float32 1.13-1.83x at 40-192 (with OpenBLAS's
+#: reductions 0.86-1.03x there: :data:`LANES_BELOW`), 1.0-1.12x at 256 and 1.14-1.19x at
+#: 512 (OpenBLAS's reduction there, as before)
 RANGES: dict[torch.dtype, tuple[int, int]] = {
     torch.float64: (33, 513),
     torch.complex128: (21, 513),
