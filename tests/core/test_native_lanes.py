@@ -216,6 +216,7 @@ def _routes(monkeypatch, lanes: bool, n: int, dtype: torch.dtype) -> None:
     top = 256 if lanes else 0
     monkeypatch.setattr(_twisted_eigh, "LANES_MAX_N", top)
     monkeypatch.setattr(_twisted_eigh, "LANES_MTR_MAX_N", top)
+    monkeypatch.setattr(_twisted_eigh, "LANES_COMPLEX_MAX_N", top)
     s = _twisted_eigh._scratch(n, dtype)  # made again for the changed sizes
     assert (s.lanes_ws.size > 0) is lanes
     assert (s.mtr_ws.size > 0) is (lanes and not dtype.is_complex)  # complex: OpenBLAS's

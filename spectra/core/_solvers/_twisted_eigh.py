@@ -1,16 +1,17 @@
-"""The full eigendecomposition of real symmetric matrices by a tridiagonal eigensolver
-that works on several matrices at once, in one compiled call without the GIL
+"""The full eigendecomposition of real symmetric matrices by a tridiagonal eigensolver that
+works on several matrices at once, in one compiled call without the GIL
 (:func:`._kernels._numba_twisted.solve_blocks`): SciPy's OpenBLAS reduces each matrix to
 tridiagonal form (``?sytrd``) and applies the reflectors to the tridiagonal's eigenvectors
-(``?ormtr``), as its ``?syevd`` does (up to :data:`LANES_MAX_N` the compiled helper's
-eight-lane reduction instead, ``_native_lanes.c``: the same reflectors, eight matrices at
-once, 15 against 57 us a float32 ``n = 64`` matrix, 94 against 229 at 128, 9 against 34 a
-complex64 ``n = 32``, one thread; for real matrices up to :data:`LANES_MTR_MAX_N` its
-back-transformation too); between the two, where ``?syevd`` runs a divide and conquer per
-matrix, the lane kernel solves eight tridiagonals together: QL eigenvalues
-across the lanes, then per matrix a twisted factorization per eigenvalue (vectorized over
-the eigenvalues, O(n^2) per matrix), one Rayleigh quotient step and a Loewdin correction
-of close pairs (see :mod:`._kernels._numba_twisted`).
+(``?ormtr``), as its ``?syevd`` does (up to :data:`LANES_MAX_N`, complex up to
+:data:`LANES_COMPLEX_MAX_N`, the compiled helper's eight-lane reduction instead,
+``_native_lanes.c``: the same reflectors, eight matrices at once, 15 against 57 us a float32
+``n = 64`` matrix, 94 against 229 at 128, 9 against 34 a complex64 ``n = 32``, one thread;
+for real matrices up to :data:`LANES_MTR_MAX_N` its back-transformation too); between the
+two, where ``?syevd`` runs a divide and conquer per matrix, the lane kernel solves eight
+tridiagonals together: QL eigenvalues across the lanes, then per matrix a twisted
+factorization per eigenvalue (vectorized over the eigenvalues, O(n^2) per matrix), one
+Rayleigh quotient step and a Loewdin correction of close pairs (see
+:mod:`._kernels._numba_twisted`).
 
 Why: on the AMD EPYC development VM the divide and conquer is ~60% of ``?syevd``'s time at
 ``n = 64-128`` (OpenBLAS, one thread: 217 of 382 us at 64), and torch's MKL runs its generic
@@ -139,17 +140,23 @@ class _Routines:
 
     def lanes_for(self, n: int, dtype: torch.dtype, back: bool = False) -> bool:
         """Whether the eight-lane reduction (``_native_lanes.c``) reduces ``n x n`` matrices
-        of ``dtype`` (built, up to :data:`LANES_MAX_N`), or with ``back`` whether its back-
-        transformation transforms them (real, up to :data:`LANES_MTR_MAX_N`)."""
+        of ``dtype`` (built, up to :data:`LANES_MAX_N` real, :data:`LANES_COMPLEX_MAX_N`
+        complex), or with ``back`` whether its back-transformation transforms them (real,
+        up to :data:`LANES_MTR_MAX_N`)."""
         if back:
             return _PREFIX[dtype] + "lanesmtr" in self.lanes and n <= LANES_MTR_MAX_N
-        return _PREFIX[dtype] + "lanes" in self.lanes and n <= LANES_MAX_N
+        top = LANES_COMPLEX_MAX_N if dtype.is_complex else LANES_MAX_N
+        return _PREFIX[dtype] + "lanes" in self.lanes and n <= top
 
 
-#: the largest ``n`` the eight-lane reduction takes (above it OpenBLAS's blocked ``?sytrd``;
-#: the whole solve, one thread, lanes against OpenBLAS: float32 1513 / 1733 us a matrix at
-#: 192, 3140 / 3424 at 256, float64 2552 / 2729 at 192, 5832 / 6181 at 256)
-LANES_MAX_N = 256
+#: the largest real ``n`` the eight-lane reduction takes (from 256 on OpenBLAS's blocked
+#: ``?sytrd``; the whole solve, one thread, lanes against OpenBLAS: float32 1513 / 1733 us
+#: a matrix at 192, float64 2552 / 2729; at 256 a tie, 0.89-1.06x across runs, and at
+#: 384-512 0.95-1.04x, ``benchmarks/results/lanes-reduction-2026-12-06c.json``)
+LANES_MAX_N = 255
+#: the same for complex matrices, whose ``?hetrd`` the lanes beat up to the strategy's last
+#: size (the whole solve 1.03-1.18x at ``n = 256-512``, the same JSON)
+LANES_COMPLEX_MAX_N = 512
 #: the largest ``n`` its back-transformation takes (above it OpenBLAS's blocked ``?ormtr``,
 #: GEMM-based: the lanes' read 1.07-1.1x slower at 192-256, 1.09x faster at 128)
 LANES_MTR_MAX_N = 160
@@ -175,7 +182,8 @@ _routines = built_once(lambda: _Routines())
 
 def lanes_for(n: int, dtype: torch.dtype) -> bool:
     """Whether the compiled eight-lane reduction reduces ``n x n`` matrices of ``dtype``
-    here (``n <=`` :data:`LANES_MAX_N`, the helper built and not switched off)."""
+    here (``n <=`` :data:`LANES_MAX_N` or :data:`LANES_COMPLEX_MAX_N`, the helper built and
+    not switched off)."""
     return _routines().lanes_for(n, dtype)
 
 
@@ -229,7 +237,7 @@ def _scratch(n: int, dtype: torch.dtype) -> _Scratch:
     """This thread's scratch for ``n x n`` matrices of ``dtype`` (made again when the sizes
     the lanes take were changed: tests and benchmarks switch them off)."""
     got = getattr(_local, "twisted", None)
-    key = (n, dtype, LANES_MAX_N, LANES_MTR_MAX_N)
+    key = (n, dtype, LANES_MAX_N, LANES_MTR_MAX_N, LANES_COMPLEX_MAX_N)
     if got is None or got.key != key:
         got = _Scratch(n, dtype)
         got.key = key

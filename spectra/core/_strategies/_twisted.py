@@ -1,8 +1,8 @@
 """The ``twisted`` strategy: real symmetric and complex Hermitian matrices reduced to
-tridiagonal form and back (up to ``n = 256`` reduced eight at a time by the compiled
-helper's lanes, ``_native_lanes.c``, real ones up to 160 transformed back there too; the
-rest by SciPy's OpenBLAS, ``?sytrd``/``?hetrd``, ``?ormtr``/``?unmtr``), the real
-tridiagonals solved eight at a time by the lane kernel of
+tridiagonal form and back (reduced eight at a time by the compiled helper's lanes,
+``_native_lanes.c``, real ones below ``n = 256`` and complex ones at every size, real ones
+up to 160 transformed back there too; the rest by SciPy's OpenBLAS, ``?sytrd``/``?hetrd``,
+``?ormtr``/``?unmtr``), the real tridiagonals solved eight at a time by the lane kernel of
 :mod:`.._solvers._kernels._numba_twisted` (QL eigenvalues, twisted factorizations for the
 vectors; :mod:`.._solvers._twisted_eigh`), on the CPU.
 
