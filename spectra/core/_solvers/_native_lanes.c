@@ -227,7 +227,7 @@ ORMTR_LANES(spectra_ormtr_lanes_d, double)
                                 real *restrict tau, real *restrict d, real *restrict e) {          \
         const real tiny = TINY;                                                                    \
         real sc[W], xmax[W], ss[W], rr[W], tr[W], ti[W], sr[W], si[W], kr[W], ki[W];               \
-        real ar[W], ai[W], ev[W], dv[W];                                                           \
+        real ev[W], dv[W];                                                                   \
         if (n < 1 || m < 1 || m > W) return -1;                                                    \
         for (ptrdiff_t l = 0; l < W; l++) {                                                        \
             double peak = 0.0;                                                                     \
@@ -279,8 +279,6 @@ ORMTR_LANES(spectra_ormtr_lanes_d, double)
                 ti[l] = on ? -ali / beta : 0;                                                      \
                 sr[l] = on ? (cr / cn) / cn : 0;                                                   \
                 si[l] = on ? -(ci / cn) / cn : 0;                                                  \
-                ar[l] = alr;                                                                       \
-                ai[l] = ali;                                                                       \
                 ev[l] = (on ? beta : alr) / sc[l];                                                 \
                 dv[l] = rkr[k * W + l] / sc[l];                                                    \
             }                                                                                      \
@@ -302,8 +300,6 @@ ORMTR_LANES(spectra_ormtr_lanes_d, double)
                 vr[(k - 1) * W + l] = on ? 1 : 0;                                                  \
                 vi[(k - 1) * W + l] = 0;                                                           \
             }                                                                                      \
-            (void)ar;                                                                              \
-            (void)ai;                                                                              \
             /* p = B v over the leading k x k block: B[i][j] = L[i][j] (j < i), conj(L[j][i])      \
              * (j > i), Re L[i][i] on the diagonal */                                              \
             memset(qr, 0, sizeof(real) * W * (size_t)k);                                           \
