@@ -4,8 +4,8 @@ compare ``spectra.eigh`` against.
 The house rule keeps every eigensolver call in ``spectra/core``; these are the ones that
 deliberately do *not* go through the planner (no checks, no gauge, no fan-out of ours), so
 that ``spectra bench`` and the benchmark scripts time exactly what a user's own code costs.
-:class:`ThreadFanOut` is written the way a user would (ten lines, torch's process-wide
-thread setting): it is a peer to measure, not a pattern the core uses.
+:class:`ThreadFanOut` is written the way a user would (ten lines, each worker setting
+torch's threads for itself): it is a peer to measure, not a pattern the core uses.
 
 >>> import torch
 >>> from spectra.core import baselines
@@ -94,6 +94,16 @@ def scipy_loop(mats: Iterable[np.ndarray], eigvals_only: bool = False) -> list[A
 class ThreadFanOut:
     """The plain fan-out a user writes: one Python thread per core, torch at one thread.
 
+    Each worker calls ``torch.set_num_threads(1)`` itself before its part. Setting it once
+    in the calling thread is not enough: it sets that thread's OpenMP ICV and MKL's
+    thread-local count, and a worker that reaches MKL directly (``eigh``, ``cholesky``,
+    ``solve_triangular``, a product) without one of torch's own parallel loops before it
+    never reads torch's setting, so MKL runs its default team of every core in each
+    worker. Two such workers on two cores ran 1.0-1.45x slower than this fan-out
+    (AMD EPYC VM, 2026-12-06), and their idle OpenMP teams left GNU OpenMP throttling its
+    spin in the whole process: a 64 x 64 product on the calling thread's two threads then
+    took 180 instead of 18 us until the workers exited.
+
     >>> import torch
     >>> w, v = ThreadFanOut(2)(torch.eye(3).expand(4, 3, 3))
     >>> tuple(w.shape), tuple(v.shape)
@@ -108,17 +118,31 @@ class ThreadFanOut:
         self, a: torch.Tensor, b: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         old = torch.get_num_threads()
-        torch.set_num_threads(1)  # process-wide in torch: the workers see it too
         try:
             if b is None:
-                parts = list(self.pool.map(torch.linalg.eigh, torch.tensor_split(a, self.threads)))
+                parts = list(self.pool.map(_one_thread_eigh, torch.tensor_split(a, self.threads)))
             else:  # the generalized problem: each thread reduces and solves its part
                 split = zip(
                     torch.tensor_split(a, self.threads),
                     torch.tensor_split(b, self.threads),
                     strict=True,
                 )
-                parts = list(self.pool.map(lambda ab: generalized_reduction(*ab), split))
+                parts = list(self.pool.map(_one_thread_reduction, split))
         finally:
-            torch.set_num_threads(old)
+            torch.set_num_threads(old)  # the default torch gives threads started later
         return torch.cat([w for w, _ in parts]), torch.cat([v for _, v in parts])
+
+
+def _one_thread_eigh(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A fan-out worker's part: torch (and MKL) at one thread in this thread, then ``eigh``."""
+    torch.set_num_threads(1)
+    w, v = torch.linalg.eigh(a)
+    return w, v
+
+
+def _one_thread_reduction(
+    ab: tuple[torch.Tensor, torch.Tensor],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A fan-out worker's part of the generalized problem, at one thread in this thread."""
+    torch.set_num_threads(1)
+    return generalized_reduction(*ab)
