@@ -323,3 +323,24 @@ def test_the_scratch_is_the_size_the_kernel_asks_for():
 
     for n in (1, 7, 64):
         assert _Scratch(n, torch.float64).ws.size == scratch_size(n)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex64])
+def test_the_first_call_of_a_process_keeps_numbas_experimental_warning_to_itself(
+    dtype, monkeypatch
+):
+    """numba warns that first-class functions are experimental while it types the LAPACK
+    routines the kernel takes; that is this module's choice, not the caller's: nothing
+    reaches the caller (``_ENTRIES`` emptied: the process's first call is typed again)."""
+    import warnings
+
+    from spectra.core._solvers import _twisted_eigh
+
+    monkeypatch.setattr(_twisted_eigh, "_ENTRIES", {})
+    a = random_hermitian((9,), 40, dtype, seed=5)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        w, v = twisted_eigh(a, True)
+    assert [str(x.message) for x in seen] == []
+    assert len(_twisted_eigh._ENTRIES) == 1  # the entry was found again, and kept
+    _assert_eigenpairs(a, w, v)

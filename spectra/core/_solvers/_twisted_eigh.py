@@ -40,6 +40,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import threading
+import warnings
 from typing import Any
 
 import numpy as np
@@ -255,21 +256,30 @@ def _compiled(kernel: Any, dtype: Any) -> Any:
     compiled or loaded it: the dispatcher types every argument on every call, and typing
     the three first-class functions cost ~50 us a call. The arrays passed are always
     C-ordered and aligned, of one ndim each, so their dtype alone picks the overload;
-    until it is known (or if numba's internals moved) the dispatcher answers."""
+    until it is known (or if numba's internals moved) the dispatcher answers.
+
+    The first call types the arguments and compiles (or loads) the overload before it
+    runs, with numba's ``NumbaExperimentalFeatureWarning`` about first-class functions
+    silenced there: the LAPACK routines passed in are this module's choice, not the
+    caller's, and the warning would otherwise reach the user's first batched call."""
     entry = _ENTRIES.get(dtype)
     if entry is not None:
         return entry
 
     def first(*args: Any) -> Any:
-        out = kernel(*args)
         try:
             from numba import typeof
+            from numba.core.errors import NumbaExperimentalFeatureWarning
 
-            found = kernel.overloads[tuple(typeof(x) for x in args)].entry_point
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
+                signature = tuple(typeof(x) for x in args)
+                kernel.compile(signature)
+            found = kernel.overloads[signature].entry_point
         except Exception:  # pragma: no cover - numba's internals changed: keep dispatching
             found = kernel
         _ENTRIES[dtype] = found
-        return out
+        return found(*args)
 
     return first
 
