@@ -253,6 +253,7 @@ def test_single_precision_at_smaller_sizes_is_claimed_only_with_the_lanes(monkey
     pin_cpu_vendor(monkeypatch, "AuthenticAMD")
     assert _twisted.claim_for(64, torch.float32, "AuthenticAMD") is not None
     assert _twisted.claim_for(24, torch.complex64, "AuthenticAMD") is not None
+    assert _twisted.claim_for(14, torch.complex128, "AuthenticAMD") is not None
     assert spectra.plan(64, 64, torch.float32).strategy == "twisted"
     assert spectra.plan(32, 64, torch.complex64).strategy == "twisted"
     monkeypatch.setattr(_ROUTINES, "lanes", {})  # not built, or SPECTRA_NATIVE=0
@@ -263,5 +264,9 @@ def test_single_precision_at_smaller_sizes_is_claimed_only_with_the_lanes(monkey
     assert _twisted.claim_for(64, torch.float64, "AuthenticAMD") is not None
     assert _twisted.claim_for(32, torch.complex64, "AuthenticAMD") is None
     assert _twisted.claim_for(48, torch.complex64, "AuthenticAMD") is not None
+    # complex128 below 21 was measured with the lanes only: the lane kernel keeps it
+    assert _twisted.claim_for(20, torch.complex128, "AuthenticAMD") is None
+    assert _twisted.claim_for(21, torch.complex128, "AuthenticAMD") is not None
+    assert spectra.plan(16, 4096, torch.complex128).strategy == "numba-ql"
     assert spectra.plan(64, 64, torch.float32).strategy == "torch"
     assert spectra.plan(32, 64, torch.complex64).strategy == "torch"

@@ -179,3 +179,33 @@ def test_other_strategies_agree_across_positions_within_tolerance(strategy):
         wi, vi = spectra.eigh(a[i], strategy=strategy)
         torch.testing.assert_close(wi, w[i], atol=1e-12, rtol=1e-12)
         torch.testing.assert_close(vi, v[i], atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize(
+    ("n", "dtype", "batch"),
+    [(16, torch.float64, 64), (16, torch.complex64, 4096), (8, torch.complex128, 160)],
+)
+def test_a_batch_the_lane_kernels_take_agrees_with_the_matrix_alone_to_rounding(
+    monkeypatch, n, dtype, batch
+):
+    """The planner gives the batch a lane kernel and the matrix alone the direct path's
+    LAPACK: two algorithms, so the same eigenpairs to rounding (docs/guarantees.md), the
+    gauge included (columns agree without a sign or phase)."""
+    if not STRATEGIES["numba-ql"].supports(torch.device("cpu")):
+        pytest.skip("numba is not installed")
+    from spectra.core._solvers._kernels import _ready
+
+    from .helpers import pin_cpu_vendor
+
+    monkeypatch.setenv(_ready.ENV, "eager")
+    pin_cpu_vendor(monkeypatch, "GenuineIntel")  # no twisted: the lane kernel's own sizes
+    a = random_hermitian((batch,), n, dtype, seed=n)
+    assert spectra.plan(n, batch, dtype).strategy == "numba-ql"
+    assert spectra.plan(n, 1, dtype).strategy == "torch"
+    w, v = spectra.eigh(a)
+    eps = float(torch.finfo(w.dtype).eps)
+    for i in (0, batch // 2, batch - 1):
+        wi, vi = spectra.eigh(a[i])
+        scale = float(wi.abs().max())
+        assert float((w[i] - wi).abs().max()) <= 20 * n * eps * scale, i
+        assert float((v[i] - vi).abs().max()) <= 1e4 * n * eps, i

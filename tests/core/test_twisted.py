@@ -214,12 +214,12 @@ def test_the_planner_takes_it_off_intel_where_measured(monkeypatch):
     assert p.strategy == "twisted" and p.workers == 2, str(p)
     assert "twisted factorizations" in "\n".join(p.reasons)
     for dtype, (lo, hi) in _twisted.RANGES.items():
-        assert spectra.plan(lo, batch, dtype).strategy == "twisted", dtype
-        assert spectra.plan(hi - 1, batch, dtype).strategy == "twisted", dtype
         least = _twisted.min_batch(lo, dtype)
+        assert spectra.plan(lo, least, dtype).strategy == "twisted", dtype
+        assert spectra.plan(hi - 1, batch, dtype).strategy == "twisted", dtype
         assert spectra.plan(lo, least - 1, dtype).strategy != "twisted", dtype
-        assert spectra.plan(lo - 1, batch, dtype).strategy != "twisted", dtype
-        assert spectra.plan(lo, batch, dtype, vectors=False).strategy != "twisted", dtype
+        assert spectra.plan(lo - 1, 4096, dtype).strategy != "twisted", dtype
+        assert spectra.plan(lo, 4096, dtype, vectors=False).strategy != "twisted", dtype
     for dtype, n in _twisted.HALF_BATCH_FROM.items():  # larger sizes: from half the batch
         half = batch // 2
         assert spectra.plan(n, half, dtype).strategy == "twisted", dtype
@@ -242,7 +242,7 @@ def test_its_claims_start_where_the_lane_kernels_stop(monkeypatch):
     which the thread fan-out runs too (0.94-1.0x it there, measured)."""
     monkeypatch.setenv(_ready.ENV, "eager")
     pin_cpu_vendor(monkeypatch, "AuthenticAMD")
-    for dtype in (torch.float64, torch.complex128, torch.float32):
+    for dtype in (torch.float64, torch.complex128, torch.float32, torch.complex64):
         lo, hi = _twisted.RANGES[dtype]
         below = spectra.plan(lo - 1, 4096, dtype).strategy
         assert below.startswith("numba-"), (dtype, below)
@@ -250,19 +250,50 @@ def test_its_claims_start_where_the_lane_kernels_stop(monkeypatch):
         assert lo < hi
 
 
+def test_below_the_old_ends_it_replaces_the_lane_kernel_at_its_batch_only(monkeypatch):
+    """Below ``LANE_KERNEL_SIZES_BELOW`` the claim starts at the lane kernels' own batch:
+    a smaller batch keeps the direct path's LAPACK, a larger one moves from ``numba-ql``
+    to this strategy (ranked above it)."""
+    monkeypatch.setenv(_ready.ENV, "eager")
+    pin_cpu_vendor(monkeypatch, "AuthenticAMD")
+    monkeypatch.setitem(spectra.core.STRATEGIES, "twisted", spectra.core.STRATEGIES["twisted"])
+    from spectra.core._solvers._kernels._choice import lane_min_batch
+
+    for dtype, below in _twisted.LANE_KERNEL_SIZES_BELOW.items():
+        lo = _twisted.RANGES[dtype][0]
+        assert lo < below, dtype
+        for n in (lo, below - 1):
+            least = lane_min_batch(n, dtype.is_complex, True)
+            assert _twisted.min_batch(n, dtype) == least > _twisted.MIN_BATCH, (dtype, n)
+            assert spectra.plan(n, least, dtype).strategy == "twisted", (dtype, n)
+            assert spectra.plan(n, least - 1, dtype).strategy == "torch", (dtype, n)
+            with_ql = spectra.plan(n, least, dtype, strategy="numba-ql")
+            assert with_ql.strategy == "numba-ql"  # the kernel it replaces still runs forced
+        assert _twisted.min_batch(below, dtype) == _twisted.MIN_BATCH, dtype
+    assert spectra.plan(32, 4096, torch.float64).strategy == "numba-ql"  # float64: a tie
+
+
 @pytest.mark.parametrize(
     ("n", "dtype"),
-    [(33, torch.float64), (21, torch.complex128), (33, torch.float32), (24, torch.complex64)],
+    [
+        (33, torch.float64),
+        (21, torch.complex128),
+        (33, torch.float32),
+        (24, torch.complex64),
+        (14, torch.complex128),
+        (24, torch.float32),
+        (12, torch.complex64),
+    ],
 )
 def test_below_threaded_sizes_one_matrix_alone_agrees_with_a_member_to_rounding(
     monkeypatch, n, dtype
 ):
-    """There one matrix alone runs MKL on one kernel thread and a batch of 16 or more this
-    kernel: the same eigenpairs to rounding (docs/guarantees.md), bitwise within the batch
-    at any position."""
+    """There one matrix alone runs MKL on one kernel thread and a batch of 16 or more (the
+    lane kernels' batch where it replaces them) this kernel: the same eigenpairs to
+    rounding (docs/guarantees.md), bitwise within the batch at any position."""
     monkeypatch.setenv(_ready.ENV, "eager")
     pin_cpu_vendor(monkeypatch, "AuthenticAMD")
-    a = random_hermitian((_twisted.MIN_BATCH,), n, dtype, seed=n)
+    a = random_hermitian((_twisted.min_batch(n, dtype),), n, dtype, seed=n)
     assert spectra.plan(n, len(a), dtype).strategy == "twisted"
     assert spectra.plan(n, 1, dtype).strategy != "twisted"
     w, v = spectra.eigh(a)

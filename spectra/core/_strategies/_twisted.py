@@ -7,12 +7,14 @@ up to 160 transformed back there too; the rest by SciPy's OpenBLAS, ``?sytrd``/`
 vectors; :mod:`.._solvers._twisted_eigh`), on the CPU.
 
 Where it is the default (:func:`twisted_claim`): eigenvectors wanted, float64 of
-``n = 33 .. 512``, complex128 of ``n = 21 .. 512``, complex64 of ``n = 24 .. 512`` and
-float32 of ``n = 33 .. 512`` (see :data:`RANGES`; float32 below 256 and complex64 below 48
-only with the compiled lanes, :data:`LANES_BELOW`), on x86-64 CPUs that are not Intel's
-(MKL runs its generic code there), from 16 matrices (two full lane blocks per worker; a
-lane kernel pays for its padding and a call's fixed ~0.1 ms) and from 8 at the larger sizes
-(:data:`HALF_BATCH_FROM`), ranked above the ``openblas`` claim it overlaps. Measured one
+``n = 33 .. 512``, complex128 of ``n = 14 .. 512``, complex64 of ``n = 12 .. 512`` and
+float32 of ``n = 24 .. 512`` (see :data:`RANGES`; float32 below 256, complex64 below 48 and
+complex128 below 21 only with the compiled lanes, :data:`LANES_BELOW`), on x86-64 CPUs that
+are not Intel's (MKL runs its generic code there), from 16 matrices (two full lane blocks
+per worker; a lane kernel pays for its padding and a call's fixed ~0.1 ms), from 8 at the
+larger sizes (:data:`HALF_BATCH_FROM`) and from the lane kernels' batch where it replaces
+them (:data:`LANE_KERNEL_SIZES_BELOW`), ranked above the ``openblas`` claim it overlaps and
+the lane kernels' claim. Measured one
 thread each, interleaved, on the AMD EPYC development VM against torch's MKL
 ``?syevd``/``?heevd`` (``benchmarks/RESULTS.md``): float64 1.15-1.22x at ``n = 33-48``,
 1.12-1.24x at 56-128, 1.19-1.33x at 256-512; complex128 1.26-1.56x at 21-48, 1.39-1.5x at
@@ -41,6 +43,7 @@ from __future__ import annotations
 import torch
 
 from .._pipeline._cost import Claim
+from .._solvers._kernels._choice import lane_min_batch
 from .._solvers._twisted_eigh import available, lanes_for, twisted_eigh, twisted_eigh_into
 from . import _openblas
 from ._base import Abilities, Cost, Runs, Strategy, register
@@ -51,11 +54,17 @@ from ._openblas import NON_INTEL_X86
 #: ``dtype -> (first n, last n + 1)``: sizes measured faster than torch's MKL (and than
 #: OpenBLAS's own driver) on a non-Intel x86-64 CPU, one thread each, and than the thread
 #: fan-out batched (with the compiled reduction, ``benchmarks/results/lanes-2026-12-06c.json``:
-#: float64 1.19-1.55x at ``n = 40-256``, complex128 1.5-1.83x at 21-128). The lower ends
-#: are where the lane kernels (``numba-ql``) stop (complex64: 24, measured there; 17-23 were
-#: not). Below the sizes where one matrix alone runs threaded LAPACK (50 real, 48 complex),
-#: one matrix alone runs MKL on one kernel thread, so a member of a batch this strategy
-#: takes agrees with it to rounding, not bitwise (``docs/guarantees.md``): one matrix
+#: float64 1.19-1.55x at ``n = 40-256``, complex128 1.5-1.83x at 21-128). Below
+#: :data:`LANE_KERNEL_SIZES_BELOW` it takes over from the lane kernel (``numba-ql``), in
+#: random-order rounds against the fan-out at 4,096 matrices
+#: (``benchmarks/results/below-lanes-2026-12-06d.json``): float32 ``n = 24-32`` 1.87-1.94x
+#: against the lane kernel's 1.29-1.63x (20: 1.74 against 1.95, left to it), complex64
+#: 12-23 1.3-1.79x against 0.89-1.12x (10: a tie; 8: 1.3 against 1.61), complex128 14-20
+#: 1.4-1.81x against 1.11-1.2x (12: 1.26 against 1.33-1.41). float64 stays from 33
+#: (28-32: 1.63-1.76x against 1.45-1.75x, a tie). Below the sizes where one matrix alone
+#: runs threaded LAPACK (50 real, 48 complex), one matrix alone runs MKL on one kernel
+#: thread, so a member of a batch this strategy takes agrees with it to rounding, not
+#: bitwise (``docs/guarantees.md``), as with the lane kernels it replaces there: one matrix
 #: through this kernel costs 1.35x torch's call (complex128 ``n = 32``, a lane block's QL
 #: for one lane), the claim is worth more to every batch. Single precision (whose vectors
 #: skip the refinement double precision needs, ``_numba_twisted._vectors``): complex64
@@ -64,16 +73,33 @@ from ._openblas import NON_INTEL_X86
 #: 512 (OpenBLAS's reduction there, as before)
 RANGES: dict[torch.dtype, tuple[int, int]] = {
     torch.float64: (33, 513),
-    torch.complex128: (21, 513),
-    torch.complex64: (24, 513),
-    torch.float32: (33, 513),
+    torch.complex128: (14, 513),
+    torch.complex64: (12, 513),
+    torch.float32: (24, 513),
+}
+#: ``dtype -> n`` below which the claim replaces the lane kernel's only: it starts at the
+#: batch the lane kernels claim from there (``_choice.lane_min_batch``: 48 real, 96-128
+#: complex), so that a call the direct path's LAPACK answers faster stays there (16
+#: matrices of complex64 ``n = 12``: the direct path 1.78x the fan-out, this strategy
+#: 0.81x; at the lane kernels' batches it read 0.87-1.47x against their 0.65-1.28x:
+#: ``benchmarks/results/below-lanes-small-2026-12-06d.json``,
+#: ``below-lanes-mid-2026-12-06d.json``)
+LANE_KERNEL_SIZES_BELOW: dict[torch.dtype, int] = {
+    torch.float32: 33,
+    torch.complex64: 24,
+    torch.complex128: 21,
 }
 #: ``dtype -> n`` below which the claim needs the compiled eight-lane reduction
 #: (``_native_lanes.c``; ``_twisted_eigh.LANES_MAX_N``; for real matrices its back-
 #: transformation too): with it float32 read 1.13-1.83x the fan-out at ``n = 40-192`` and
 #: complex64 1.41-1.8x at 24-40 (``benchmarks/results/lanes-2026-12-06c.json``), with
-#: OpenBLAS's ``?sytrd``/``?hetrd`` instead 0.93-1.03x and 0.86-1.16x
-LANES_BELOW: dict[torch.dtype, int] = {torch.float32: 256, torch.complex64: 48}
+#: OpenBLAS's ``?sytrd``/``?hetrd`` instead 0.93-1.03x and 0.86-1.16x; complex128 below 21
+#: was measured with the lanes only
+LANES_BELOW: dict[torch.dtype, int] = {
+    torch.float32: 256,
+    torch.complex64: 48,
+    torch.complex128: 21,
+}
 #: the batch it claims from: two full 8-lane blocks for each of two workers' halves
 MIN_BATCH = 16
 #: ``dtype -> n`` from which it claims half that batch, 8 matrices (half a lane block per
@@ -115,8 +141,11 @@ def claim_for(n: int, dtype: torch.dtype, vendor: str | None) -> Claim | None:
 
 
 def min_batch(n: int, dtype: torch.dtype) -> int:
-    """The batch it claims ``n x n`` matrices of ``dtype`` from: :data:`MIN_BATCH`, or half
-    of it from :data:`HALF_BATCH_FROM`."""
+    """The batch it claims ``n x n`` matrices of ``dtype`` from: :data:`MIN_BATCH`, half of
+    it from :data:`HALF_BATCH_FROM`, and the lane kernels' own batch below
+    :data:`LANE_KERNEL_SIZES_BELOW`."""
+    if n < LANE_KERNEL_SIZES_BELOW.get(dtype, 0):
+        return lane_min_batch(n, dtype.is_complex, True)
     return MIN_BATCH // 2 if n >= HALF_BATCH_FROM.get(dtype, 1 << 30) else MIN_BATCH
 
 
