@@ -99,10 +99,11 @@ class ThreadFanOut:
     thread-local count, and a worker that reaches MKL directly (``eigh``, ``cholesky``,
     ``solve_triangular``, a product) without one of torch's own parallel loops before it
     never reads torch's setting, so MKL runs its default team of every core in each
-    worker. Two such workers on two cores ran 1.0-1.45x slower than this fan-out
-    (AMD EPYC VM, 2026-12-06), and their idle OpenMP teams left GNU OpenMP throttling its
-    spin in the whole process: a 64 x 64 product on the calling thread's two threads then
-    took 180 instead of 18 us until the workers exited.
+    worker. On the 2-core AMD EPYC VM (2026-12-06,
+    ``benchmarks/results/fanout-peer-2026-12-06d.json``) that made a batch of 4 float64
+    64 x 64 matrices 2.1x slower, and the idle teams left GNU OpenMP throttling its spin in
+    the whole process: a 64 x 64 product on the calling thread's two threads then took
+    149 instead of 28 us, until the workers exited.
 
     >>> import torch
     >>> w, v = ThreadFanOut(2)(torch.eye(3).expand(4, 3, 3))
