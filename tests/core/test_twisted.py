@@ -49,7 +49,7 @@ def _assert_eigenpairs(
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("n", [1, 2, 5, 33, 64, 130])
+@pytest.mark.parametrize("n", [1, 2, 5, 12, 14, 24, 33, 64, 130])
 def test_random_batches_against_scipy(dtype, n):
     a = random_hermitian((11,), n, dtype, seed=n)
     w, v = twisted_eigh(a, True)
@@ -94,16 +94,47 @@ def _adversarial() -> dict[str, torch.Tensor]:
     }
 
 
+def _small_adversarial(n: int) -> dict[str, torch.Tensor]:
+    """The adversarial spectra at the smallest sizes the planner gives this strategy
+    (float32 from 24, complex64 from 12, complex128 from 14)."""
+    rng = np.random.default_rng(n)
+    big = rng.standard_normal((n, n))
+    return {
+        "degenerate": _with_spectrum(np.repeat([1.0, 2.0], n // 2), 1),
+        "clustered": _with_spectrum(1.0 + 1e-9 * np.arange(n), 2),
+        "one distinct": _with_spectrum(np.r_[np.ones(n - 1), 2.0], 3),
+        "zero": torch.zeros(n, n, dtype=torch.float64),
+        "identity": torch.eye(n, dtype=torch.float64),
+        "huge": torch.from_numpy((big + big.T) * 1e150),
+        "tiny": torch.from_numpy((big + big.T) * 1e-150),
+    }
+
+
+def _as_dtype(a: torch.Tensor, name: str, dtype: torch.dtype) -> torch.Tensor:
+    """``a`` (float64) in ``dtype``: huge and tiny moved into single precision's range,
+    complex ones made Hermitian with the same eigenvalues by a diagonal phase."""
+    if name in ("huge", "tiny") and dtype in (torch.float32, torch.complex64):
+        a = a * (1e-120 if name == "huge" else 1e120)  # 1e30 / 1e-30: within float32's range
+    if dtype.is_complex:
+        phase = torch.exp(1j * torch.linspace(0, 3, a.shape[-1], dtype=torch.float64))
+        a = phase[:, None] * a.to(torch.complex128) * phase.conj()[None, :]
+    return a.to(dtype)
+
+
+@pytest.mark.parametrize(
+    ("n", "dtype"), [(24, torch.float32), (12, torch.complex64), (14, torch.complex128)]
+)
+@pytest.mark.parametrize("name", list(_small_adversarial(12)))
+def test_adversarial_matrices_at_the_smallest_claimed_sizes(name, n, dtype):
+    a = _as_dtype(_small_adversarial(n)[name], name, dtype)[None]
+    w, v = twisted_eigh(a, True)
+    _assert_eigenpairs(a, w, v, slack=1.0 if EPS[dtype] < 1e-10 else 4.0)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("name", list(_adversarial()))
 def test_adversarial_matrices_against_scipy(name, dtype):
-    a = _adversarial()[name][None]
-    if name in ("huge", "tiny") and dtype in (torch.float32, torch.complex64):
-        a = a * (1e-120 if name == "huge" else 1e120)  # 1e30 / 1e-30: within float32's range
-    if dtype.is_complex:  # a Hermitian matrix with the same eigenvalues
-        phase = torch.exp(1j * torch.linspace(0, 3, a.shape[-1], dtype=torch.float64))
-        a = phase[:, None] * a.to(torch.complex128) * phase.conj()[None, :]
-    a = a.to(dtype)
+    a = _as_dtype(_adversarial()[name], name, dtype)[None]
     w, v = twisted_eigh(a, True)
     _assert_eigenpairs(a, w, v, slack=1.0 if EPS[dtype] < 1e-10 else 4.0)
 
