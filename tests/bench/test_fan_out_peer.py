@@ -4,16 +4,20 @@ caller's setting as it was (``spectra.core.baselines.ThreadFanOut``)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 import scipy.linalg
 import torch
 
 from spectra.core import baselines
 
+T = TypeVar("T")
 
-def _in_fresh_thread(fn):  # type: ignore[no-untyped-def]
+
+def _in_fresh_thread(fn: Callable[[], T]) -> T:
     """``fn()``'s result, computed in a new thread (whose torch settings start unset)."""
-    out = []
+    out: list[T] = []
     t = threading.Thread(target=lambda: out.append(fn()))
     t.start()
     t.join()

@@ -26,8 +26,9 @@ import torch
 import spectra
 from spectra.core import STRATEGIES
 from spectra.core._solvers import _native
+from spectra.core._solvers._kernels import _ready
 
-from .helpers import batch_that_fans_out, bitwise_threads, random_hermitian
+from .helpers import batch_that_fans_out, bitwise_threads, pin_cpu_vendor, random_hermitian
 
 DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
 #: strategy -> sizes it solves itself (its own path, not a fallback), dtypes it takes
@@ -193,10 +194,6 @@ def test_a_batch_the_lane_kernels_take_agrees_with_the_matrix_alone_to_rounding(
     gauge included (columns agree without a sign or phase)."""
     if not STRATEGIES["numba-ql"].supports(torch.device("cpu")):
         pytest.skip("numba is not installed")
-    from spectra.core._solvers._kernels import _ready
-
-    from .helpers import pin_cpu_vendor
-
     monkeypatch.setenv(_ready.ENV, "eager")
     pin_cpu_vendor(monkeypatch, "GenuineIntel")  # no twisted: the lane kernel's own sizes
     a = random_hermitian((batch,), n, dtype, seed=n)
