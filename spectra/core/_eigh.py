@@ -22,6 +22,7 @@ from ._pipeline._dense import solve_dense
 from ._pipeline._direct import solve_direct, solve_one
 from ._pipeline._direct_generalized import solve_direct_generalized
 from ._pipeline._plan import THREADED_LAPACK_MIN_N, Plan
+from ._pipeline._planned_direct import solve_planned
 from ._pipeline._prepare import check_plan, is_ragged, prepare
 from ._pipeline._ragged_solve import solve_ragged
 from ._request import Request
@@ -87,7 +88,7 @@ def _run(
         if b is not None:  # the serial Cholesky path's steps
             direct = solve_direct_generalized(a, b, request) if plain else None
         elif plain:
-            direct = solve_direct(a, request)
+            direct = solve_direct(a, request) or _solver_errors(solve_planned, a, request)
         else:
             direct = _direct_with_options(a, request, plan, options, execution)
         if direct is not None:
@@ -135,7 +136,10 @@ def _direct_with_options(
         opts = build_cached(options, execution)
     except (TypeError, InputError):
         return None  # the full path raises it, where the input's kind is known
-    return solve_direct(a, request, opts, plan)
+    direct = solve_direct(a, request, opts, plan)
+    if direct is None and plan is None:  # the plan the options make, without the layers
+        direct = _solver_errors(solve_planned, a, request, opts)
+    return direct
 
 
 def _caller_kernels(a: Any, device: Any) -> AbstractContextManager[None]:

@@ -20,7 +20,7 @@ from torch.utils._pytree import tree_leaves
 
 import spectra
 from spectra.core import _compile, _compile_call, _eigh
-from spectra.core._pipeline import _solve
+from spectra.core._pipeline import _planned_direct, _solve
 from spectra.core._solvers._kernels import _ready
 from spectra.core._solvers._native import native_module
 from spectra.core._support._threads import cpu_count
@@ -46,7 +46,8 @@ def _fresh_dynamo():
 @pytest.fixture
 def paths(monkeypatch):
     """The eager paths the calls run: ``("direct", 1)`` or ``(strategy, workers)`` per
-    ``execute`` of the pipeline (recorded inside the custom ops as well)."""
+    ``execute`` of the pipeline or of the planned batch's short route
+    (``_planned_direct``), recorded inside the custom ops as well."""
     seen: list[tuple[str, int]] = []
     real_execute = _solve.execute
 
@@ -64,6 +65,7 @@ def paths(monkeypatch):
         return direct
 
     monkeypatch.setattr(_solve, "execute", execute)
+    monkeypatch.setattr(_planned_direct, "execute", execute)  # the planned batch's route
     # the direct path: solve_direct, or eigh's shortcut for one plain 2-D tensor
     monkeypatch.setattr(_eigh, "solve_direct", recorded(_eigh.solve_direct))
     monkeypatch.setattr(_eigh, "solve_one", recorded(_eigh.solve_one))

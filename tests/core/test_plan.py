@@ -323,7 +323,7 @@ def test_tightbinding_chunks_from_the_core_budget_and_passes_it_on(monkeypatch):
     """The tight-binding ``max_memory`` is the core's option: its k-point chunks come from
     the core's model (``rows_within``), and each core call gets the same budget."""
     from spectra import tightbinding as tb
-    from spectra.core._pipeline import _solve
+    from spectra.core._pipeline import _planned_direct, _solve
     from spectra.tightbinding import _bloch
 
     seen, chunks = [], []
@@ -338,6 +338,7 @@ def test_tightbinding_chunks_from_the_core_budget_and_passes_it_on(monkeypatch):
         return real_chunk(k, *args, **kwargs)
 
     monkeypatch.setattr(_solve, "plan", spy_plan)
+    monkeypatch.setattr(_planned_direct, "plan", spy_plan)  # (a batch without the layers)
     monkeypatch.setattr(_bloch, "solve_chunk", spy_chunk)
     monkeypatch.setattr(_bloch, "FEW_ENTRIES", 0)  # (the few k-points' path: one call)
     model = tb.graphene()
