@@ -388,12 +388,11 @@ def test_the_scratch_is_the_size_the_kernel_asks_for():
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex64])
-def test_the_first_call_of_a_process_keeps_numbas_experimental_warning_to_itself(
-    dtype, monkeypatch
-):
-    """numba warns that first-class functions are experimental while it types the LAPACK
-    routines the kernel takes; that is this module's choice, not the caller's: nothing
-    reaches the caller (``_ENTRIES`` emptied: the process's first call is typed again)."""
+def test_the_first_call_of_a_process_warns_nothing(dtype, monkeypatch):
+    """The kernel takes the LAPACK routines as integer addresses (numba's first-class
+    function arguments warned that they are experimental, at the caller's first batched
+    call): the first call of a process (``_ENTRIES`` emptied: typed again) prints nothing,
+    and its entry is kept."""
     import warnings
 
     from spectra.core._solvers import _twisted_eigh

@@ -38,9 +38,7 @@ depend on its neighbours in the batch.
 from __future__ import annotations
 
 import ctypes
-import functools
 import threading
-import warnings
 from typing import Any
 
 import numpy as np
@@ -55,40 +53,6 @@ Result = tuple[torch.Tensor, "torch.Tensor | None"]
 
 _PREFIX = {torch.float32: "s", torch.float64: "d", torch.complex64: "c", torch.complex128: "z"}
 _local = threading.local()
-
-
-@functools.cache
-def _function_type() -> Any:
-    """numba's first-class function type for a C address (a ``WrapperAddressProtocol``):
-    the kernel receives LAPACK's entries as arguments, so its compiled code, cached on
-    disk, holds no address of this process. Built on first use (numba imported then)."""
-    import numba.experimental.function_type  # noqa: F401  (registers the type's typeof)
-    from numba import types
-
-    class Function(types.WrapperAddressProtocol):  # type: ignore[misc]
-        def __init__(self, address: int, signature: Any) -> None:
-            self.address, self.sig = address, signature
-
-        def __wrapper_address__(self) -> int:
-            return self.address
-
-        def signature(self) -> Any:
-            return self.sig
-
-    return Function
-
-
-def _signatures() -> dict[str, Any]:
-    from numba import types
-
-    i32, i8, p = types.int32, types.int8, types.uint64  # pointers as addresses
-    return {
-        "sytrd": i32(i32, i8, i32, p, i32, p, p, p, p, i32),
-        "ormtr": i32(i32, i8, i8, i8, i32, i32, p, i32, p, p, i32, p, i32),
-        "stedc": i32(i32, i8, i32, p, p, p, i32, p, i32, p, i32),
-        "lanes": i32(i32, i32, p, p, p, p, p, p),
-        "lanesmtr": i32(i32, i32, p, p, p, p),
-    }
 
 
 #: the LAPACKE ``_work`` entries the kernel calls, by key (dtype prefix + the real name)
@@ -125,19 +89,12 @@ class _Routines:
             if len(self.addresses) == len(_WANTED):
                 break
         self.lanes = _lane_addresses()
-        self._functions: dict[str, Any] = {}
 
-    def function(self, key: str) -> Any:
-        """The entry ``key`` as numba's first-class function (built on first use: numba's
-        types are imported only by a call that runs the kernel)."""
-        got = self._functions.get(key)
-        if got is None:
-            # a lanes' entry the helper lacks is typed but never called (its scratch is
-            # empty): any valid address stands in for it
-            address = self.lanes.get(key) or self.addresses.get(key) or self.addresses["dsytrd"]
-            got = _function_type()(address, _signatures()[key[1:]])
-            self._functions[key] = got
-        return got
+    def address(self, key: str) -> int:
+        """The entry ``key``'s address, as the kernel calls it (``_numba_twisted._c_call``).
+        A lanes' entry the helper lacks is never called (its scratch is empty): any valid
+        address stands in for it."""
+        return self.lanes.get(key) or self.addresses.get(key) or self.addresses["dsytrd"]
 
     def lanes_for(self, n: int, dtype: torch.dtype, back: bool = False) -> bool:
         """Whether the eight-lane reduction (``_native_lanes.c``) reduces ``n x n`` matrices
@@ -253,15 +210,11 @@ _ENTRIES: dict[Any, Any] = {}
 
 def _compiled(kernel: Any, dtype: Any) -> Any:
     """``kernel``'s compiled entry for arrays of ``dtype``, once numba's dispatcher has
-    compiled or loaded it: the dispatcher types every argument on every call, and typing
-    the three first-class functions cost ~50 us a call. The arrays passed are always
-    C-ordered and aligned, of one ndim each, so their dtype alone picks the overload;
-    until it is known (or if numba's internals moved) the dispatcher answers.
-
-    The first call types the arguments and compiles (or loads) the overload before it
-    runs, with numba's ``NumbaExperimentalFeatureWarning`` about first-class functions
-    silenced there: the LAPACK routines passed in are this module's choice, not the
-    caller's, and the warning would otherwise reach the user's first batched call."""
+    compiled or loaded it: the dispatcher types every argument on every call. The arrays
+    passed are always C-ordered and aligned, of one ndim each, and the routines' addresses
+    integers, so their dtype alone picks the overload; until it is known (or if numba's
+    internals moved) the dispatcher answers. The first call types the arguments and
+    compiles (or loads) the overload, then calls its entry."""
     entry = _ENTRIES.get(dtype)
     if entry is not None:
         return entry
@@ -269,12 +222,9 @@ def _compiled(kernel: Any, dtype: Any) -> Any:
     def first(*args: Any) -> Any:
         try:
             from numba import typeof
-            from numba.core.errors import NumbaExperimentalFeatureWarning
 
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
-                signature = tuple(typeof(x) for x in args)
-                kernel.compile(signature)
+            signature = tuple(typeof(x) for x in args)
+            kernel.compile(signature)
             found = kernel.overloads[signature].entry_point
         except Exception:  # pragma: no cover - numba's internals changed: keep dispatching
             found = kernel
@@ -316,10 +266,10 @@ def twisted_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) 
             src,
             wout.detach().numpy(),
             vt,
-            (r.function(p + "sytrd"), r.function(p + "ormtr"), r.function("dstedc")),
+            (r.address(p + "sytrd"), r.address(p + "ormtr"), r.address("dstedc")),
             (
-                r.function(p + "lanes"),
-                r.function(p + "lanesmtr" if p in "sd" else "dlanesmtr"),  # complex: unused
+                r.address(p + "lanes"),
+                r.address(p + "lanesmtr" if p in "sd" else "dlanesmtr"),  # complex: unused
             ),
             s.h,
             s.tau,

@@ -35,9 +35,13 @@ single precision's rounding (``single`` in :func:`_vectors`).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 #: matrices per block: 8 lanes keep a block's O(n) vectors in L1 (64 lanes ran the whole
 #: kernel 2.4x slower at n = 64: the lane-wide QL iterates as long as its slowest lane)
@@ -56,6 +60,53 @@ PIVMIN = 1e-290
 MAX_ITER = 60
 
 jit = numba.njit(nogil=True, cache=True, error_model="numpy")
+
+
+def _c_call(name: str, *arguments: types.Type) -> Any:
+    """A numba intrinsic ``call(address, (args...))``: the C function at ``address`` (an
+    integer: LAPACKE's and the compiled helper's entries, looked up at run time) called
+    with ``args`` converted to ``arguments`` (``int32`` its return). The kernel thus holds
+    no address of this process and its compiled code is cached on disk; an address is
+    an integer argument, unboxed in a few hundred nanoseconds (numba's first-class
+    function arguments took ~20 us a call to unbox, five of them)."""
+
+    def call(typingctx: Any, address: Any, args: Any) -> Any:
+        if not isinstance(address, types.Integer) or not isinstance(
+            args, (types.Tuple, types.UniTuple)
+        ):
+            return None
+        if len(args) != len(arguments):
+            raise TypeError(f"{name} takes {len(arguments)} arguments, got {len(args)}")
+        members = args.types  # their numba types
+
+        def codegen(context: Any, builder: Any, signature: Any, values: Any) -> Any:
+            c_type = ir.FunctionType(ir.IntType(32), [context.get_value_type(t) for t in arguments])
+            pointer = builder.inttoptr(values[0], c_type.as_pointer())
+            given = [builder.extract_value(values[1], i) for i in range(len(arguments))]
+            converted = [
+                context.cast(builder, v, t, want)
+                for v, t, want in zip(given, members, arguments, strict=True)
+            ]
+            return builder.call(pointer, converted)
+
+        return types.int32(address, args), codegen
+
+    call.__name__ = name
+    return intrinsic(call)
+
+
+_I32, _I8, _P = types.int32, types.int8, types.uint64  # pointers as addresses
+#: LAPACKE's ``?sytrd_work``/``?hetrd_work``: (layout, uplo, n, a, lda, d, e, tau, work, lwork)
+_sytrd = _c_call("sytrd", _I32, _I8, _I32, _P, _I32, _P, _P, _P, _P, _I32)
+#: ``?ormtr_work``/``?unmtr_work``: (layout, side, uplo, trans, m, n, a, lda, tau, c, ldc,
+#: work, lwork)
+_ormtr = _c_call("ormtr", _I32, _I8, _I8, _I8, _I32, _I32, _P, _I32, _P, _P, _I32, _P, _I32)
+#: ``dstedc_work``: (layout, compz, n, d, e, z, ldz, work, lwork, iwork, liwork)
+_stedc = _c_call("stedc", _I32, _I8, _I32, _P, _P, _P, _I32, _P, _I32, _P, _I32)
+#: the helper's eight-lane reduction: (n, m, a, ws, h, tau, d, e)
+_lanes = _c_call("lanes", _I32, _I32, _P, _P, _P, _P, _P, _P)
+#: its back-transformation: (n, m, h, tau, z, ws)
+_lanes_mtr = _c_call("lanes_mtr", _I32, _I32, _P, _P, _P, _P)
 
 
 @jit
@@ -440,7 +491,8 @@ def solve_blocks(a, w, vt, lapack, lanes, h, tau, tri, work, lanes_ws, mtr_ws, w
     column-major order), :func:`tridiagonal_eigh` on its real tridiagonal, ``dstedc`` for
     the lanes it flags, then ``?ormtr``/``?unmtr``. ``lapack`` holds ``(sytrd, ormtr,
     stedc)``: LAPACKE ``_work`` entries (column-major layout; the first two of ``a``'s dtype,
-    ``dstedc``) as first-class functions; ``lanes`` holds ``(reduce, back)``, the compiled
+    ``dstedc``) as addresses (integers, see :func:`_c_call`); ``lanes`` holds ``(reduce,
+    back)``, the addresses of the compiled
     eight-lane reduction and back-transformation (``_native_lanes.c``: a whole block in one
     call each), used instead of ``sytrd`` and ``ormtr`` where their scratch (``lanes_ws``,
     ``mtr_ws``, of ``a``'s dtype) is not empty. ``h``, ``tau`` (``(W, n, n)``, ``(W, n)`` of
@@ -481,32 +533,38 @@ def solve_blocks(a, w, vt, lapack, lanes, h, tau, tri, work, lanes_ws, mtr_ws, w
     for start in range(0, bsz, W):
         m = min(W, bsz - start)
         if lanes_ws.size > 0:
-            info = reduce(
-                nn,
-                np.int32(m),
-                a[start].ctypes.data,
-                lanes_ws.ctypes.data,
-                h.ctypes.data,
-                tau.ctypes.data,
-                dt.ctypes.data,
-                et.ctypes.data,
+            info = _lanes(
+                reduce,
+                (
+                    nn,
+                    np.int32(m),
+                    a[start].ctypes.data,
+                    lanes_ws.ctypes.data,
+                    h.ctypes.data,
+                    tau.ctypes.data,
+                    dt.ctypes.data,
+                    et.ctypes.data,
+                ),
             )
             if info != 0:
                 return 1, start, info
         for j in range(m):
             if lanes_ws.size == 0:
                 h[j] = np.conj(a[start + j])  # real: a copy
-                info = sytrd(
-                    col,
-                    upper,
-                    nn,
-                    h[j].ctypes.data,
-                    nn,
-                    dt[j].ctypes.data,
-                    et[j].ctypes.data,
-                    tau[j].ctypes.data,
-                    work.ctypes.data,
-                    lw,
+                info = _sytrd(
+                    sytrd,
+                    (
+                        col,
+                        upper,
+                        nn,
+                        h[j].ctypes.data,
+                        nn,
+                        dt[j].ctypes.data,
+                        et[j].ctypes.data,
+                        tau[j].ctypes.data,
+                        work.ctypes.data,
+                        lw,
+                    ),
                 )
                 if info != 0:
                     return 1, start + j, info
@@ -521,18 +579,21 @@ def solve_blocks(a, w, vt, lapack, lanes, h, tau, tri, work, lanes_ws, mtr_ws, w
             if failed[j]:
                 dd[:] = d[j]
                 ed[:] = e[j]
-                info = stedc(
-                    col,
-                    compz,
-                    nn,
-                    dd.ctypes.data,
-                    ed.ctypes.data,
-                    zd.ctypes.data,
-                    nn,
-                    dwork.ctypes.data,
-                    np.int32(dwork.size),
-                    iwork.ctypes.data,
-                    np.int32(liwork),
+                info = _stedc(
+                    stedc,
+                    (
+                        col,
+                        compz,
+                        nn,
+                        dd.ctypes.data,
+                        ed.ctypes.data,
+                        zd.ctypes.data,
+                        nn,
+                        dwork.ctypes.data,
+                        np.int32(dwork.size),
+                        iwork.ctypes.data,
+                        np.int32(liwork),
+                    ),
                 )
                 if info != 0:
                     return 2, start + j, info
@@ -545,31 +606,37 @@ def solve_blocks(a, w, vt, lapack, lanes, h, tau, tri, work, lanes_ws, mtr_ws, w
             for k in range(n):
                 w[start + j, k] = wd[j, k]
             if vectors and mtr_ws.size == 0:
-                info = ormtr(
-                    col,
-                    left,
-                    upper,
-                    notrans,
-                    nn,
-                    nn,
-                    h[j].ctypes.data,
-                    nn,
-                    tau[j].ctypes.data,
-                    vt[start + j].ctypes.data,
-                    nn,
-                    work.ctypes.data,
-                    lw,
+                info = _ormtr(
+                    ormtr,
+                    (
+                        col,
+                        left,
+                        upper,
+                        notrans,
+                        nn,
+                        nn,
+                        h[j].ctypes.data,
+                        nn,
+                        tau[j].ctypes.data,
+                        vt[start + j].ctypes.data,
+                        nn,
+                        work.ctypes.data,
+                        lw,
+                    ),
                 )
                 if info != 0:
                     return 3, start + j, info
         if vectors and mtr_ws.size > 0:
-            info = back(
-                nn,
-                np.int32(m),
-                h.ctypes.data,
-                tau.ctypes.data,
-                vt[start].ctypes.data,
-                mtr_ws.ctypes.data,
+            info = _lanes_mtr(
+                back,
+                (
+                    nn,
+                    np.int32(m),
+                    h.ctypes.data,
+                    tau.ctypes.data,
+                    vt[start].ctypes.data,
+                    mtr_ws.ctypes.data,
+                ),
             )
             if info != 0:
                 return 3, start, info
