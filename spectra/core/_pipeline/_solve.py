@@ -86,7 +86,7 @@ def solve_standard(
         a = push_to_top(a, inactive)
     n = a.shape[-1]
     batch_shape = a.shape[:-2]
-    real = a.real.dtype if a.is_complex() else a.dtype
+    real = a.dtype.to_real()
     needs_grad = is_tracked(a)
     if a.numel() == 0:
         w = torch.zeros((*batch_shape, n), dtype=real, device=a.device)

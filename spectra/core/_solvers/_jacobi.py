@@ -209,7 +209,7 @@ def jacobi_eigh(
 
 def _jacobi(a: torch.Tensor, vectors: bool, tol: float, max_sweeps: int) -> JacobiResult:
     bsz, n = a.shape[0], a.shape[-1]
-    real = a.real.dtype if a.is_complex() else a.dtype
+    real = a.dtype.to_real()
     dev = a.device
     if bsz == 0 or n == 0:
         return JacobiResult(
@@ -286,7 +286,7 @@ def solve(
     sweeps = DEFAULT_MAX_SWEEPS if max_sweeps is None else max_sweeps
     if a.device.type != "cpu" or a.shape[0] == 0:
         return _solve_checked(a, vectors, sweeps)
-    real = a.real.dtype if a.is_complex() else a.dtype
+    real = a.dtype.to_real()
     w = torch.empty(a.shape[:-1], dtype=real)
     v = torch.empty_like(a) if vectors else None
 

@@ -312,7 +312,7 @@ def window_result(a: torch.Tensor, vectors: bool, m: int) -> Result:
     (torch.Size([2, 3]), torch.float64, (15, 1, 5))
     """
     b, n = a.shape[0], a.shape[-1]
-    real = a.real.dtype if a.is_complex() else a.dtype
+    real = a.dtype.to_real()
     w = torch.empty((b, m), dtype=real, device=a.device)
     v = None
     if vectors:

@@ -143,7 +143,7 @@ def empty_result(a: torch.Tensor, vectors: bool) -> Result:
     (torch.float32, (9, 1, 3))
     """
     n = a.shape[-1]
-    real = a.real.dtype if a.is_complex() else a.dtype
+    real = a.dtype.to_real()
     w = torch.empty(a.shape[:-1], dtype=real, device=a.device)
     v = None
     if vectors:

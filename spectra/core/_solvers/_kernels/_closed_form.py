@@ -295,7 +295,7 @@ def eig_small(a: torch.Tensor, vectors: bool) -> tuple[torch.Tensor, torch.Tenso
     n = a.shape[-1]
     if n == 3:
         return eig3(a, vectors)
-    real = a.real.dtype if a.is_complex() else a.dtype
+    real = a.dtype.to_real()
     if n == 0:
         return a.new_zeros(a.shape[:-1], dtype=real), (a.clone() if vectors else None)
     if n == 1:
