@@ -268,6 +268,29 @@ def test_the_planner_takes_it_off_intel_where_measured(monkeypatch):
     assert spectra.plan(50, 64, torch.complex128).strategy == "torch"
 
 
+def test_the_fan_out_decision_uses_its_own_cost(monkeypatch):
+    """The planner's one-thread estimate of a ``twisted`` batch is the strategy's measured
+    model (``twisted_seconds``), not LAPACK's: complex64 16 x 96 (2.8 ms by it, 4.3 ms by
+    LAPACK's model) stays in the caller's thread; twice the batch fans out."""
+    monkeypatch.setenv(_ready.ENV, "eager")
+    pin_cpu_vendor(monkeypatch, "AuthenticAMD")
+    monkeypatch.setitem(spectra.core.STRATEGIES, "twisted", spectra.core.STRATEGIES["twisted"])
+    from spectra.core._pipeline._cost import matrix_seconds
+    from spectra.core._pipeline._plan import _MIN_PARALLEL_SECONDS
+
+    cpu = torch.device("cpu")
+    strategy = spectra.core.STRATEGIES["twisted"]
+    for dtype in DTYPES:
+        for n in (16, 64, 256):
+            assert strategy.matrix_seconds(n, dtype, cpu) == _twisted.twisted_seconds(n, dtype)
+    each = _twisted.twisted_seconds(16, torch.complex64)
+    assert 96 * each < _MIN_PARALLEL_SECONDS <= 96 * matrix_seconds(16, torch.complex64, cpu)
+    one = spectra.plan(16, 96, torch.complex64)
+    assert (one.strategy, one.workers) == ("twisted", 1), str(one)
+    two = spectra.plan(16, 192, torch.complex64)
+    assert (two.strategy, two.workers) == ("twisted", 2), str(two)
+
+
 def test_its_claims_start_where_the_lane_kernels_stop(monkeypatch):
     """No size between the lane kernels' claims and this one is left to MKL's ``?syevd``,
     which the thread fan-out runs too (0.94-1.0x it there, measured)."""

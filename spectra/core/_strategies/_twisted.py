@@ -149,6 +149,32 @@ def min_batch(n: int, dtype: torch.dtype) -> int:
     return MIN_BATCH // 2 if n >= HALF_BATCH_FROM.get(dtype, 1 << 30) else MIN_BATCH
 
 
+#: ``dtype -> (c, p)``: one thread's time per matrix, ``c n^p`` seconds, as the executor
+#: runs it (the input check, the solve, the gauge), the least-squares fit in log-log of
+#: ``benchmarks/results/twisted-cost-2026-12-06e.json`` over the claimed sizes up to
+#: ``n = 256`` (within 0.78-1.33x of every point). LAPACK's model, which the planner took
+#: before, read 1.5-15x the measured time for complex matrices from ``n = 16`` and 1.4-6.8x
+#: for real ones from 64, so batches of 1-4 ms of real work fanned out (complex64 16 x 96:
+#: 1.5 ms, its two workers slower than one)
+SECONDS: dict[torch.dtype, tuple[float, float]] = {
+    torch.float32: (4.57e-8, 2.04),
+    torch.float64: (4.05e-8, 2.16),
+    torch.complex64: (1.41e-7, 1.92),
+    torch.complex128: (9.01e-8, 2.11),
+}
+
+
+def twisted_seconds(n: int, dtype: torch.dtype) -> float:
+    """``Cost.seconds``: one thread's time per ``n x n`` matrix (:data:`SECONDS`), for the
+    fan-out decision.
+
+    >>> round(twisted_seconds(16, torch.complex64) * 1e6)
+    29
+    """
+    c, p = SECONDS[dtype]
+    return c * n**p
+
+
 def twisted_claim(n: int, dtype: torch.dtype, device: torch.device, vectors: bool) -> Claim | None:
     """``Runs.prefers``: :func:`claim_for` this machine's CPU, eigenvectors wanted (the
     eigenvalue-only driver keeps torch's, whose bits ``eigvalsh`` has always had)."""
@@ -173,7 +199,7 @@ TWISTED = register(
             prefers=_gated(twisted_claim),
             unit=8,  # the kernel's lanes (``_numba_twisted.W``; numba is not imported here)
         ),
-        cost=Cost(memory=MEMORY),
+        cost=Cost(memory=MEMORY, seconds=twisted_seconds),
         abilities=Abilities(into=twisted_eigh_into, check=numba_check_large),
     )
 )
