@@ -4,9 +4,10 @@ The direct path (:mod:`._direct`) runs what the plan runs for one matrix or a ha
 LAPACK calls. Every other CPU batch went through the entry's layers before its plan ran:
 options, :func:`~._prepare.prepare` (array conversions, shape checks), the dense and
 standard solves (the window, padding, empty batches, autograd) and the restore. On the
-batches a lane kernel takes in the caller's thread, that was ~150-250 us of Python on
-0.3-4 ms of work (complex64 8 x 16x16 with ``twisted``: 445 us against 304 us for
-:func:`~._execute.execute` of the same plan, measured).
+batches a lane kernel takes in the caller's thread, a call cost ~130-220 us more than
+:func:`~._execute.execute` of its plan, on 0.3-4 ms of work (complex64 8 x 16x16 with
+``twisted``: 445 against 304 us); this route leaves ~80-100 us of that (the entry's own
+steps), scratch timings.
 
 :func:`solve_planned` takes the calls that need none of it (a strided CPU tensor or
 aligned NumPy array of a solver dtype, no gradient, no ``b``, ``lindep``, plan or device)
