@@ -206,17 +206,28 @@ def test_a_solver_error_is_spectras(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize(
-    "call",
+    "call, pipeline",
     [
-        pytest.param(lambda a: spectra.eigh(a.requires_grad_(), workers=1), id="history"),
-        pytest.param(lambda a: spectra.eigh(a, a.mH @ a + torch.eye(10)), id="generalized"),
-        pytest.param(lambda a: spectra.eigh(a, plan=spectra.plan(10, 40, a.dtype)), id="plan"),
-        pytest.param(lambda a: spectra.eigh(a[:0]), id="empty"),
-        pytest.param(lambda a: spectra.eigh([a[0], a[1, :5, :5]]), id="ragged"),
+        pytest.param(lambda a: spectra.eigh(a.requires_grad_(), workers=1), True, id="history"),
+        pytest.param(
+            lambda a: spectra.eigh(a, plan=spectra.plan(10, 40, a.dtype, strategy="numpy")),
+            True,
+            id="plan",
+        ),
+        pytest.param(lambda a: spectra.eigh(a[:0]), True, id="empty"),
+        # their own paths: the generalized problem's, the ragged buckets'
+        pytest.param(lambda a: spectra.eigh(a, a.mH @ a + torch.eye(10)), False, id="generalized"),
+        pytest.param(lambda a: spectra.eigh([a[0], a[1, :5, :5]]), False, id="ragged"),
     ],
 )
-def test_calls_that_need_the_pipeline_keep_it(monkeypatch: pytest.MonkeyPatch, call: Any) -> None:
+def test_calls_the_route_does_not_take(
+    monkeypatch: pytest.MonkeyPatch, call: Any, pipeline: bool
+) -> None:
+    """Input with history, a plan handed back (one the direct path does not run) and an
+    empty batch take the full pipeline (``_run_dense``); a generalized pair and a ragged
+    list take their own paths."""
     a = random_hermitian((40,), 10, torch.float64, seed=7)
     seen = _spy(monkeypatch)
     call(a)
     assert seen["executed"] == []
+    assert bool(seen["pipeline"]) == pipeline, seen
