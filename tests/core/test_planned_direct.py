@@ -14,7 +14,7 @@ import torch
 import spectra
 from spectra.core import _eigh
 from spectra.core._pipeline import _planned_direct
-from spectra.core._solvers._kernels import numba_available
+from spectra.core._solvers._kernels import _ready, numba_available
 from spectra.core._solvers._twisted_eigh import available as twisted_available
 
 from .helpers import random_hermitian
@@ -23,6 +23,15 @@ needs_numba = pytest.mark.skipif(not numba_available(), reason="needs numba")
 needs_twisted = pytest.mark.skipif(
     not twisted_available(), reason="needs numba and SciPy's OpenBLAS"
 )
+
+
+@pytest.fixture(autouse=True)
+def _kernels_ready(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernels' readiness aside: a plan made outside the call must be the call's (a
+    first call of a process may otherwise decline a kernel that a later one takes); the
+    registry bumped, so that no plan made before survives."""
+    monkeypatch.setenv(_ready.ENV, "eager")
+    monkeypatch.setitem(spectra.core.STRATEGIES, "torch", spectra.core.STRATEGIES["torch"])
 
 
 def _spy(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
