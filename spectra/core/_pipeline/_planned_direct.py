@@ -6,8 +6,8 @@ options, :func:`~._prepare.prepare` (array conversions, shape checks), the dense
 standard solves (the window, padding, empty batches, autograd) and the restore. On the
 batches a lane kernel takes in the caller's thread, a call cost ~130-220 us more than
 :func:`~._execute.execute` of its plan, on 0.3-4 ms of work (complex64 8 x 16x16 with
-``twisted``: 445 against 304 us); this route leaves ~80-100 us of that (the entry's own
-steps), scratch timings.
+``twisted``: 445 against 304 us); this route leaves ~55-60 us of that (its own steps ~30,
+the entry's ~25: float32 12 x 64, float64 8 x 256), scratch timings.
 
 :func:`solve_planned` takes the calls that need none of it (a strided CPU tensor or
 aligned NumPy array of a solver dtype, no gradient, no ``b``, ``lindep``, plan or device)
