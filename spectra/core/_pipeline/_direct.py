@@ -50,7 +50,7 @@ from .._support._threads import restore_thread_kernel_threads, set_thread_kernel
 from ._autograd import eigh_with_grad
 from ._autograd_one import _TOL32, _TOL64, eigh_native, node_or_rule, with_backward
 from ._backward_fast import gauge_fresh
-from ._checks import InputRejected, quick_check
+from ._checks import InputRejected, quick_check, values_finite
 from ._gauge import fix_gauge_small_
 from ._plan import THREADED_LAPACK_MIN_N, Plan, compiled_closed_form, direct_path, plan
 from ._prepare import check_k, check_plan
@@ -113,15 +113,6 @@ def _solve_gauged(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return w, fix_gauge_small_(v)
 
 
-def _all_finite(w: torch.Tensor) -> bool:
-    """Whether the eigenvalues ``w`` (no history) are all finite, judged by their sum (a
-    NaN or an infinity survives it; a finite sum that overflows only sends the call the
-    full way), from a ``tolist`` for a few, NumPy otherwise."""
-    if w.numel() <= 64:
-        return math.isfinite(sum(w.reshape(-1).tolist()))
-    return math.isfinite(w.numpy().sum())
-
-
 def _solve_ungauged(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`_solve_gauged` without the gauge, for eigenvalues only: their gradient
     ``V diag(gw) V^H`` has the same bits whatever the columns' signs (each term carries
@@ -166,11 +157,11 @@ def _solve_checked(
             w, v = eigh_with_grad(flat, _solve_gauged, native=native)
         else:  # eigenvalues only: no gauge to compute
             w, v = eigh_with_grad(flat, _solve_ungauged, native=_eigh_tracked if aligned else None)
-        if check and not known and not _all_finite(w.detach()):
+        if check and not known and not values_finite(w.detach()):
             return None
         return w, (v if vectors else None)
     w, vv = _solve(flat, vectors)
-    if check and not _all_finite(w):
+    if check and not values_finite(w):
         return None  # e.g. a symmetric Inf
     if vv is not None:
         fix_gauge_small_(vv)
@@ -209,7 +200,7 @@ def _tracked_one(
         return _solve_checked(a, vectors, True, check)
     w, v, separated = eigh_native(a, _solve_native if vectors else _eigh_tracked)
     # well separated (n > 1): every gap finite, so every eigenvalue
-    if check and not (separated and a.shape[0] > 1) and not _all_finite(w.detach()):
+    if check and not (separated and a.shape[0] > 1) and not values_finite(w.detach()):
         return None
     return w, (v if vectors else None)
 

@@ -154,8 +154,9 @@ def min_batch(n: int, dtype: torch.dtype) -> int:
 #: ``benchmarks/results/twisted-cost-2026-12-06e.json`` over the claimed sizes up to
 #: ``n = 256`` (within 0.78-1.33x of every point). LAPACK's model, which the planner took
 #: before, read 1.5-15x the measured time for complex matrices from ``n = 16`` and 1.4-6.8x
-#: for real ones from 64, so batches of 1-4 ms of real work fanned out (complex64 16 x 96:
-#: 1.5 ms, its two workers slower than one)
+#: for real ones from 64, so batches of 2.3-4.4 ms of real work fanned out, where on the
+#: development VM two workers took 0.91-1.08x one's time
+#: (``benchmarks/results/twisted-workers-2026-12-06e.json``)
 SECONDS: dict[torch.dtype, tuple[float, float]] = {
     torch.float32: (4.57e-8, 2.04),
     torch.float64: (4.05e-8, 2.16),
