@@ -372,7 +372,7 @@ def test_the_executor_hands_it_whole_lane_blocks(monkeypatch, n, dtype, batch):
     import dataclasses
 
     from spectra.core import STRATEGIES
-    from spectra.core._solvers._twisted_eigh import twisted_eigh_into
+    from spectra.core._solvers._twisted_eigh import twisted_eigh_fused, twisted_eigh_into
 
     s = STRATEGIES["twisted"]
     assert s.runs.unit == 8
@@ -382,10 +382,16 @@ def test_the_executor_hands_it_whole_lane_blocks(monkeypatch, n, dtype, batch):
         sizes.append(a.shape[0])
         twisted_eigh_into(a, w, v)
 
-    spied = dataclasses.replace(s, abilities=dataclasses.replace(s.abilities, into=spy))
-    monkeypatch.setitem(STRATEGIES, "twisted", spied)
+    def fused_spy(a, w, v, check):
+        done = twisted_eigh_fused(a, w, v, check)
+        sizes.append(a.shape[0] if done else 0)  # declined: its into runs the block
+        return done
+
+    abilities = dataclasses.replace(s.abilities, into=spy, fused=fused_spy)
+    monkeypatch.setitem(STRATEGIES, "twisted", dataclasses.replace(s, abilities=abilities))
     a = random_hermitian((batch,), n, dtype, seed=1)
     w, v = spectra.eigh(a, strategy="twisted", workers=1)
+    sizes = [k for k in sizes if k]
     assert sum(sizes) == batch and all(k % 8 == 0 for k in sizes[:-1]), sizes
     _assert_eigenpairs(a[:3], w[:3], v[:3])
 

@@ -1192,6 +1192,21 @@ static PyObject *py_lanes(PyObject *self, PyObject *unused) {
                          (unsigned long long)(uintptr_t)&spectra_hetrd_lanes_z);
 }
 
+/* the per-matrix check and the block gauge of the C++ entry's table (below), which the
+ * twisted kernel calls on each block of eight as it solves it (its fused pass) */
+static int api_hermitian(int kind, const void *a, ptrdiff_t n, ptrdiff_t s0, ptrdiff_t s1,
+                         int finite);
+static int api_gauge(int kind, void *v, ptrdiff_t n, ptrdiff_t m, double tol, double keep,
+                     double keep2, double low, double high);
+
+/* passes() -> the addresses of api_hermitian and api_gauge */
+static PyObject *py_passes(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return Py_BuildValue("(KK)", (unsigned long long)(uintptr_t)&api_hermitian,
+                         (unsigned long long)(uintptr_t)&api_gauge);
+}
+
 static PyMethodDef methods[] = {
     {"eigh", (PyCFunction)(void (*)(void))py_eigh, METH_FASTCALL,
      "eigh(kind, n, a, s0, s1, w, v, check, tol, keep, keep2, low, high) -> status"},
@@ -1223,6 +1238,8 @@ static PyMethodDef methods[] = {
     {"load", py_load, METH_O, "load(path) -> routines found"},
     {"lanes", py_lanes, METH_NOARGS,
      "lanes() -> addresses of the eight-lane ?sytrd, ?ormtr (s, d) and ?hetrd (c, z)"},
+    {"passes", py_passes, METH_NOARGS,
+     "passes() -> addresses of the per-matrix exact-Hermitian check and the block gauge"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -89,6 +89,7 @@ class _Routines:
             if len(self.addresses) == len(_WANTED):
                 break
         self.lanes = _lane_addresses()
+        self.passes = _pass_addresses()
 
     def address(self, key: str) -> int:
         """The entry ``key``'s address, as the kernel calls it (``_numba_twisted._c_call``).
@@ -132,6 +133,19 @@ def _lane_addresses() -> dict[str, int]:
         return {}
     keys = ("slanes", "dlanes", "slanesmtr", "dlanesmtr", "clanes", "zlanes")
     return dict(zip(keys, map(int, ext.lanes()), strict=True))
+
+
+def _pass_addresses() -> tuple[int, int] | None:
+    """The compiled helper's per-matrix exact-Hermitian test and block gauge
+    (``api_hermitian``, ``api_gauge``), which the kernel's fused pass calls, where it is
+    built (and not switched off); ``None`` otherwise (the pass declines)."""
+    from ._native import _extension
+
+    ext = _extension()
+    if ext is None or not hasattr(ext, "passes"):
+        return None
+    hermitian, gauge = map(int, ext.passes())
+    return hermitian, gauge
 
 
 #: the process's one :class:`_Routines`
@@ -234,16 +248,84 @@ def _compiled(kernel: Any, dtype: Any) -> Any:
     return first
 
 
+#: ``passes`` of a call without the fused pass (nothing tested, nothing gauged)
+_NO_PASSES = (0, 0, 0, 0, 0)
+_NO_GAUGE = (0.0, 0.0, 0.0, 0.0, 0.0)
+
+
 def twisted_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) -> None:
     """Every matrix of the CPU block ``a`` (``(B, n, n)``, lower triangle read) solved into
     ``w`` (``(B, n)``) and ``v`` (``(B, n, n)``, any strides; column-major is written in
     place; ``None``: eigenvalues only). A LAPACK failure raises ``RuntimeError`` naming the
     batch position, as torch's LAPACK errors do."""
-    n, dtype = a.shape[-1], a.dtype
-    if a.shape[0] == 0 or n == 0:
+    if a.shape[0] == 0 or a.shape[-1] == 0:
         return
+    step, where, info = _run(a, w, v, _NO_PASSES, _NO_GAUGE)
+    if step:
+        p = _PREFIX[a.dtype]
+        routine = _WANTED[("d" if step == 2 else p) + _STEPS[step]][8:-5]
+        raise RuntimeError(
+            f"linalg.eigh: (Batch element {where}): The algorithm failed to converge "
+            f"(SciPy's LAPACK {routine}, info = {info})"
+        )
+
+
+def twisted_eigh_fused(
+    a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None, check: bool
+) -> bool:
+    """The strategy's fused pass (:class:`~spectra.core._strategies._base.WritesChecked`):
+    :func:`twisted_eigh_into` with, on each block of eight matrices while it is in cache,
+    the compiled helper's exact-Hermitian and finiteness test before the reduction (with
+    ``check``) and its gauge after the back-transformation (the bits of
+    :func:`~spectra.core._pipeline._gauge.fix_gauge_`, the same C function); ``False``
+    where it declines: no helper, outputs not laid out as the executor's (``w``
+    contiguous, ``v`` column-major), a matrix not exactly Hermitian or not finite, a LAPACK
+    failure, eigenvalues not finite, a gauge the helper leaves. The executor then runs its
+    own check, solve and gauge on the block, which decide and name what is wrong (the
+    blocks solved before the one declined are solved again).
+
+    >>> import torch
+    >>> t = torch.tensor([[2.0, -1.0, 0.0], [-1.0, 2.0, -1.0], [0.0, -1.0, 2.0]])
+    >>> a = t.double().expand(8, 3, 3)
+    >>> w = torch.empty(8, 3, dtype=a.dtype)
+    >>> v = torch.empty_strided((8, 3, 3), (9, 1, 3), dtype=a.dtype)
+    >>> if available() and twisted_eigh_fused(a, w, v, True):  # each column's peak positive
+    ...     print(v[5].mT.mul(1000).round().tolist())
+    ... else:
+    ...     print([[500.0, 707.0, 500.0], [707.0, 0.0, -707.0], [-500.0, 707.0, -500.0]])
+    [[500.0, 707.0, 500.0], [707.0, 0.0, -707.0], [-500.0, 707.0, -500.0]]
+    """
+    from ._native import _GAUGE, _KIND
+
+    n = a.shape[-1]
+    addresses = _routines().passes
+    if (
+        addresses is None
+        or a.dim() != 3
+        or a.shape[0] == 0
+        or n == 0
+        or a.requires_grad
+        or not w.is_contiguous()
+        or (v is not None and v.stride() != (n * n, 1, n))
+    ):
+        return False
+    passes = (*addresses, _KIND[a.dtype], int(check), 1)
+    step, _, _ = _run(a, w, v, passes, tuple(map(float, _GAUGE[a.dtype])))
+    return step == 0
+
+
+def _run(
+    a: torch.Tensor,
+    w: torch.Tensor,
+    v: torch.Tensor | None,
+    passes: tuple[int, ...],
+    gauge: tuple[float, ...],
+) -> tuple[int, int, int]:
+    """The kernel's call on ``a`` into ``w`` and ``v`` (copied in where their layout is not
+    the kernel's): its ``(step, batch position, info)``."""
     from ._kernels._numba_twisted import solve_blocks
 
+    n, dtype = a.shape[-1], a.dtype
     r = _routines()
     p = _PREFIX[dtype]
     s = _scratch(n, dtype)
@@ -262,15 +344,19 @@ def twisted_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) 
     threads = torch.get_num_threads() if n >= subset.THREADED_MIN_N else 1
     assert r.gate is not None  # available() said so
     with r.gate.hold(threads):
-        step, where, info = _compiled(solve_blocks, src.dtype)(
+        got = _compiled(solve_blocks, src.dtype)(
             src,
             wout.detach().numpy(),
             vt,
-            (r.address(p + "sytrd"), r.address(p + "ormtr"), r.address("dstedc")),
             (
+                r.address(p + "sytrd"),
+                r.address(p + "ormtr"),
+                r.address("dstedc"),
                 r.address(p + "lanes"),
                 r.address(p + "lanesmtr" if p in "sd" else "dlanesmtr"),  # complex: unused
+                *passes,
             ),
+            gauge,
             s.h,
             s.tau,
             s.tri,
@@ -280,16 +366,13 @@ def twisted_eigh_into(a: torch.Tensor, w: torch.Tensor, v: torch.Tensor | None) 
             s.ws,
             s.iwork,
         )
-    if step:
-        routine = _WANTED[("d" if step == 2 else p) + _STEPS[step]][8:-5]
-        raise RuntimeError(
-            f"linalg.eigh: (Batch element {where}): The algorithm failed to converge "
-            f"(SciPy's LAPACK {routine}, info = {info})"
-        )
+    if got[0]:
+        return got
     if wout is not w:
         w.copy_(wout)
     if v is not None and vout is not None and vout is not v:
         v.copy_(vout)
+    return got
 
 
 def twisted_eigh(a: torch.Tensor, vectors: bool) -> Result:

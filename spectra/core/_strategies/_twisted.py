@@ -44,7 +44,13 @@ import torch
 
 from .._pipeline._cost import Claim
 from .._solvers._kernels._choice import lane_min_batch
-from .._solvers._twisted_eigh import available, lanes_for, twisted_eigh, twisted_eigh_into
+from .._solvers._twisted_eigh import (
+    available,
+    lanes_for,
+    twisted_eigh,
+    twisted_eigh_fused,
+    twisted_eigh_into,
+)
 from . import _openblas
 from ._base import Abilities, Cost, Runs, Strategy, register
 from ._checks import numba_check_large
@@ -201,6 +207,8 @@ TWISTED = register(
             unit=8,  # the kernel's lanes (``_numba_twisted.W``; numba is not imported here)
         ),
         cost=Cost(memory=MEMORY, seconds=twisted_seconds),
-        abilities=Abilities(into=twisted_eigh_into, check=numba_check_large),
+        abilities=Abilities(
+            into=twisted_eigh_into, check=numba_check_large, fused=twisted_eigh_fused
+        ),
     )
 )

@@ -107,6 +107,14 @@ _stedc = _c_call("stedc", _I32, _I8, _I32, _P, _P, _P, _I32, _P, _I32, _P, _I32)
 _lanes = _c_call("lanes", _I32, _I32, _P, _P, _P, _P, _P, _P)
 #: its back-transformation: (n, m, h, tau, z, ws)
 _lanes_mtr = _c_call("lanes_mtr", _I32, _I32, _P, _P, _P, _P)
+_I64, _F64 = types.int64, types.float64
+#: the helper's per-matrix test (``api_hermitian``): (kind, a, n, s0, s1, finite), 1 if
+#: exactly Hermitian (and finite)
+_hermitian = _c_call("hermitian", _I32, _P, _I64, _I64, _I64, _I32)
+#: its gauge (``api_gauge``): (kind, v, n, columns, tol, keep, keep2, low, high), 1 if gauged
+_gauge = _c_call("gauge", _I32, _P, _I64, _I64, _F64, _F64, _F64, _F64, _F64)
+#: :func:`solve_blocks`' step for a block its fused pass declines
+DECLINED = 4
 
 
 @jit
@@ -482,32 +490,44 @@ def _tridiagonal_into(d, e, w, z, failed, ws, r, single):
 
 
 @jit
-def solve_blocks(a, w, vt, lapack, lanes, h, tau, tri, work, lanes_ws, mtr_ws, ws, iwork):
+def solve_blocks(a, w, vt, calls, gauge, h, tau, tri, work, lanes_ws, mtr_ws, ws, iwork):
     """Every real symmetric or complex Hermitian ``a[b]`` (C-ordered, its lower triangle
     read) solved into ``w`` (``(B, n)``, ascending) and ``vt`` (``(B, n, n)`` with ``vt[b, k]``
     the k-th eigenvector, i.e. the column-major eigenvector matrix; empty: eigenvalues
     only), ``W`` matrices at a time, without the GIL: LAPACK's ``?sytrd``/``?hetrd`` on the
     conjugated C-ordered copy ('U': the Hermitian matrix of ``a``'s lower triangle, in
     column-major order), :func:`tridiagonal_eigh` on its real tridiagonal, ``dstedc`` for
-    the lanes it flags, then ``?ormtr``/``?unmtr``. ``lapack`` holds ``(sytrd, ormtr,
-    stedc)``: LAPACKE ``_work`` entries (column-major layout; the first two of ``a``'s dtype,
-    ``dstedc``) as addresses (integers, see :func:`_c_call`); ``lanes`` holds ``(reduce,
-    back)``, the addresses of the compiled
-    eight-lane reduction and back-transformation (``_native_lanes.c``: a whole block in one
-    call each), used instead of ``sytrd`` and ``ormtr`` where their scratch (``lanes_ws``,
-    ``mtr_ws``, of ``a``'s dtype) is not empty. ``h``, ``tau`` (``(W, n, n)``, ``(W, n)`` of
-    ``a``'s dtype), ``tri`` (``(2, W, n)`` of its real dtype: the tridiagonals' diagonals
-    and off-diagonals), ``work`` (``?sytrd``/``?ormtr``'s, of ``a``'s dtype), ``ws``
-    (float64, :func:`scratch_size` entries) and ``iwork`` (int32, ``3 + 6n``) are the
-    caller's.
+    the lanes it flags, then ``?ormtr``/``?unmtr``. ``h``, ``tau`` (``(W, n, n)``,
+    ``(W, n)`` of ``a``'s dtype), ``tri`` (``(2, W, n)`` of its real dtype: the
+    tridiagonals' diagonals and off-diagonals), ``work`` (``?sytrd``/``?ormtr``'s, of
+    ``a``'s dtype), ``ws`` (float64, :func:`scratch_size` entries) and ``iwork`` (int32,
+    ``3 + 6n``) are the caller's.
+
+    ``calls`` holds the C functions it calls, as addresses (integers, see :func:`_c_call`),
+    and the switches of its fused pass: ``(sytrd, ormtr, stedc, reduce, back, hermitian,
+    gauge, kind, check, fix)``.
+
+    - ``sytrd``, ``ormtr``, ``stedc``: LAPACKE ``_work`` entries (column-major layout; the
+      first two of ``a``'s dtype, ``dstedc``).
+    - ``reduce``, ``back``: the compiled eight-lane reduction and back-transformation
+      (``_native_lanes.c``: a whole block in one call each), used instead of ``sytrd`` and
+      ``ormtr`` where their scratch (``lanes_ws``, ``mtr_ws``, of ``a``'s dtype) is not
+      empty.
+    - ``hermitian``, ``gauge``: the compiled helper's per-matrix exact-Hermitian test and
+      block gauge (``api_hermitian``, ``api_gauge``) for its dtype code ``kind``, run where
+      ``check`` and ``fix`` are 1: each block of ``W`` matrices tested (exactly Hermitian,
+      finite) just before its reduction; its eigenvalues tested finite and its
+      eigenvectors put in the core's gauge (the ``gauge`` argument: ``tol, keep, keep2,
+      low, high``) just after its back-transformation, while both are in cache: the
+      executor's fused pass. Where either declines, it stops there: ``(DECLINED, b, 0)``.
 
     Returns ``(0, -1, 0)``, or ``(step, b, info)`` for the first LAPACK call that failed:
     ``step`` 1 the reduction, 2 ``dstedc``, 3 the back-transformation, at batch position
     ``b``."""
     bsz, n = a.shape[0], a.shape[1]
     vectors = vt.shape[0] > 0
-    sytrd, ormtr, stedc = lapack
-    reduce, back = lanes
+    sytrd, ormtr, stedc, reduce, back, hermitian, fix_gauge, kind, check, fix = calls
+    tol, keep, keep2, low, high = gauge
     dt, et = tri[0], tri[1]
     col, upper, left, notrans, compz = (
         np.int32(102),
@@ -532,6 +552,10 @@ def solve_blocks(a, w, vt, lapack, lanes, h, tau, tri, work, lanes_ws, mtr_ws, w
     failed = np.zeros(W, dtype=np.bool_)
     for start in range(0, bsz, W):
         m = min(W, bsz - start)
+        if check:
+            for j in range(m):
+                if not _hermitian(hermitian, (kind, a[start + j].ctypes.data, n, n, 1, 1)):
+                    return DECLINED, start + j, 0
         if lanes_ws.size > 0:
             info = _lanes(
                 reduce,
@@ -640,4 +664,14 @@ def solve_blocks(a, w, vt, lapack, lanes, h, tau, tri, work, lanes_ws, mtr_ws, w
             )
             if info != 0:
                 return 3, start, info
+        if fix:
+            for j in range(m):
+                for k in range(n):
+                    if not np.isfinite(w[start + j, k]):
+                        return DECLINED, start + j, 0
+            if vectors and not _gauge(
+                fix_gauge,
+                (kind, vt[start].ctypes.data, n, m * n, tol, keep, keep2, low, high),
+            ):
+                return DECLINED, start, 0
     return 0, -1, 0
