@@ -251,11 +251,22 @@ def test_the_planner_takes_it_off_intel_where_measured(monkeypatch):
         assert spectra.plan(lo, least - 1, dtype).strategy != "twisted", dtype
         assert spectra.plan(lo - 1, 4096, dtype).strategy != "twisted", dtype
         assert spectra.plan(lo, 4096, dtype, vectors=False).strategy != "twisted", dtype
+    half = batch // 2
     for dtype, n in _twisted.HALF_BATCH_FROM.items():  # larger sizes: from half the batch
-        half = batch // 2
         assert spectra.plan(n, half, dtype).strategy == "twisted", dtype
         assert spectra.plan(n, half - 1, dtype).strategy != "twisted", dtype
-        assert spectra.plan(n - 1, half, dtype).strategy != "twisted", dtype
+        below = _twisted.HALF_BATCH_BELOW.get(dtype, 0)
+        taken = spectra.plan(n - 1, half, dtype).strategy == "twisted"
+        assert taken == (n - 1 < below), dtype  # the sizes just below: unless claimed there
+    for dtype, n in _twisted.HALF_BATCH_BELOW.items():  # and smaller sizes: measured
+        lo = _twisted.LANE_KERNEL_SIZES_BELOW[dtype]
+        assert _twisted.min_batch(lo, dtype) == _twisted.min_batch(n - 1, dtype) == half
+        assert spectra.plan(lo, half, dtype).strategy == "twisted", dtype
+        assert spectra.plan(n - 1, half, dtype).strategy == "twisted", dtype
+        assert spectra.plan(n - 1, half - 1, dtype).strategy != "twisted", dtype
+        if n < _twisted.HALF_BATCH_FROM[dtype]:
+            assert spectra.plan(n, half, dtype).strategy != "twisted", dtype
+            assert spectra.plan(n, batch, dtype).strategy == "twisted", dtype
     assert spectra.plan(600, 16, torch.float64).strategy == "openblas"  # its claim beyond
     assert spectra.plan(128, 64, torch.float32).strategy == "twisted"  # the compiled lanes
     a = random_hermitian((batch,), 50, torch.complex128, seed=7)
@@ -300,30 +311,41 @@ def test_its_claims_start_where_the_lane_kernels_stop(monkeypatch):
         lo, hi = _twisted.RANGES[dtype]
         below = spectra.plan(lo - 1, 4096, dtype).strategy
         assert below.startswith("numba-"), (dtype, below)
-        assert spectra.plan(lo, 4096, dtype).strategy == "twisted", dtype
+        # where it yields to the lane kernel, the lane kernel's sizes are its up to its end
+        first = _twisted.LANE_KERNEL_SIZES_BELOW[dtype] if dtype in _twisted.YIELDS_BELOW else lo
+        assert spectra.plan(first - 1, 4096, dtype).strategy != "torch", dtype
+        assert spectra.plan(first, 4096, dtype).strategy == "twisted", dtype
         assert lo < hi
 
 
-def test_below_the_old_ends_it_replaces_the_lane_kernel_at_its_batch_only(monkeypatch):
-    """Below ``LANE_KERNEL_SIZES_BELOW`` the claim starts at the lane kernels' own batch:
-    a smaller batch keeps the direct path's LAPACK, a larger one moves from ``numba-ql``
-    to this strategy (ranked above it)."""
+def test_below_the_old_ends_it_claims_from_its_measured_batch(monkeypatch):
+    """Below ``LANE_KERNEL_SIZES_BELOW`` the claim starts at the batch measured for each
+    size (``SMALL_BATCHES``): a smaller batch keeps the direct path's LAPACK; a batch the
+    lane kernel claims moves from ``numba-ql`` to this strategy (ranked above it), except
+    for float64, which yields to the lane kernel from its batch (``YIELDS_BELOW``)."""
     monkeypatch.setenv(_ready.ENV, "eager")
     pin_cpu_vendor(monkeypatch, "AuthenticAMD")
     monkeypatch.setitem(spectra.core.STRATEGIES, "twisted", spectra.core.STRATEGIES["twisted"])
     from spectra.core._solvers._kernels._choice import lane_min_batch
 
     for dtype, below in _twisted.LANE_KERNEL_SIZES_BELOW.items():
-        lo = _twisted.RANGES[dtype][0]
-        assert lo < below, dtype
-        for n in (lo, below - 1):
-            least = lane_min_batch(n, dtype.is_complex, True)
-            assert _twisted.min_batch(n, dtype) == least > _twisted.MIN_BATCH, (dtype, n)
-            assert spectra.plan(n, least, dtype).strategy == "twisted", (dtype, n)
-            assert spectra.plan(n, least - 1, dtype).strategy == "torch", (dtype, n)
-            with_ql = spectra.plan(n, least, dtype, strategy="numba-ql")
-            assert with_ql.strategy == "numba-ql"  # the kernel it replaces still runs forced
-        assert _twisted.min_batch(below, dtype) == _twisted.MIN_BATCH, dtype
+        steps = _twisted.SMALL_BATCHES[dtype]
+        assert steps[0][0] == _twisted.RANGES[dtype][0] < below, dtype
+        for i, (first, least) in enumerate(steps):
+            last = steps[i + 1][0] - 1 if i + 1 < len(steps) else below - 1
+            for n in (first, last):
+                assert _twisted.min_batch(n, dtype) == least, (dtype, n)
+                assert spectra.plan(n, least, dtype).strategy == "twisted", (dtype, n)
+                assert spectra.plan(n, least - 1, dtype).strategy == "torch", (dtype, n)
+                lanes = lane_min_batch(n, dtype.is_complex, True)
+                at_lanes = spectra.plan(n, max(lanes, least), dtype).strategy
+                expected = "numba-ql" if dtype in _twisted.YIELDS_BELOW else "twisted"
+                assert at_lanes == expected, (dtype, n, at_lanes)
+                if dtype in _twisted.YIELDS_BELOW:  # up to the lane kernel's batch
+                    assert spectra.plan(n, lanes - 1, dtype).strategy == "twisted", (dtype, n)
+                with_ql = spectra.plan(n, lanes, dtype, strategy="numba-ql")
+                assert with_ql.strategy == "numba-ql"  # the kernel it replaces still runs forced
+        assert _twisted.min_batch(below, dtype) in (_twisted.MIN_BATCH, _twisted.MIN_BATCH // 2)
     assert spectra.plan(32, 4096, torch.float64).strategy == "numba-ql"  # float64: a tie
 
 
@@ -331,6 +353,7 @@ def test_below_the_old_ends_it_replaces_the_lane_kernel_at_its_batch_only(monkey
     ("n", "dtype"),
     [
         (33, torch.float64),
+        (24, torch.float64),
         (21, torch.complex128),
         (33, torch.float32),
         (24, torch.complex64),
@@ -342,8 +365,8 @@ def test_below_the_old_ends_it_replaces_the_lane_kernel_at_its_batch_only(monkey
 def test_below_threaded_sizes_one_matrix_alone_agrees_with_a_member_to_rounding(
     monkeypatch, n, dtype
 ):
-    """There one matrix alone runs MKL on one kernel thread and a batch of 16 or more (the
-    lane kernels' batch where it replaces them) this kernel: the same eigenpairs to
+    """There one matrix alone runs MKL on one kernel thread and a batch this strategy
+    claims (from 8 to 96 matrices there, ``min_batch``) this kernel: the same eigenpairs to
     rounding (docs/guarantees.md), bitwise within the batch at any position."""
     monkeypatch.setenv(_ready.ENV, "eager")
     pin_cpu_vendor(monkeypatch, "AuthenticAMD")

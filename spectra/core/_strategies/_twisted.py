@@ -7,21 +7,24 @@ up to 160 transformed back there too; the rest by SciPy's OpenBLAS, ``?sytrd``/`
 vectors; :mod:`.._solvers._twisted_eigh`), on the CPU.
 
 Where it is the default (:func:`twisted_claim`): eigenvectors wanted, float64 of
-``n = 33 .. 512``, complex128 of ``n = 14 .. 512``, complex64 of ``n = 12 .. 512`` and
-float32 of ``n = 24 .. 512`` (see :data:`RANGES`; float32 below 256, complex64 below 48 and
-complex128 below 21 only with the compiled lanes, :data:`LANES_BELOW`), on x86-64 CPUs that
-are not Intel's (MKL runs its generic code there), from 16 matrices (two full lane blocks
-per worker; a lane kernel pays for its padding and a call's fixed ~0.1 ms), from 8 at the
-larger sizes (:data:`HALF_BATCH_FROM`) and from the lane kernels' batch where it replaces
-them (:data:`LANE_KERNEL_SIZES_BELOW`), ranked above the ``openblas`` claim it overlaps and
-the lane kernels' claim. Measured one
+``n = 24 .. 512``, complex128 of ``n = 14 .. 512``, complex64 of ``n = 12 .. 512`` and
+float32 of ``n = 24 .. 512`` (see :data:`RANGES`; float64 below 33, float32 below 256,
+complex64 below 48 and complex128 below 21 only with the compiled lanes,
+:data:`LANES_BELOW`), on x86-64 CPUs that are not Intel's (MKL runs its generic code
+there), from 16 matrices (two full lane blocks per worker; a lane kernel pays for its
+padding), from 8 at the larger sizes (:data:`HALF_BATCH_FROM`) and at some smaller ones
+(:data:`HALF_BATCH_BELOW`), and from a measured batch per size where the lane kernels
+claim too (:data:`SMALL_BATCHES`), ranked above the ``openblas`` claim it overlaps and
+the lane kernels' claim (below it for float64 ``n < 33``, :data:`YIELDS_BELOW`). Measured one
 thread each, interleaved, on the AMD EPYC development VM against torch's MKL
 ``?syevd``/``?heevd`` (``benchmarks/RESULTS.md``): float64 1.15-1.22x at ``n = 33-48``,
 1.12-1.24x at 56-128, 1.19-1.33x at 256-512; complex128 1.26-1.56x at 21-48, 1.39-1.5x at
 64-384 (1.23-1.4x against OpenBLAS's own ``?heevd``, the ``openblas`` strategy there).
 float32 and complex64 vectors skip the double-precision refinement (their figures are at
 :data:`RANGES`); Intel CPUs stay on MKL, where nothing was measured. Only where numba's
-compiled kernel is ready (:func:`.._kernels.gate`): no call waits for a compilation.
+compiled kernel is ready (:func:`.._kernels.gate`): no call waits for a compilation. Its
+fused pass (``Abilities.fused``, :func:`.._solvers._twisted_eigh.twisted_eigh_fused`)
+checks and gauges each block of eight inside the kernel's call, while it is in cache.
 ``strategy="twisted"`` runs it anywhere it is available.
 
 >>> import torch
@@ -43,7 +46,6 @@ from __future__ import annotations
 import torch
 
 from .._pipeline._cost import Claim
-from .._solvers._kernels._choice import lane_min_batch
 from .._solvers._twisted_eigh import (
     available,
     lanes_for,
@@ -66,8 +68,9 @@ from ._openblas import NON_INTEL_X86
 #: (``benchmarks/results/below-lanes-2026-12-06d.json``): float32 ``n = 24-32`` 1.87-1.94x
 #: against the lane kernel's 1.29-1.63x (20: 1.74 against 1.95, left to it), complex64
 #: 12-23 1.3-1.79x against 0.89-1.12x (10: a tie; 8: 1.3 against 1.61), complex128 14-20
-#: 1.4-1.81x against 1.11-1.2x (12: 1.26 against 1.33-1.41). float64 stays from 33
-#: (28-32: 1.63-1.76x against 1.45-1.75x, a tie). Below the sizes where one matrix alone
+#: 1.4-1.81x against 1.11-1.2x (12: 1.26 against 1.33-1.41). float64 ``n = 24-32``
+#: only below the lane kernel's batch (:data:`YIELDS_BELOW`; 28-32 at 4,096: 1.63-1.76x
+#: against 1.45-1.75x, a tie). Below the sizes where one matrix alone
 #: runs threaded LAPACK (50 real, 48 complex), one matrix alone runs MKL on one kernel
 #: thread, so a member of a batch this strategy takes agrees with it to rounding, not
 #: bitwise (``docs/guarantees.md``), as with the lane kernels it replaces there: one matrix
@@ -78,23 +81,42 @@ from ._openblas import NON_INTEL_X86
 #: reductions 0.86-1.03x there: :data:`LANES_BELOW`), 1.0-1.12x at 256 and 1.14-1.19x at
 #: 512 (OpenBLAS's reduction there, as before)
 RANGES: dict[torch.dtype, tuple[int, int]] = {
-    torch.float64: (33, 513),
+    torch.float64: (24, 513),
     torch.complex128: (14, 513),
     torch.complex64: (12, 513),
     torch.float32: (24, 513),
 }
-#: ``dtype -> n`` below which the claim replaces the lane kernel's only: it starts at the
-#: batch the lane kernels claim from there (``_choice.lane_min_batch``: 48 real, 96-128
-#: complex), so that a call the direct path's LAPACK answers faster stays there (16
-#: matrices of complex64 ``n = 12``: the direct path 1.78x the fan-out, this strategy
-#: 0.81x; at the lane kernels' batches it read 0.87-1.47x against their 0.65-1.28x:
-#: ``benchmarks/results/below-lanes-small-2026-12-06d.json``,
-#: ``below-lanes-mid-2026-12-06d.json``)
+#: ``dtype -> n`` below which its claim follows :data:`SMALL_BATCHES` (the sizes where
+#: the lane kernels claim too, ``numba-ql``; at and above it, :data:`MIN_BATCH`)
 LANE_KERNEL_SIZES_BELOW: dict[torch.dtype, int] = {
+    torch.float64: 33,
     torch.float32: 33,
     torch.complex64: 24,
     torch.complex128: 21,
 }
+#: ``dtype -> ((first n, batch), ...)``: below :data:`LANE_KERNEL_SIZES_BELOW`, the batch it
+#: claims ``n x n`` matrices from, by the last listed size at or below ``n``. Measured with
+#: its fused pass against what the planner ran without the claim (the direct path's
+#: LAPACK loop below the lane kernels' batch: 48 real, 96-128 complex), interleaved, two
+#: sets of three runs (``benchmarks/results/twisted-small-batches-2026-12-06f.json``,
+#: medians): complex64 ``n = 12`` 1.12-1.13x at 96 matrices (0.98-1.13 at 64, 0.68-0.71
+#: at 16), 16 1.14-1.15x from 48 (0.85-0.87 at 16), 20 1.21-1.23x from 16; complex128 14
+#: 1.15-1.24x from 64 (1.01-1.22 at 48), 16 1.15-1.17x from 32 (0.97-1.05 at 16), 20
+#: 1.42-1.44x from 16; float32 ``n = 24-32`` and float64 24-32 1.21-1.52x from 16. Before
+#: this session's fixed-cost work (the kernel called by address, the planned route, the
+#: fused pass) these batches read 0.81x and below, and the claim started at the lane
+#: kernels' batch
+SMALL_BATCHES: dict[torch.dtype, tuple[tuple[int, int], ...]] = {
+    torch.complex64: ((12, 96), (16, 48), (20, 16)),
+    torch.complex128: ((14, 64), (16, 32), (20, 16)),
+    torch.float32: ((24, 16),),
+    torch.float64: ((24, 16),),
+}
+#: dtypes whose sizes below :data:`LANE_KERNEL_SIZES_BELOW` it claims below the lane
+#: kernel only (ranked under its claim, :data:`YIELD_RANK`): float64 ``n = 24-28`` read
+#: 0.90-0.95x the lane kernel at 64 matrices and 1.04-1.13x at 48 (32: 1.27-1.36x, left
+#: to it as before)
+YIELDS_BELOW: frozenset[torch.dtype] = frozenset({torch.float64})
 #: ``dtype -> n`` below which the claim needs the compiled eight-lane reduction
 #: (``_native_lanes.c``; ``_twisted_eigh.LANES_MAX_N``; for real matrices its back-
 #: transformation too): with it float32 read 1.13-1.83x the fan-out at ``n = 40-192`` and
@@ -102,6 +124,7 @@ LANE_KERNEL_SIZES_BELOW: dict[torch.dtype, int] = {
 #: OpenBLAS's ``?sytrd``/``?hetrd`` instead 0.93-1.03x and 0.86-1.16x; complex128 below 21
 #: was measured with the lanes only
 LANES_BELOW: dict[torch.dtype, int] = {
+    torch.float64: 33,
     torch.float32: 256,
     torch.complex64: 48,
     torch.complex128: 21,
@@ -113,6 +136,16 @@ MIN_BATCH = 16
 #: against the fan-out, rotating rounds: float64 1.09-1.2x at ``n = 192-512`` (0.93x at
 #: 128), complex128 1.23-1.26x at 96-128, complex64 1.1-1.37x at 96-256, float32 1.06-1.2x
 #: at 256-512; 4 matrices read 0.98-1.22x and 2 matrices 0.79-1.13x (not claimed)
+#: ``dtype -> n`` below which it claims 8 matrices too (one worker, one full lane block):
+#: float64 and float32 ``n = 40-48`` 1.35-1.44x the planner's LAPACK at 8 and 1.33-1.39x at 12
+#: (64: 1.14-1.21x at 8 but 0.79-1.04x at 12: not claimed), complex128 ``n = 32-64``
+#: 1.02-1.42x at 8 and 1.18-1.5x at 12 (``twisted-small-batches-2026-12-06f.json``, two
+#: sets of three runs); complex64 read 0.88-1.22x there (not claimed)
+HALF_BATCH_BELOW: dict[torch.dtype, int] = {
+    torch.float64: 56,
+    torch.float32: 56,
+    torch.complex128: 96,
+}
 HALF_BATCH_FROM: dict[torch.dtype, int] = {
     torch.float64: 192,
     torch.complex128: 96,
@@ -121,6 +154,8 @@ HALF_BATCH_FROM: dict[torch.dtype, int] = {
 }
 #: above the ``openblas`` claim (rank 0), which it beat where both claim
 RANK = 1
+#: below the lane kernels' claims (rank 0): :data:`YIELDS_BELOW`
+YIELD_RANK = -1
 #: per matrix: the input copy and its reflectors (a block of eight), the float64 vectors,
 #: the kernel's three n x n float64 arrays (the two factorizations' ratios and the vectors
 #: before their transpose) and the compiled lanes' two interleaved half-blocks, counted as
@@ -138,21 +173,32 @@ def claim_for(n: int, dtype: torch.dtype, vendor: str | None) -> Claim | None:
         return None
     if n < LANES_BELOW.get(dtype, 0) and not lanes_for(n, dtype):
         return None
+    below = n < LANE_KERNEL_SIZES_BELOW.get(dtype, 0)
     return Claim(
         "tridiagonal lanes (OpenBLAS's reduction, numba QL + twisted factorizations): "
         f"on this {vendor} CPU measured faster than torch's MKL at this size",
         min_batch(n, dtype),
-        RANK,
+        YIELD_RANK if below and dtype in YIELDS_BELOW else RANK,
     )
 
 
 def min_batch(n: int, dtype: torch.dtype) -> int:
-    """The batch it claims ``n x n`` matrices of ``dtype`` from: :data:`MIN_BATCH`, half of
-    it from :data:`HALF_BATCH_FROM`, and the lane kernels' own batch below
-    :data:`LANE_KERNEL_SIZES_BELOW`."""
+    """The batch it claims ``n x n`` matrices of ``dtype`` from: :data:`SMALL_BATCHES`
+    below :data:`LANE_KERNEL_SIZES_BELOW`, half of :data:`MIN_BATCH` below
+    :data:`HALF_BATCH_BELOW` and from :data:`HALF_BATCH_FROM`, else :data:`MIN_BATCH`.
+
+    >>> min_batch(12, torch.complex64), min_batch(20, torch.complex64), min_batch(40, torch.float64)
+    (96, 16, 8)
+    """
     if n < LANE_KERNEL_SIZES_BELOW.get(dtype, 0):
-        return lane_min_batch(n, dtype.is_complex, True)
-    return MIN_BATCH // 2 if n >= HALF_BATCH_FROM.get(dtype, 1 << 30) else MIN_BATCH
+        least = MIN_BATCH
+        for first, batch in SMALL_BATCHES[dtype]:
+            if n >= first:
+                least = batch
+        return least
+    if n < HALF_BATCH_BELOW.get(dtype, 0) or n >= HALF_BATCH_FROM.get(dtype, 1 << 30):
+        return MIN_BATCH // 2
+    return MIN_BATCH
 
 
 #: ``dtype -> (c, p)``: one thread's time per matrix, ``c n^p`` seconds, as the executor
