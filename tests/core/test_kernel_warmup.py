@@ -111,6 +111,28 @@ def test_a_later_process_takes_the_kernels_from_its_second_call(filled):
     assert out["close"] and out["numba"]
 
 
+def test_two_claims_of_one_group_share_the_first_plans_threshold(filled):
+    """Off Intel CPUs float64 ``n = 24`` has two gated claims (``numba-ql`` from 48
+    matrices, ``twisted`` below it, ranked under it): the first plan of a process outside a
+    call holds numba's load threshold for both (LAPACK), the next claims as measured."""
+    from spectra.core._solvers._twisted_eigh import available
+
+    if not available():
+        pytest.skip("the twisted strategy needs SciPy's OpenBLAS")
+    cache, _ = filled
+    code = """
+    import json, torch, spectra
+    from spectra.core import STRATEGIES
+    from spectra.core._strategies import _openblas
+    _openblas.cpu_vendor = lambda: "AuthenticAMD"  # the twisted claim, on any CPU
+    STRATEGIES["twisted"] = STRATEGIES["twisted"]
+    print(json.dumps([spectra.plan(24, 200, torch.float64).strategy,
+                      spectra.plan(24, 200, torch.float64).strategy,
+                      spectra.plan(24, 32, torch.float64).strategy]))
+    """
+    assert _run(code, cache) == ["torch", "numba-ql", "twisted"]
+
+
 def test_a_first_call_large_enough_to_repay_numba_takes_the_kernels(filled):
     cache, _ = filled
     code = """

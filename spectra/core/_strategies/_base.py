@@ -395,12 +395,20 @@ def claims(
     >>> [name for name, _ in claims(8, torch.float64, torch.device("cpu"), True)]
     ['numba-ql']
     """
-    found = []
-    for name, s in STRATEGIES.items():
-        if s.supports(device):
-            claim = s.runs.prefers(n, dtype, device, vectors)
-            if claim is not None:
-                found.append((name, claim))
+    from ._kernels import enter_call, leave_call  # (that module imports this one)
+
+    # one planning outside a call counts as a call: two gated claims of one dtype group
+    # (a lane kernel's and ``twisted``'s) hold the same numba-load threshold in it
+    token = enter_call()
+    try:
+        found = []
+        for name, s in STRATEGIES.items():
+            if s.supports(device):
+                claim = s.runs.prefers(n, dtype, device, vectors)
+                if claim is not None:
+                    found.append((name, claim))
+    finally:
+        leave_call(token)
     return sorted(found, key=lambda c: -c[1].rank)
 
 
