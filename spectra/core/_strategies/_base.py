@@ -12,6 +12,7 @@ default (``Runs.prefers``, a :class:`Claim`), its working set and its time per m
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -385,6 +386,12 @@ def register(strategy: Strategy, *, replace: bool = False) -> Strategy:
     return strategy
 
 
+#: context managers :func:`claims` enters around one planning's claims: the numba kernels'
+#: call scope (``_kernels.one_planning``: every gated claim of one planning holds the same
+#: numba-load threshold, a float64 ``n = 24`` has two: ``numba-ql``'s and ``twisted``'s)
+PLANNING_SCOPES: list[Callable[[], AbstractContextManager[Any]]] = []
+
+
 def claims(
     n: int, dtype: torch.dtype, device: torch.device, vectors: bool
 ) -> list[tuple[str, Claim]]:
@@ -395,20 +402,15 @@ def claims(
     >>> [name for name, _ in claims(8, torch.float64, torch.device("cpu"), True)]
     ['numba-ql']
     """
-    from ._kernels import enter_call, leave_call  # (that module imports this one)
-
-    # one planning outside a call counts as a call: two gated claims of one dtype group
-    # (a lane kernel's and ``twisted``'s) hold the same numba-load threshold in it
-    token = enter_call()
-    try:
-        found = []
+    found = []
+    with ExitStack() as scopes:
+        for scope in PLANNING_SCOPES:
+            scopes.enter_context(scope())
         for name, s in STRATEGIES.items():
             if s.supports(device):
                 claim = s.runs.prefers(n, dtype, device, vectors)
                 if claim is not None:
                     found.append((name, claim))
-    finally:
-        leave_call(token)
     return sorted(found, key=lambda c: -c[1].rank)
 
 

@@ -11,7 +11,8 @@ import contextvars
 import itertools
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,16 @@ from .._solvers._native import CLOSED_FORM_MAX_N, native_closed_form_into, nativ
 from .._solvers._torch_lapack import torch_eigh, torch_eigh_into
 from .._support._arrays import real_dtype
 from .._support._memory import CLOSED_FORM_MATRICES, LANE_MATRICES
-from ._base import STRATEGIES, Abilities, Cost, Runs, Strategy, register, solve_through
+from ._base import (
+    PLANNING_SCOPES,
+    STRATEGIES,
+    Abilities,
+    Cost,
+    Runs,
+    Strategy,
+    register,
+    solve_through,
+)
 from ._checks import numba_check
 
 
@@ -101,6 +111,21 @@ def leave_call(token: Any) -> None:
             if call == number:
                 _DEFERRED[group] = 0
         _replan()  # the plans made under the threshold may not outlive this call
+
+
+@contextmanager
+def one_planning() -> Iterator[None]:
+    """One planning (``_base.claims``) as one call where no call is in progress: a plan
+    made outside a call gives every gated claim in it the threshold the first one took
+    (``_base.PLANNING_SCOPES``)."""
+    token = enter_call()
+    try:
+        yield
+    finally:
+        leave_call(token)
+
+
+PLANNING_SCOPES.append(one_planning)
 
 
 def _replan() -> None:
