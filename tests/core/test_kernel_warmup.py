@@ -111,26 +111,36 @@ def test_a_later_process_takes_the_kernels_from_its_second_call(filled):
     assert out["close"] and out["numba"]
 
 
-def test_two_claims_of_one_group_share_the_first_plans_threshold(filled):
-    """Off Intel CPUs float64 ``n = 24`` has two gated claims (``numba-ql`` from 48
-    matrices, ``twisted`` below it, ranked under it): the first plan of a process outside a
-    call holds numba's load threshold for both (LAPACK), the next claims as measured."""
+#: the start of a process that plans as on an AMD CPU (the ``twisted`` claim, on any CPU)
+AMD = """
+import json, sys, torch, spectra
+from spectra.core import STRATEGIES
+from spectra.core._strategies import _openblas
+_openblas.cpu_vendor = lambda: "AuthenticAMD"
+STRATEGIES["twisted"] = STRATEGIES["twisted"]
+"""
+
+
+def _twisted_cache(filled: tuple[Path, dict]) -> Path:
+    """The filled numba cache, for a test of the ``twisted`` claim (skipped without it)."""
     from spectra.core._solvers._twisted_eigh import available
 
     if not available():
         pytest.skip("the twisted strategy needs SciPy's OpenBLAS")
-    cache, _ = filled
+    return filled[0]
+
+
+def test_two_claims_of_one_group_share_the_first_plans_threshold(filled):
+    """Off Intel CPUs float64 ``n = 24`` has two gated claims (``numba-ql`` from 48
+    matrices, ``twisted`` below it, ranked under it): the first plan of a process outside a
+    call holds numba's load threshold for both (LAPACK), the next claims as measured."""
+    cache = _twisted_cache(filled)
     code = """
-    import json, torch, spectra
-    from spectra.core import STRATEGIES
-    from spectra.core._strategies import _openblas
-    _openblas.cpu_vendor = lambda: "AuthenticAMD"  # the twisted claim, on any CPU
-    STRATEGIES["twisted"] = STRATEGIES["twisted"]
     print(json.dumps([spectra.plan(24, 200, torch.float64).strategy,
                       spectra.plan(24, 200, torch.float64).strategy,
                       spectra.plan(24, 32, torch.float64).strategy]))
     """
-    assert _run(code, cache) == ["torch", "numba-ql", "twisted"]
+    assert _run(AMD + textwrap.dedent(code), cache) == ["torch", "numba-ql", "twisted"]
 
 
 def test_a_first_call_large_enough_to_repay_numba_takes_the_kernels(filled):
@@ -147,23 +157,14 @@ def test_the_first_call_keeps_the_load_threshold_in_every_plan_it_makes(filled):
     """A call plans more than once (the one-matrix test, the direct path's test, the
     pipeline's plan): numba's load threshold holds for all of them in the first call of a
     process, and the claim as measured from the next call on (``_kernels.one_call``)."""
-    from spectra.core._solvers._twisted_eigh import available
-
-    if not available():
-        pytest.skip("the twisted strategy needs SciPy's OpenBLAS")
-    cache, _ = filled
+    cache = _twisted_cache(filled)
     code = """
-    import json, sys, torch, spectra
-    from spectra.core import STRATEGIES
-    from spectra.core._strategies import _openblas
-    _openblas.cpu_vendor = lambda: "AuthenticAMD"  # the twisted claim, on any CPU
-    STRATEGIES["twisted"] = STRATEGIES["twisted"]
     a = torch.randn(200, 64, 64, dtype=torch.float64)
     spectra.eigh(a + a.mT)  # 200 x 0.4 ms of LAPACK: below numba's ~0.4 s load
     first = "numba" in sys.modules
     print(json.dumps([first, spectra.plan(64, 200, torch.float64).strategy]))
     """
-    assert _run(code, cache) == [False, "twisted"]
+    assert _run(AMD + textwrap.dedent(code), cache) == [False, "twisted"]
 
 
 def test_other_dtypes_stay_cold_until_compiled(filled):
