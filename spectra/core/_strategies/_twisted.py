@@ -103,9 +103,10 @@ LANE_KERNEL_SIZES_BELOW: dict[torch.dtype, int] = {
 #: at 16), 16 1.14-1.15x from 48 (0.85-0.87 at 16), 20 1.21-1.23x from 16; complex128 14
 #: 1.15-1.24x from 64 (1.01-1.22 at 48), 16 1.15-1.17x from 32 (0.97-1.05 at 16), 20
 #: 1.42-1.44x from 16; float32 ``n = 24-32`` and float64 24-32 1.21-1.52x from 16. Before
-#: this session's fixed-cost work (the kernel called by address, the planned route, the
-#: fused pass) these batches read 0.81x and below, and the claim started at the lane
-#: kernels' batch
+#: the fixed-cost work of 2026-12-06 (the kernel called by address, the planned route,
+#: the fused pass) the claim started at the lane kernels' batch: 16 complex64 ``n = 12``
+#: then read 0.81x the fan-out through it, against the direct path's 1.78x
+#: (``benchmarks/results/below-lanes-small-2026-12-06d.json``)
 SMALL_BATCHES: dict[torch.dtype, tuple[tuple[int, int], ...]] = {
     torch.complex64: ((12, 96), (16, 48), (20, 16)),
     torch.complex128: ((14, 64), (16, 32), (20, 16)),
@@ -114,7 +115,7 @@ SMALL_BATCHES: dict[torch.dtype, tuple[tuple[int, int], ...]] = {
 }
 #: dtypes whose sizes below :data:`LANE_KERNEL_SIZES_BELOW` it claims below the lane
 #: kernel only (ranked under its claim, :data:`YIELD_RANK`): float64 ``n = 24-28`` read
-#: 0.90-0.95x the lane kernel at 64 matrices and 1.04-1.13x at 48 (32: 1.27-1.36x, left
+#: 0.90-0.96x the lane kernel at 64 matrices and 1.04-1.18x at 48 (32: 1.27-1.39x, left
 #: to it as before)
 YIELDS_BELOW: frozenset[torch.dtype] = frozenset({torch.float64})
 #: ``dtype -> n`` below which the claim needs the compiled eight-lane reduction
@@ -136,21 +137,21 @@ MIN_BATCH = 16
 #: against the fan-out, rotating rounds: float64 1.09-1.2x at ``n = 192-512`` (0.93x at
 #: 128), complex128 1.23-1.26x at 96-128, complex64 1.1-1.37x at 96-256, float32 1.06-1.2x
 #: at 256-512; 4 matrices read 0.98-1.22x and 2 matrices 0.79-1.13x (not claimed)
-#: ``dtype -> n`` below which it claims 8 matrices too (one worker, one full lane block):
-#: float64 and float32 ``n = 40-48`` 1.35-1.44x the planner's LAPACK at 8 and 1.33-1.39x at 12
-#: (64: 1.14-1.21x at 8 but 0.79-1.04x at 12: not claimed), complex128 ``n = 32-64``
-#: 1.02-1.42x at 8 and 1.18-1.5x at 12 (``twisted-small-batches-2026-12-06f.json``, two
-#: sets of three runs); complex64 read 0.88-1.22x there (not claimed)
-HALF_BATCH_BELOW: dict[torch.dtype, int] = {
-    torch.float64: 56,
-    torch.float32: 56,
-    torch.complex128: 96,
-}
 HALF_BATCH_FROM: dict[torch.dtype, int] = {
     torch.float64: 192,
     torch.complex128: 96,
     torch.complex64: 96,
     torch.float32: 256,
+}
+#: ``dtype -> n`` below which it claims 8 matrices too (one worker, one full lane block):
+#: float64 and float32 ``n = 40-48`` 1.35-1.44x the planner's LAPACK at 8 and 1.28-1.39x at 12
+#: (64: 1.14-1.21x at 8 but 0.79-1.04x at 12: not claimed), complex128 ``n = 32-64``
+#: 1.02-1.42x at 8 and 1.18-1.5x at 12 (``twisted-small-batches-2026-12-06f.json``, two
+#: sets of three runs); complex64 read 0.88-1.25x there (not claimed)
+HALF_BATCH_BELOW: dict[torch.dtype, int] = {
+    torch.float64: 56,
+    torch.float32: 56,
+    torch.complex128: 96,
 }
 #: above the ``openblas`` claim (rank 0), which it beat where both claim
 RANK = 1
