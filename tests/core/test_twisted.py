@@ -122,7 +122,8 @@ def _as_dtype(a: torch.Tensor, name: str, dtype: torch.dtype) -> torch.Tensor:
 
 
 @pytest.mark.parametrize(
-    ("n", "dtype"), [(24, torch.float32), (12, torch.complex64), (14, torch.complex128)]
+    ("n", "dtype"),
+    [(24, torch.float64), (24, torch.float32), (12, torch.complex64), (14, torch.complex128)],
 )
 @pytest.mark.parametrize("name", list(_small_adversarial(12)))
 def test_adversarial_matrices_at_the_smallest_claimed_sizes(name, n, dtype):

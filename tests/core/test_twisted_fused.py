@@ -203,3 +203,22 @@ def test_a_declined_block_gets_the_executor_s_own_answer_and_errors(monkeypatch,
         match = r"NaN or Inf in the matrices at batch indices \[11\]"
         with pytest.raises(spectra.InputError, match=match):
             spectra.eigh(bad, strategy="twisted")
+
+
+@pytest.mark.usefixtures("_amd_kernels_ready")
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_adversarial_matrices_keep_the_separate_passes_bits(monkeypatch, dtype):
+    """Degenerate, clustered, zero, identity, huge and tiny matrices in one batch, as built
+    (symmetric to rounding: declined) and made exactly Hermitian (served): the call's bits
+    are the separate passes'."""
+    from .test_twisted import _as_dtype, _small_adversarial
+
+    mats = _small_adversarial(24)
+    built = torch.stack([_as_dtype(m, name, dtype) for name, m in mats.items()] * 2)
+    for a, served in ((built, False), ((built + built.mH) / 2, True)):
+        seen = _calls(monkeypatch)
+        got = spectra.eigh(a, strategy="twisted")
+        assert seen and all(seen) == served, seen
+        ref = _with_separate_passes(spectra.eigh, a, strategy="twisted")
+        assert torch.equal(got.eigenvalues, ref.eigenvalues)
+        assert torch.equal(got.eigenvectors, ref.eigenvectors)
