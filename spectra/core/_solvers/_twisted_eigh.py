@@ -46,6 +46,7 @@ import torch
 
 from .._support._threads import built_once
 from . import _lapack_subset as subset
+from ._native import _GAUGE, _KIND, _extension
 from ._openblas_threads import ThreadGate
 from ._torch_lapack import empty_result
 
@@ -126,8 +127,6 @@ def _lane_addresses() -> dict[str, int]:
     ``"clanes"``, ``"zlanes"``) and real back-transformations (``"slanesmtr"``,
     ``"dlanesmtr"``), where it is built and not switched off (``SPECTRA_NATIVE=0``, read
     once per process)."""
-    from ._native import _extension
-
     ext = _extension()
     if ext is None or not hasattr(ext, "lanes"):
         return {}
@@ -139,8 +138,6 @@ def _pass_addresses() -> tuple[int, int] | None:
     """The compiled helper's per-matrix exact-Hermitian test and block gauge
     (``api_hermitian``, ``api_gauge``), which the kernel's fused pass calls, where it is
     built (and not switched off); ``None`` otherwise (the pass declines)."""
-    from ._native import _extension
-
     ext = _extension()
     if ext is None or not hasattr(ext, "passes"):
         return None
@@ -295,8 +292,6 @@ def twisted_eigh_fused(
     ...     print([[500.0, 707.0, 500.0], [707.0, 0.0, -707.0], [-500.0, 707.0, -500.0]])
     [[500.0, 707.0, 500.0], [707.0, 0.0, -707.0], [-500.0, 707.0, -500.0]]
     """
-    from ._native import _GAUGE, _KIND
-
     n = a.shape[-1]
     addresses = _routines().passes
     if (
@@ -310,7 +305,7 @@ def twisted_eigh_fused(
     ):
         return False
     passes = (*addresses, _KIND[a.dtype], int(check), 1)
-    step, _, _ = _run(a, w, v, passes, tuple(map(float, _GAUGE[a.dtype])))
+    step, _, _ = _run(a, w, v, passes, _GAUGE[a.dtype])  # the helper's own gauge constants
     return step == 0
 
 
