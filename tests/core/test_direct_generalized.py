@@ -4,6 +4,7 @@ everything else (and every error) takes the full path."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -13,10 +14,12 @@ import torch
 
 import spectra
 from spectra.core import _eigh
-from spectra.core._pipeline import _direct_generalized
+from spectra.core._pipeline import _direct_generalized, _solve
 from spectra.core._pipeline._direct import _closed_small
-from spectra.core._solvers._native import native_module
+from spectra.core._solvers import _native
+from spectra.core._solvers._native import MAX_N, native_module
 from spectra.core._solvers._torch_lapack import threaded_from
+from spectra.core._strategies import STRATEGIES
 from spectra.core._support._threads import single_threaded_kernels
 from spectra.core.domain import InputError, LinAlgError
 
@@ -55,12 +58,14 @@ def compiled_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 
 def _compiled_expected(shape: tuple[int, ...], n: int, dtype: torch.dtype, vectors: int) -> bool:
-    """Where the compiled pair serves a direct call: the helper built, the reduced solve
-    on one kernel thread, one pair or a handful of 64-byte-aligned members."""
+    """Where the compiled pair serves a direct call: the helper built; the reduced solve
+    on one kernel thread, one pair or a handful of 64-byte-aligned members; or the reduced
+    solve threaded (``threaded_pair``), any pairs of ``n <= 255``."""
     batch = int(np.prod(shape))
     aligned = batch == 1 or (n * n * dtype.itemsize) % 64 == 0
-    one_thread = n < threaded_from(dtype, bool(vectors))
-    return native_module() is not None and one_thread and aligned
+    threaded = n >= threaded_from(dtype, bool(vectors))
+    served = n <= MAX_N if threaded else aligned
+    return native_module() is not None and served
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -267,3 +272,143 @@ def test_the_compiled_pair_checks_what_the_full_path_checks(compiled_runs: list[
     with pytest.raises(LinAlgError, match="not positive definite"):
         spectra.eigh(a, -b)
     assert compiled_runs == [False, False]  # refused, then unchecked: b's factor fails
+
+
+@pytest.fixture
+def threaded_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Each call of ``threaded_pair``, from the direct path or the pipeline: whether it
+    served (``False``: it declined)."""
+    runs: list[bool] = []
+    real = _direct_generalized.threaded_pair
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        got = real(*args, **kwargs)
+        runs.append(got is not None)
+        return got
+
+    monkeypatch.setattr(_direct_generalized, "threaded_pair", spy)
+    monkeypatch.setattr(_solve, "threaded_pair", spy)
+    return runs
+
+
+def _threaded_sizes(dtype: torch.dtype) -> list[int]:
+    start = threaded_from(dtype, True)
+    return [start, start + 14, 100, MAX_N]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_threaded_pairs_take_one_compiled_call_on_both_paths(
+    dtype: torch.dtype, pipeline_runs: list[int], threaded_runs: list[bool]
+) -> None:
+    """Where a pair's reduced problem is one threaded call (one worker, from
+    ``threaded_from``), the direct path and the pipeline both serve it by
+    ``threaded_pair``'s compiled steps on the caller's kernel threads, bitwise each
+    other; eigenvalues against SciPy's ``?sygvd``/``?hegvd``, ``V^H B V = I``, and torch's
+    own calls (``_by_torch``, what either path runs where it declines) to rounding."""
+    if native_module() is None:
+        pytest.skip("the compiled helper is not built (SPECTRA_NATIVE=0 or no compiler)")
+    threads = torch.get_num_threads()
+    wide = torch.complex128 if dtype.is_complex else torch.float64
+    eps = torch.finfo(dtype).eps
+    for n in _threaded_sizes(dtype):
+        for shape in ((), (2,)):
+            batch = int(np.prod(shape))
+            p = spectra.plan(n, batch, dtype)
+            if not (p.direct and p.workers == 1):
+                continue  # (two 255 x 255 pairs fan out: the fanned pipeline's)
+            a, b = _pair(shape, n, dtype, seed=n)
+            threaded_runs.clear()
+            pipeline_runs.clear()
+            w, v = spectra.eigh(a, b)
+            assert threaded_runs == [True] and pipeline_runs == [], (n, shape)
+            pw, pv = planned(spectra.eigh, a, b)
+            assert threaded_runs == [True, True] and pipeline_runs == [1], (n, shape)
+            assert torch.equal(w, pw) and torch.equal(v, pv), (n, shape)
+            ref_w, ref_v = _direct_generalized._by_torch(a, b, True, True)  # type: ignore[misc]
+            scale = w.abs().max()
+            assert (w - ref_w).abs().max() <= 50 * n * eps * scale
+            for i in range(batch):
+                ai, bi = (x.reshape(-1, n, n)[i].to(wide).numpy() for x in (a, b))
+                ref = torch.from_numpy(scipy.linalg.eigh(ai, bi, eigvals_only=True))
+                got = w.reshape(-1, n)[i].to(wide).real
+                assert (got - ref).abs().max() <= 200 * n * eps * ref.abs().max()
+                vi, bw = v.reshape(-1, n, n)[i].to(wide), b.reshape(-1, n, n)[i].to(wide)
+                gram = vi.mH @ bw @ vi
+                assert (gram - torch.eye(n, dtype=wide)).abs().max() <= 200 * n * eps
+            # the same eigenvectors up to the gauge's sign/phase: columns agree in modulus
+            spread = (w[..., 1:] - w[..., :-1]).abs().min()
+            if spread > 1e3 * n * eps * scale:
+                assert (v.abs() - ref_v.abs()).abs().max() <= 1e4 * n * eps  # type: ignore[union-attr]
+    assert torch.get_num_threads() == threads  # nothing set that the caller sees
+
+
+def test_threaded_pairs_read_what_the_full_path_reads(
+    pipeline_runs: list[int], threaded_runs: list[bool]
+) -> None:
+    """An ``a`` Hermitian only within the tolerance: the checked call refuses, the full
+    path's check accepts, the lower triangle is served unchecked (the pipeline's bits).
+    A ``b`` broadcast over a handful: the pipeline serves each member whole, the bits of
+    the expanded ``b`` on the direct path. ``check=False``: the lower triangles."""
+    if native_module() is None:
+        pytest.skip("the compiled helper is not built (SPECTRA_NATIVE=0 or no compiler)")
+    n = 64
+    a, b = _pair((), n, torch.float64, seed=21)
+    near = a.clone()
+    near[0, 1] += 1e-14
+    nw, nv = spectra.eigh(near, b)
+    assert threaded_runs == [False, True] and pipeline_runs == []
+    pw, pv = planned(spectra.eigh, near, b)
+    assert torch.equal(nw, pw) and torch.equal(nv, pv)
+    threaded_runs.clear()
+    garbage = a.clone()
+    garbage.triu_(1).add_(a.tril())
+    gw, gv = spectra.eigh(garbage, b, check=False)
+    w, v = spectra.eigh(a, b)
+    assert threaded_runs == [True, True]
+    assert torch.equal(gw, w) and torch.equal(gv, v)
+    threaded_runs.clear()
+    pipeline_runs.clear()
+    stacked = torch.stack([a, near])
+    bw, bv = spectra.eigh(stacked, b)  # b broadcast: the pipeline
+    assert pipeline_runs == [1] and threaded_runs == [True]
+    ew, ev = spectra.eigh(stacked, b.expand(2, n, n).contiguous())
+    assert torch.equal(bw, ew) and torch.equal(bv, ev)
+    assert torch.equal(bw[0], w) and torch.equal(bv[0], v)
+
+
+def test_threaded_pairs_decline_to_torchs_calls(
+    monkeypatch: pytest.MonkeyPatch, pipeline_runs: list[int], threaded_runs: list[bool]
+) -> None:
+    """Without the helper, and where ``torch`` is a registered replacement (whose solver
+    the compiled steps would bypass), both paths run torch's calls, the same bits; past
+    the helper's sizes (``n > 255``) the reduced problem is not planned as one direct
+    call, and the pipeline runs it; a ``b`` that is not positive definite is named by the
+    full path."""
+    n = MAX_N + 1
+    assert not spectra.plan(n, 1, torch.float64).direct
+    a, b = _pair((), n, torch.float64, seed=22)
+    spectra.eigh(a, b)
+    assert threaded_runs == [] and pipeline_runs == [1]
+    a, b = _pair((), 64, torch.float64, seed=23)
+    with pytest.raises(LinAlgError, match="not positive definite"):
+        spectra.eigh(a, -b)
+    assert True not in threaded_runs
+    threaded_runs.clear()
+    with monkeypatch.context() as patch:
+        patch.setattr(_native, "native_module", lambda: None)
+        w, v = spectra.eigh(a, b)
+        pw, pv = planned(spectra.eigh, a, b)
+    assert threaded_runs == [False, False, False]  # direct: checked, unchecked; the pipeline
+    assert torch.equal(w, pw) and torch.equal(v, pv)
+    solved: list[int] = []
+    builtin = STRATEGIES["torch"]
+
+    def replacement(x: torch.Tensor, vectors: bool) -> Any:
+        solved.append(x.shape[-1])
+        return builtin.solve(x, vectors)
+
+    monkeypatch.setitem(STRATEGIES, "torch", dataclasses.replace(builtin, solve=replacement))
+    pipeline_runs.clear()
+    threaded_runs.clear()
+    spectra.eigh(a, b)
+    assert pipeline_runs == [1] and threaded_runs == [] and solved == [64]

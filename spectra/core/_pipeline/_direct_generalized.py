@@ -13,9 +13,10 @@ results (``tests/core/test_direct_generalized.py``). Where the reduced solve run
 kernel thread, those steps are one compiled call
 (:func:`~.._solvers._native.native_pair`: the LAPACK and BLAS calls torch's functions
 make, on the same buffers, checked against them once per process, and the input checks
-in the same pass): one 8 x 8 pair in ~40 us. Elsewhere, and where it declines, torch's
-calls run them (:func:`_by_torch`). Anything else returns ``None``, and the full path
-answers or names what is wrong.
+in the same pass): one 8 x 8 pair in ~40 us. Where it is one threaded call, the same
+compiled call runs on the caller's kernel threads (:func:`threaded_pair`, the pipeline's
+too). Elsewhere, and where they decline, torch's calls run them (:func:`_by_torch`).
+Anything else returns ``None``, and the full path answers or names what is wrong.
 """
 
 from __future__ import annotations
@@ -87,6 +88,44 @@ def _by_torch(
         if u is None:
             return w, None
         return w, fix_gauge_small_(torch.linalg.solve_triangular(factor.mH, u, upper=True))
+
+
+def threaded_pair(
+    a: torch.Tensor, b: torch.Tensor, vectors: bool, check: float | None = None
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """``(w, v or None)`` of the CPU pairs ``(a, b)`` (no history) whose reduced problem is
+    planned as one threaded call (one worker, ``n >=``
+    :func:`~.._solvers._torch_lapack.threaded_from`): the serial Cholesky path's steps
+    (the factor, two triangular solves, ``?syevd``/``?heevd``, the back-transformation,
+    the gauge) in one compiled call on the caller's kernel threads
+    (:func:`~.._solvers._native.native_pair` with ``threaded``), without the cost each of
+    torch's five calls adds around its LAPACK call. With ``check``, only pairs whose ``a``
+    is exactly Hermitian and finite and whose ``b`` is Hermitian within ``check`` and
+    finite are served.
+
+    The direct path and the pipeline (``_solve._solve_cholesky``) both try it first on
+    the same operands (``a`` exactly Hermitian: the full path's ``hermitian_from_lower``;
+    both broadcast and made row-major here), so both give its bits. ``None`` where the
+    helper is not built, ``n > 255``, ``b`` is not positive definite, LAPACK fails, an
+    eigenvalue is not finite, the gauge is left to Python, or ``check`` refuses a pair:
+    both then take torch's calls (:func:`_by_torch`, the pipeline's own steps).
+
+    >>> a = torch.diag(torch.tensor([2.0, 8.0, 3.0, 12.0], dtype=torch.float64))
+    >>> b = torch.diag(torch.tensor([1.0, 4.0, 1.0, 4.0], dtype=torch.float64))
+    >>> got = threaded_pair(a, b, True)
+    >>> got is None or got[0].tolist() == [2.0, 2.0, 3.0, 3.0]
+    True
+    """
+    if a.device.type != "cpu" or b.device.type != "cpu" or a.dtype != b.dtype:
+        return None
+    if a.shape != b.shape:  # (a broadcast pair: each member made whole)
+        try:
+            shape = torch.broadcast_shapes(a.shape, b.shape)
+        except RuntimeError:
+            return None
+        a, b = a.expand(shape), b.expand(shape)
+    a, b = (x.resolve_conj().resolve_neg().contiguous() for x in (a, b))
+    return native_pair(a, b, vectors, check=check, threaded=True)
 
 
 def _compiled_serves(batch: int, n: int, dtype: torch.dtype) -> bool:
@@ -174,12 +213,16 @@ def solve_direct_generalized(a: Any, b: Any, request: Request) -> tuple[Any, Any
     got = None
     if compiled and request.check:
         got = native_pair(ta, tb, vectors, check=tol, closed=closed)
+    elif threaded and request.check:
+        got = threaded_pair(ta, tb, vectors, check=tol)
     if got is None:
         if request.check and not (_accepted(ta, tol) and _accepted(tb, tol)):
             return None  # refused: the full path names what is wrong and where
         ta = hermitian_from_lower(ta)  # (the matrix itself where exactly Hermitian)
         if compiled:
             got = native_pair(ta, tb, vectors, closed=closed)
+        elif threaded:
+            got = threaded_pair(ta, tb, vectors)
         if got is None and not closed:  # (a pair of n = 1 is not torch's calls' bits)
             got = _by_torch(ta, tb, vectors, threaded)
         if got is None:

@@ -13,7 +13,7 @@ import torch
 from .._errors import InputError, LinAlgError
 from .._options import Options
 from .._solvers._native import native_pair
-from .._solvers._torch_lapack import ALIGNMENT, empty_result
+from .._solvers._torch_lapack import ALIGNMENT, empty_result, torch_eigh
 from .._strategies import STRATEGIES
 from .._support._memory import GENERALIZED_MATRICES, matrix_bytes, memory_budget, rows_within
 from .._support._threads import caller_kernel_threads, check_cancelled, fan_out
@@ -27,7 +27,7 @@ from ._checks import (
     quick_check,
     symmetry_tolerance,
 )
-from ._direct_generalized import compiled_agrees
+from ._direct_generalized import compiled_agrees, threaded_pair
 from ._execute import SUB_BLOCK_BYTES, Pre, execute
 from ._gauge import _numba_gauge_, fix_gauge, fix_gauge_
 from ._plan import Plan, plan
@@ -224,30 +224,45 @@ def _solve_cholesky(
         if check.b:
             quick_check(b.detach(), check.tol, finite=True)
     # the steps on the kernel threads of the reduced solve's plan: the caller's where it is
-    # one threaded call (as the direct path runs them, _direct_generalized._by_torch)
+    # one threaded call, there first in one compiled call, else by torch's calls (as the
+    # direct path runs them: _direct_generalized.threaded_pair, then ._by_torch)
     threaded = _one_threaded_call(a, b, vectors, opts)
-    with caller_kernel_threads() if threaded else nullcontext():
+    with caller_kernel_threads() if threaded is not None else nullcontext():
+        a = hermitian_from_lower_grad(a)
+        if threaded is not None and _builtin_torch(threaded.strategy):
+            compiled = threaded_pair(a, b, vectors)
+            if compiled is not None:
+                return compiled
         factor = cholesky_checked(b)  # reads b's lower triangle
-        reduce = reduce_by_left_solves if threaded else reduce_by_factor
-        c = reduce(hermitian_from_lower_grad(a), factor)
+        reduce = reduce_by_left_solves if threaded is not None else reduce_by_factor
+        c = reduce(a, factor)
         w, u = solve_standard(c, vectors, opts)
         if u is None:
             return w, None
         return w, fix_gauge(torch.linalg.solve_triangular(factor.mH, u, upper=True))
 
 
-def _one_threaded_call(a: torch.Tensor, b: torch.Tensor, vectors: bool, opts: Options) -> bool:
-    """Whether the reduced problem of the CPU pairs ``(a, b)`` is planned as one direct
+def _builtin_torch(name: str) -> bool:
+    """Whether ``name`` is the built-in ``torch`` strategy (not a registered replacement,
+    whose solver the compiled steps would bypass)."""
+    return name == "torch" and STRATEGIES["torch"].solve is torch_eigh
+
+
+def _one_threaded_call(
+    a: torch.Tensor, b: torch.Tensor, vectors: bool, opts: Options
+) -> Plan | None:
+    """The plan of the reduced problem of the CPU pairs ``(a, b)`` where it is one direct
     call on the caller's kernel threads (one worker, from the size LAPACK runs faster
-    threaded): then the Cholesky factor and the triangular solves run on those threads too,
-    and the reduction by left solves (:func:`.reduce_by_left_solves`), as the direct path
-    runs them (``_direct_generalized._by_torch``)."""
+    threaded), else ``None``: then the Cholesky factor and the triangular solves run on
+    those threads too, as the direct path runs them (on the ``torch`` strategy first in
+    one compiled call, ``_direct_generalized.threaded_pair``; else by torch's calls and
+    the reduction by left solves, :func:`.reduce_by_left_solves`)."""
     if a.device.type != "cpu" or is_tracked(a) or is_tracked(b):
-        return False
+        return None
     shape = torch.broadcast_shapes(a.shape, b.shape)
     n = shape[-1]
     p = plan(n, math.prod(shape[:-2]), a.dtype, a.device, vectors=vectors, **opts.planning())
-    return p.direct and p.workers == 1 and not p.single_threaded
+    return p if p.direct and p.workers == 1 and not p.single_threaded else None
 
 
 def _cholesky_fanned(

@@ -348,6 +348,7 @@ def native_pair(
     check: float | None = None,
     out: tuple[torch.Tensor, torch.Tensor | None] | None = None,
     closed: bool = False,
+    threaded: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """``(w, v or None)`` of ``A v = w B v`` for the CPU pairs ``a``, ``b`` (``(n, n)`` or
     ``(B, n, n)``, row-major contiguous, the same dtype, no history; ``a`` Hermitian), each
@@ -355,7 +356,10 @@ def native_pair(
     ``eigh`` make in the serial Cholesky path, on one kernel thread, in one compiled call
     (``eigh_pair``): the factor, the two triangular solves, ``?syevd``/``?heevd``, the
     back-transformation, the gauge; with ``closed``, pairs of ``n <= 3`` by the compiled
-    closed form instead of LAPACK (where the plan solves them so). With ``check`` (a
+    closed form instead of LAPACK (where the plan solves them so). With ``threaded``, the
+    calls on the caller's kernel threads, as they are, and the reduction by two left
+    solves (the pairs whose reduced problem is one threaded call, as torch's calls run
+    them there: :func:`~.._pipeline._direct_generalized.threaded_pair`). With ``check`` (a
     symmetry tolerance), only pairs whose ``a`` is exactly Hermitian and finite and whose
     ``b`` is certainly Hermitian within ``check`` and finite (what the full path's checks
     pass, ``a`` as it is) are served. ``out``: the eigenvalues' and eigenvectors' blocks
@@ -401,7 +405,10 @@ def native_pair(
     vp = 0 if v is None else v.data_ptr()
     count = a.shape[0] if a.dim() == 3 else 1
     btol = -1.0 if check is None else check
-    args = (kind, count, n, a_ptr, b_ptr, w.data_ptr(), vp, closed, btol, *gauge)
+    args = (kind, count, n, a_ptr, b_ptr, w.data_ptr(), vp, closed, threaded, btol, *gauge)
+    if threaded:  # the caller's kernel threads, whatever they are
+        status, _ = module.eigh_pair(*args)
+        return (w, v) if status == OK else None
     old = set_thread_kernel_threads(1)  # every step on one kernel thread, as torch's route
     try:
         status, _ = module.eigh_pair(*args)

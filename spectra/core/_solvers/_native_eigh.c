@@ -558,6 +558,20 @@ static void copy_kind(int kind, void *out, const void *a, Py_ssize_t n, Py_ssize
     }
 }
 
+/* the column-major adjoint (conjugate transpose) of the column-major n x n matrix at a
+ * into out */
+static void adjoint_kind(int kind, void *out, const void *a, int n) {
+    copy_kind(kind, out, a, n, n, 1);
+    const size_t parts = 2 * (size_t)n * (size_t)n;
+    if (kind == 2) {
+        float *x = out;
+        for (size_t k = 1; k < parts; k += 2) x[k] = -x[k];
+    } else if (kind == 3) {
+        double *x = out;
+        for (size_t k = 1; k < parts; k += 2) x[k] = -x[k];
+    }
+}
+
 /* the whole solve, as the plan of one matrix runs it (the closed form for n <= 3,
  * LAPACK otherwise); a, w, v: element pointers (v NULL for eigenvalues only); sc: the
  * scratch for (kind, v != NULL, n), or NULL (allocated here for this matrix) */
@@ -655,12 +669,14 @@ static int solve_batch(int kind, Py_ssize_t b, int n, const char *a, Py_ssize_t 
  * row-major contiguous (its lower triangle is read); with btol >= 0, ST_REJECTED unless a
  * is exactly Hermitian and finite and b is certainly Hermitian within btol and finite
  * (within_one: the full path's checks pass them, a as it is); f, c:
- * aligned n x n scratch, sc: the scratch of (kind, vec, n). ST_FAILED where b is not
+ * aligned n x n scratch, sc: the scratch of (kind, vec, n). With by_left, C by two left
+ * solves, C = L^-1 (L^-1 A)^H (reduce_by_left_solves: the form the threaded pairs take,
+ * on the caller's kernel threads). ST_FAILED where b is not
  * positive definite, LAPACK fails or an eigenvalue is not finite (the full path
  * decides). */
 static int pair_in(int kind, int n, const void *a, const void *b, void *w, void *v, int closed,
-                   double btol, double tol, double keep, double keep2, double low, double high,
-                   void *f, void *c, void *u, scratch_t *sc) {
+                   int by_left, double btol, double tol, double keep, double keep2, double low,
+                   double high, void *f, void *c, void *u, scratch_t *sc) {
     static const float one_s[2] = {1.0f, 0.0f};
     static const double one_d[2] = {1.0, 0.0};
     const void *one = (kind == 0 || kind == 2) ? (const void *)one_s : (const void *)one_d;
@@ -678,7 +694,15 @@ static int pair_in(int kind, int n, const void *a, const void *b, void *w, void 
     if (info != 0) return ST_FAILED;
     copy_kind(kind, c, a, n, n, 1);
     p_trsm[kind](&left, &lower, &none, &nonunit, &n, &n, one, f, &lda, c, &lda);
-    p_trsm[kind](&right, &lower, &adjoint, &nonunit, &n, &n, one, f, &lda, c, &lda);
+    if (by_left) { /* L^-1 (L^-1 A)^H, into u: then u is C */
+        adjoint_kind(kind, u, c, n);
+        p_trsm[kind](&left, &lower, &none, &nonunit, &n, &n, one, f, &lda, u, &lda);
+        void *t = c;
+        c = u;
+        u = t;
+    } else {
+        p_trsm[kind](&right, &lower, &adjoint, &nonunit, &n, &n, one, f, &lda, c, &lda);
+    }
     if (closed && n <= 3) { /* the closed form where the plan runs it (closed_form_into: the compiled
                    * one, its vectors in the gauge), on C as it lies (column-major) */
         if (solve_closed(kind, n, c, 1, n, w, vec ? u : NULL, 0, tol, keep, keep2, low, high) !=
@@ -699,8 +723,8 @@ static int pair_in(int kind, int n, const void *a, const void *b, void *w, void 
  * into w + k n and v + k n n (column-major per matrix; NULL: eigenvalues only); stops at
  * the first pair not OK (its index at *index) */
 static int pair_batch(int kind, Py_ssize_t count, int n, const char *a, const char *b, char *w,
-                      char *v, int closed, double btol, double tol, double keep, double keep2, double low,
-                      double high, Py_ssize_t *index) {
+                      char *v, int closed, int by_left, double btol, double tol, double keep,
+                      double keep2, double low, double high, Py_ssize_t *index) {
     const size_t item = ITEM[kind], bytes = item * (size_t)n * (size_t)n;
     const int vec = v != NULL;
     scratch_t sc;
@@ -709,8 +733,8 @@ static int pair_batch(int kind, Py_ssize_t count, int n, const char *a, const ch
     int status = (f && c && u) ? ST_OK : ST_NO_MEMORY;
     for (Py_ssize_t k = 0; k < count && status == ST_OK; k++) {
         status = pair_in(kind, n, a + k * bytes, b + k * bytes, w + k * REAL_ITEM[kind] * n,
-                         vec ? v + k * bytes : NULL, closed, btol, tol, keep, keep2, low, high, f, c, u,
-                         &sc);
+                         vec ? v + k * bytes : NULL, closed, by_left, btol, tol, keep, keep2, low,
+                         high, f, c, u, &sc);
         if (status != ST_OK) *index = k;
     }
     free(f);
@@ -801,13 +825,13 @@ static PyObject *py_eigh_batch(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_END_ALLOW_THREADS return Py_BuildValue("(in)", status, index);
 }
 
-/* eigh_pair(kind, count, n, a, b, w, v, closed, btol, tol, keep, keep2, low, high)
- * -> (status, index): the generalized pairs as pair_batch solves them (a, b, w, v:
+/* eigh_pair(kind, count, n, a, b, w, v, closed, by_left, btol, tol, keep, keep2, low,
+ * high) -> (status, index): the generalized pairs as pair_batch solves them (a, b, w, v:
  * addresses; v = 0: eigenvalues only); index -1 when every pair is OK */
 static PyObject *py_eigh_pair(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 14) {
-        PyErr_SetString(PyExc_TypeError, "eigh_pair takes 14 arguments");
+    if (nargs != 15) {
+        PyErr_SetString(PyExc_TypeError, "eigh_pair takes 15 arguments");
         return NULL;
     }
     long kind = PyLong_AsLong(args[0]);
@@ -815,11 +839,11 @@ static PyObject *py_eigh_pair(PyObject *self, PyObject *const *args, Py_ssize_t 
     long n = PyLong_AsLong(args[2]);
     const char *a = PyLong_AsVoidPtr(args[3]), *b = PyLong_AsVoidPtr(args[4]);
     char *w = PyLong_AsVoidPtr(args[5]), *v = PyLong_AsVoidPtr(args[6]);
-    int closed = PyObject_IsTrue(args[7]);
-    double btol = PyFloat_AsDouble(args[8]);
-    double tol = PyFloat_AsDouble(args[9]), keep = PyFloat_AsDouble(args[10]);
-    double keep2 = PyFloat_AsDouble(args[11]);
-    double low = PyFloat_AsDouble(args[12]), high = PyFloat_AsDouble(args[13]);
+    int closed = PyObject_IsTrue(args[7]), by_left = PyObject_IsTrue(args[8]);
+    double btol = PyFloat_AsDouble(args[9]);
+    double tol = PyFloat_AsDouble(args[10]), keep = PyFloat_AsDouble(args[11]);
+    double keep2 = PyFloat_AsDouble(args[12]);
+    double low = PyFloat_AsDouble(args[13]), high = PyFloat_AsDouble(args[14]);
     if (PyErr_Occurred()) return NULL;
     if (kind < 0 || kind > 3 || count < 0 || n < 1 || n >= MAX_N ||
         (count > 0 && (!a || !b || !w))) {
@@ -831,12 +855,13 @@ static PyObject *py_eigh_pair(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_ssize_t index = -1;
     int status;
     if (count * n >= 16) {
-        Py_BEGIN_ALLOW_THREADS status = pair_batch((int)kind, count, (int)n, a, b, w, v, closed, btol,
-                                                   tol, keep, keep2, low, high, &index);
+        Py_BEGIN_ALLOW_THREADS status = pair_batch((int)kind, count, (int)n, a, b, w, v, closed,
+                                                   by_left, btol, tol, keep, keep2, low, high,
+                                                   &index);
         Py_END_ALLOW_THREADS
     } else {
-        status = pair_batch((int)kind, count, (int)n, a, b, w, v, closed, btol, tol, keep, keep2,
-                            low, high, &index);
+        status = pair_batch((int)kind, count, (int)n, a, b, w, v, closed, by_left, btol, tol, keep,
+                            keep2, low, high, &index);
     }
     return Py_BuildValue("(in)", status, index);
 }
@@ -1216,7 +1241,7 @@ static PyMethodDef methods[] = {
      "eigh_batch(kind, b, n, a, sb, s0, s1, w, v, check, tol, keep, keep2, low, high)"
      " -> (status, index)"},
     {"eigh_pair", (PyCFunction)(void (*)(void))py_eigh_pair, METH_FASTCALL,
-     "eigh_pair(kind, count, n, a, b, w, v, closed, btol, tol, keep, keep2, low, high)"
+     "eigh_pair(kind, count, n, a, b, w, v, closed, by_left, btol, tol, keep, keep2, low, high)"
      " -> (status, index)"},
     {"gauge", (PyCFunction)(void (*)(void))py_gauge, METH_FASTCALL,
      "gauge(kind, n, m, v, tol, keep, keep2, low, high) -> 1 if gauged"},
