@@ -19,7 +19,7 @@ from ._errors import InputError, LinAlgError
 from ._options import Options, build_cached
 from ._pipeline._checks import BlockCheck, InputRejected, check_finite, check_hermitian
 from ._pipeline._dense import solve_dense
-from ._pipeline._direct import solve_direct, solve_one
+from ._pipeline._direct import solve_direct, solve_one, solve_one_alike
 from ._pipeline._direct_generalized import solve_direct_generalized
 from ._pipeline._plan import THREADED_LAPACK_MIN_N, Plan
 from ._pipeline._planned_direct import solve_planned
@@ -243,6 +243,15 @@ def _dask(a: Any, b: Any, request: Request, plan: Plan | None, opts: Options) ->
     return dask_eigvalsh(a, b, options=opts, **keywords), None
 
 
+def _options_only(a: Any, b: Any, k: Any, lindep: Any, device: Any, plan: Any) -> bool:
+    """Whether a call on ``a`` adds nothing but options (``options=``, execution fields,
+    ``check``, ``symmetry_tol``) to one 2-D tensor: the shortcut
+    (:func:`~._pipeline._direct.solve_one_alike`) may take it."""
+    if type(a) is not torch.Tensor or a.dim() != 2:
+        return False
+    return b is None and k is None and lindep is None and device is None and plan is None
+
+
 def eigh(
     a: Any,
     b: Any = None,
@@ -314,6 +323,10 @@ def eigh(
         if one is not None:  # one plain matrix: the shortest route, no request built
             return EighResult(*one)
         plain = False
+    elif _options_only(a, b, k, lindep, device, plan):  # one matrix with options alone
+        one = solve_one_alike(a, True, check, symmetry_tol, options, execution)
+        if one is not None:
+            return EighResult(*one)
     request = (True, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
     return EighResult(*_planned_call(a, b, plain, request, plan, options, execution))
 
@@ -350,5 +363,9 @@ def eigvalsh(
         if one is not None:  # one plain matrix: the shortest route, no request built
             return one[0]
         plain = False
+    elif _options_only(a, b, k, lindep, device, plan):  # one matrix with options alone
+        one = solve_one_alike(a, False, check, symmetry_tol, options, execution)
+        if one is not None:
+            return one[0]
     request = (False, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
     return _planned_call(a, b, plain, request, plan, options, execution)[0]

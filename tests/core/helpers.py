@@ -176,9 +176,10 @@ def bitwise_threads(n: int, dtype: torch.dtype, vectors: bool = True) -> Iterato
 def pipeline_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Calls with options or a plan take the planned pipeline, even where those plan them
     as the default call (which then takes the direct path:
-    ``spectra.core._eigh._direct_with_options``): for tests of the pipeline itself and
-    comparisons against it."""
+    ``spectra.core._eigh._direct_with_options``, or for one matrix the entry's shortcut
+    ``solve_one_alike``): for tests of the pipeline itself and comparisons against it."""
     monkeypatch.setattr(_eigh, "_direct_with_options", lambda *args, **kwargs: None)
+    monkeypatch.setattr(_eigh, "solve_one_alike", lambda *args, **kwargs: None)
 
 
 def planned(fn: Any, *args: Any, **kwargs: Any) -> Any:

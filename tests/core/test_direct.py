@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import spectra
+from spectra.core import _eigh
 from spectra.core._pipeline import _direct, _execute, _gauge
 from spectra.core._pipeline._plan import DIRECT_MAX_BATCH
 from spectra.core._request import Request
@@ -488,6 +489,61 @@ def test_options_that_plan_the_default_call_take_the_direct_path(
     assert runs == [1, 1, 1]
     assert np.array_equal(np.asarray(pw), np.asarray(w0))
     assert np.array_equal(np.asarray(pv), np.asarray(v0))
+
+
+def test_one_matrix_with_options_takes_the_entrys_shortcut(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One 2-D tensor whose options plan it as the default call (``workers=1``, an
+    ``Options``, the default strategy forced) is served by the entry's shortcut
+    (``solve_one_alike``) before any request is built, bitwise the plain call, its verdict
+    remembered per options and size; options that change the plan, input with history,
+    ``k`` and a bad option take the normal route (which raises the option's error on every
+    call)."""
+    from spectra.core.domain import InputError
+
+    served: list[bool] = []
+    real = _eigh.solve_one_alike
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        got = real(*args, **kwargs)
+        served.append(got is not None)
+        return got
+
+    monkeypatch.setattr(_eigh, "solve_one_alike", spy)
+    monkeypatch.setattr(_direct, "_ALIKE", {})
+    runs = _count_pipeline(monkeypatch)
+    for dtype in (torch.float64, torch.complex64):
+        a = random_hermitian((), 8, dtype, seed=12)
+        w0, v0 = spectra.eigh(a)
+        values = spectra.eigvalsh(a)
+        for opts in (
+            {"workers": 1},
+            {"options": spectra.Options(workers=1)},
+            {"strategy": "torch", "symmetry_tol": 1e-9},
+        ):
+            served.clear()
+            w, v = spectra.eigh(a, **opts)
+            assert served == [True], opts
+            assert torch.equal(w, w0) and torch.equal(v, v0), opts
+            assert torch.equal(spectra.eigvalsh(a, **opts), values), opts
+    assert runs == []
+    # 2 dtypes x 3 option sets x eigenvectors or not
+    assert len(_direct._ALIKE) == 12 and all(_direct._ALIKE.values())
+    a = random_hermitian((), 8, torch.float64, seed=13)
+    served.clear()
+    spectra.eigh(a, verify=True)
+    spectra.eigh(a, strategy="numpy")
+    assert served == [False, False] and runs == [1, 1]  # plans of their own: the pipeline
+    for _ in range(2):
+        with pytest.raises(InputError, match="workers"):
+            spectra.eigh(a, workers=0)
+    assert served[-2:] == [False, False]
+    served.clear()
+    spectra.eigh(a, workers=1, k=2)  # k: the normal route (the direct path slices)
+    tracked = a.clone().requires_grad_(True)
+    w, _ = spectra.eigh(tracked, workers=1)
+    assert served == [False]  # history: the full path, whose backward takes the options
+    w.sum().backward()
+    assert tracked.grad is not None
 
 
 def test_options_keep_the_pipeline_for_input_with_history(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -57,6 +57,7 @@ def _full_pipeline(fn: Any, *args: Any, **kwargs: Any) -> Any:
     with pytest.MonkeyPatch.context() as m:
         m.setattr(_eigh, "solve_planned", lambda *a, **k: None)
         m.setattr(_eigh, "_direct_with_options", lambda *a, **k: None)
+        m.setattr(_eigh, "solve_one_alike", lambda *a, **k: None)
         return fn(*args, **kwargs)
 
 

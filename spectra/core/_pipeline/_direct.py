@@ -32,7 +32,8 @@ import numpy as np
 import torch
 from torch.autograd import forward_ad
 
-from .._options import PLANNING_FIELDS, Options, check_tolerance
+from .._errors import InputError
+from .._options import PLANNING_FIELDS, Options, build_cached, check_tolerance
 from .._request import Request
 from .._solvers._native import (
     mark_entry_route,
@@ -265,6 +266,59 @@ def solve_one(
     if a.dim() != 2:
         return None
     return _solve_one(a, vectors, check, check_tolerance(symmetry_tol, "symmetry_tol"))
+
+
+#: at most this many verdicts of :func:`solve_one_alike` are remembered
+ALIKE_MAX = 256
+_ALIKE: dict[tuple[Any, ...], bool] = {}
+
+
+def solve_one_alike(
+    a: Any,
+    vectors: bool,
+    check: bool,
+    symmetry_tol: Any,
+    options: Options | None,
+    execution: dict[str, Any],
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """The entry points' shortcut for one 2-D CPU tensor without history whose only other
+    arguments are options (``options=``, :class:`~spectra.core.Options` fields as keywords,
+    ``check``, ``symmetry_tol``) that plan it as the default call (:func:`_direct_cached`:
+    the same strategy, one worker, no verification): :func:`solve_one`, as
+    :func:`solve_direct` runs it for such a call, without building the request. The
+    verdict is remembered per options, size, dtype and registry version, so a loop that
+    passes ``workers=1`` on every call decides it once. ``None``: the normal route (which
+    raises an option's error).
+
+    >>> import torch
+    >>> a = torch.diag(torch.tensor([3.0, 1.0, 2.0], dtype=torch.float64))
+    >>> solve_one_alike(a, True, True, None, None, {"workers": 1})[0]
+    tensor([1., 2., 3.], dtype=torch.float64)
+    """
+    if type(a) is not torch.Tensor or a.dim() != 2 or a.device.type != "cpu":
+        return None
+    if a.requires_grad and torch.is_grad_enabled():
+        return None  # its backward takes the options: the full path
+    n = a.shape[-1]
+    try:
+        fields = tuple((name, type(value), value) for name, value in execution.items())
+        key = (options, fields, n, a.shape[-2], a.dtype, vectors, registry_version())
+        alike = _ALIKE.get(key)
+    except TypeError:  # an unhashable value: the normal route
+        return None
+    if alike is None:
+        try:
+            opts = build_cached(options, execution)
+        except (TypeError, InputError):
+            return None  # the normal route raises it
+        version = registry_version()
+        alike = 0 < n == a.shape[-2] and _direct_cached(
+            n, 1, a.dtype, vectors, None, False, version, opts.planning_key
+        )
+        if len(_ALIKE) >= ALIKE_MAX:
+            _ALIKE.clear()
+        _ALIKE[key] = alike
+    return solve_one(a, vectors, check, symmetry_tol) if alike else None
 
 
 def _solve_few(
