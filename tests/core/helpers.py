@@ -188,3 +188,31 @@ def planned(fn: Any, *args: Any, **kwargs: Any) -> Any:
     with pytest.MonkeyPatch.context() as m:
         pipeline_only(m)
         return fn(*args, workers=1, **kwargs)
+
+
+def served_spy(monkeypatch: pytest.MonkeyPatch, name: str, *modules: Any) -> list[bool]:
+    """Replace the function ``name`` in each of ``modules`` (the first holds the real one)
+    by a spy that records, per call, whether it served (returned something other than
+    ``None``); the list it appends to."""
+    served: list[bool] = []
+    real = getattr(modules[0], name)
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        got = real(*args, **kwargs)
+        served.append(got is not None)
+        return got
+
+    for module in modules:
+        monkeypatch.setattr(module, name, spy)
+    return served
+
+
+def near_and_lower(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a`` made Hermitian only within the default tolerance (one entry moved by 1e-14),
+    and ``a`` with its strict upper triangle doubled (what ``check=False`` must read as
+    its lower triangle)."""
+    near = a.clone()
+    near[..., 0, 1] += 1e-14
+    garbage = a.clone()
+    garbage.triu_(1).add_(a.tril())
+    return near, garbage

@@ -21,7 +21,7 @@ from spectra.core._solvers._native import native_module
 from spectra.core._strategies import _kernels
 from spectra.core._support import _threads
 
-from .helpers import planned, random_hermitian, without_native_entry
+from .helpers import planned, random_hermitian, served_spy, without_native_entry
 
 DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
 
@@ -500,15 +500,7 @@ def test_one_matrix_with_options_takes_the_entrys_shortcut(monkeypatch: pytest.M
     call)."""
     from spectra.core.domain import InputError
 
-    served: list[bool] = []
-    real = _eigh.solve_one_alike
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        got = real(*args, **kwargs)
-        served.append(got is not None)
-        return got
-
-    monkeypatch.setattr(_eigh, "solve_one_alike", spy)
+    served = served_spy(monkeypatch, "solve_one_alike", _eigh)
     monkeypatch.setattr(_direct, "_ALIKE", {})
     runs = _count_pipeline(monkeypatch)
     for dtype in (torch.float64, torch.complex64):

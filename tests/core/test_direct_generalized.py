@@ -23,7 +23,7 @@ from spectra.core._strategies import STRATEGIES
 from spectra.core._support._threads import single_threaded_kernels
 from spectra.core.domain import InputError, LinAlgError
 
-from .helpers import DTYPES, planned, random_hermitian
+from .helpers import DTYPES, near_and_lower, planned, random_hermitian, served_spy
 
 
 def _pair(shape: tuple[int, ...], n: int, dtype: torch.dtype, seed: int) -> tuple[Any, Any]:
@@ -44,17 +44,8 @@ def pipeline_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 @pytest.fixture
 def compiled_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Each call of the compiled pair: whether it served (``None``: it declined)."""
-    runs: list[bool] = []
-    real = _direct_generalized.native_pair
     _direct_generalized.compiled_agrees()  # (decided once per process, by its own calls)
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        got = real(*args, **kwargs)
-        runs.append(got is not None)
-        return got
-
-    monkeypatch.setattr(_direct_generalized, "native_pair", spy)
-    return runs
+    return served_spy(monkeypatch, "native_pair", _direct_generalized)
 
 
 def _compiled_expected(shape: tuple[int, ...], n: int, dtype: torch.dtype, vectors: int) -> bool:
@@ -251,15 +242,12 @@ def test_the_compiled_pair_checks_what_the_full_path_checks(compiled_runs: list[
     pw, pv = planned(spectra.eigh, a, b)
     assert torch.equal(w, pw) and torch.equal(v, pv)
     compiled_runs.clear()
-    near = a.clone()
-    near[0, 1] += 1e-14
+    near, garbage = near_and_lower(a)
     nw, nv = spectra.eigh(near, b)
     assert compiled_runs == [False, True]
     pw, pv = planned(spectra.eigh, near, b)
     assert torch.equal(nw, pw) and torch.equal(nv, pv)
     compiled_runs.clear()
-    garbage = a.clone()
-    garbage.triu_(1).add_(a.tril())
     gw, gv = spectra.eigh(garbage, b, check=False)
     assert compiled_runs == [True] and torch.equal(gw, w) and torch.equal(gv, v)
     compiled_runs.clear()
@@ -278,17 +266,7 @@ def test_the_compiled_pair_checks_what_the_full_path_checks(compiled_runs: list[
 def threaded_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Each call of ``threaded_pair``, from the direct path or the pipeline: whether it
     served (``False``: it declined)."""
-    runs: list[bool] = []
-    real = _direct_generalized.threaded_pair
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        got = real(*args, **kwargs)
-        runs.append(got is not None)
-        return got
-
-    monkeypatch.setattr(_direct_generalized, "threaded_pair", spy)
-    monkeypatch.setattr(_solve, "threaded_pair", spy)
-    return runs
+    return served_spy(monkeypatch, "threaded_pair", _direct_generalized, _solve)
 
 
 def _threaded_sizes(dtype: torch.dtype) -> list[int]:
@@ -353,15 +331,12 @@ def test_threaded_pairs_read_what_the_full_path_reads(
         pytest.skip("the compiled helper is not built (SPECTRA_NATIVE=0 or no compiler)")
     n = 64
     a, b = _pair((), n, torch.float64, seed=21)
-    near = a.clone()
-    near[0, 1] += 1e-14
+    near, garbage = near_and_lower(a)
     nw, nv = spectra.eigh(near, b)
     assert threaded_runs == [False, True] and pipeline_runs == []
     pw, pv = planned(spectra.eigh, near, b)
     assert torch.equal(nw, pw) and torch.equal(nv, pv)
     threaded_runs.clear()
-    garbage = a.clone()
-    garbage.triu_(1).add_(a.tril())
     gw, gv = spectra.eigh(garbage, b, check=False)
     w, v = spectra.eigh(a, b)
     assert threaded_runs == [True, True]
