@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..core.domain import InputError
+from ..core.domain import InputError, real_dtype
+from ._canonical import cayley_step
 from ._checks import (
+    ON_MANIFOLD_TOL,
     SELF_CORRECTING,
     all_finite,
     batch_indices,
@@ -127,6 +129,8 @@ def _run_one(job: Job, optimizer: str, state: str) -> None:
     point straight into the parameter (their checks pass before the write) and transport
     by projection at the new point only."""
     x = job.param.detach()
+    if _cayley_one(job, x):
+        return
     direct = job.method == "polar" or (job.method == "qr" and x.ndim == 2)
     try:
         y, step = _retract(
@@ -143,6 +147,31 @@ def _run_one(job: Job, optimizer: str, state: str) -> None:
             v.copy_(metric.transport(x, step, y, v, job.method))
     if y is not x:
         job.param.copy_(y)
+
+
+def _cayley_one(job: Job, x: torch.Tensor) -> bool:
+    """One ``(n, p)`` CPU parameter on the canonical metric's Cayley retraction, ``2p < n``:
+    its point and its transported vectors in one ``2p x 2p`` solve, the on-manifold check
+    read from that system (:func:`~._canonical.cayley_step`), written back. ``False``
+    (nothing written): the checked route, which decides and names what is wrong."""
+    if (
+        job.method != "cayley"
+        or type(job.manifold.metric) is not CanonicalMetric
+        or x.ndim != 2
+        or x.device.type != "cpu"
+        or job.direction.shape != x.shape
+        or any(v.shape != x.shape for v in job.vectors)
+    ):
+        return False
+    tol = ON_MANIFOLD_TOL.get(real_dtype(x.dtype), 1e-5)
+    got = cayley_step(x, job.direction.mul(job.scale), job.vectors, tol)
+    if got is None:
+        return False
+    y, moved = got
+    for v, new in zip(job.vectors, moved, strict=True):
+        v.copy_(new)
+    job.param.copy_(y)
+    return True
 
 
 def _series_ready(job: Job) -> bool:

@@ -18,6 +18,7 @@ one ``2p x 2p`` solve per matrix for the point and every transported vector toge
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ._retractions import _fanned
@@ -56,6 +57,54 @@ def _cayley_apply(x: torch.Tensor, u: torch.Tensor, z: torch.Tensor) -> torch.Te
     return z + left @ torch.linalg.solve(lhs, right.mH @ z)
 
 
+def cayley_step(
+    x: torch.Tensor, u: torch.Tensor, vectors: list[torch.Tensor], tol: float
+) -> tuple[torch.Tensor, list[torch.Tensor]] | None:
+    """One CPU ``(n, p)`` matrix's Cayley point and its ``vectors`` moved by the same
+    operator (:func:`cayley_transport`), in one ``2p x 2p`` solve, with ``X``'s distance
+    from the manifold (``max |X^H X - I|``) read from that system's own ``X^H X`` block:
+    an optimizer step on one parameter. On NumPy arrays: at ``St(50, 5)`` each of the
+    step's ~15 small operations costs ~1 us there against 3-10 us as a torch call
+    (``benchmarks/RESULTS.md``, 2026-12-06); the results agree with the torch route to
+    rounding. ``None`` where ``2p >= n`` (the ``n x n`` form), that distance is above
+    ``tol`` or not finite, the system is singular or the result not finite: the caller's
+    checked route then decides and names what is wrong.
+
+    >>> x = torch.eye(4, 2, dtype=torch.float64)
+    >>> u = torch.zeros(4, 2, dtype=torch.float64)
+    >>> y, _ = cayley_step(x, u, [], 1e-5)
+    >>> torch.equal(y, x)
+    True
+    """
+    n, p = x.shape
+    if 2 * p >= n:
+        return None
+    xn, un = _array(x), _array(u)
+    left = np.concatenate([un, xn], axis=1)  # U
+    right_h = np.concatenate([xn, -un], axis=1).conj().T  # V^H
+    m = right_h @ left  # [[X^H u, X^H X], [-u^H u, -u^H X]]
+    gram = m[:p, p:].copy()
+    gram.flat[:: p + 1] -= 1
+    if not np.abs(gram).max() <= tol:  # (NaN fails)
+        return None
+    z = np.concatenate([xn, *(_array(v) for v in vectors)], axis=1) if vectors else xn
+    lhs = m * -0.5  # I - V^H U / 2
+    lhs.flat[:: 2 * p + 1] += 1
+    try:
+        out = z + left @ np.linalg.solve(lhs, right_h @ z)
+    except np.linalg.LinAlgError:  # singular
+        return None
+    if not np.isfinite(out).all():
+        return None
+    got = torch.from_numpy(out)
+    return got[:, :p], [got[:, p * i : p * (i + 1)] for i in range(1, len(vectors) + 1)]
+
+
+def _array(t: torch.Tensor) -> np.ndarray:
+    """``t``'s values as a NumPy array (a view where its layout allows)."""
+    return t.detach().resolve_conj().resolve_neg().numpy()
+
+
 def _cayley_point(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     return _cayley_apply(x, u, x)
 
@@ -82,6 +131,7 @@ def cayley_transport(
 __all__ = [
     "canonical_inner",
     "canonical_rgrad",
+    "cayley_step",
     "cayley_transport",
     "retract_cayley_canonical",
 ]
