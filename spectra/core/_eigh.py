@@ -247,9 +247,9 @@ def _options_only(a: Any, b: Any, k: Any, lindep: Any, device: Any, plan: Any) -
     """Whether a call on ``a`` adds nothing but options (``options=``, execution fields,
     ``check``, ``symmetry_tol``) to one 2-D tensor: the shortcut
     (:func:`~._pipeline._direct.solve_one_alike`) may take it."""
-    if type(a) is not torch.Tensor or a.dim() != 2:
+    if b is not None or type(a) is not torch.Tensor or a.dim() != 2:
         return False
-    return b is None and k is None and lindep is None and device is None and plan is None
+    return k is None and lindep is None and device is None and plan is None
 
 
 def eigh(
