@@ -70,8 +70,8 @@ def cayley_step(
     ``tol`` or not finite, the system is singular or the result not finite: the caller's
     checked route then decides and names what is wrong.
 
-    >>> x = torch.eye(4, 2, dtype=torch.float64)
-    >>> u = torch.zeros(4, 2, dtype=torch.float64)
+    >>> x = torch.eye(5, 2, dtype=torch.float64)
+    >>> u = torch.zeros(5, 2, dtype=torch.float64)
     >>> y, _ = cayley_step(x, u, [], 1e-5)
     >>> torch.equal(y, x)
     True
