@@ -149,6 +149,10 @@ def _run_one(job: Job, optimizer: str, state: str) -> None:
         job.param.copy_(y)
 
 
+#: the dtypes whose parameters the one-solve Cayley step takes (NumPy's own)
+NUMPY_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
+
+
 def _cayley_one(job: Job, x: torch.Tensor) -> bool:
     """One ``(n, p)`` CPU parameter on the canonical metric's Cayley retraction, ``2p < n``:
     its point and its transported vectors in one ``2p x 2p`` solve, the on-manifold check
@@ -159,10 +163,12 @@ def _cayley_one(job: Job, x: torch.Tensor) -> bool:
         or type(job.manifold.metric) is not CanonicalMetric
         or x.ndim != 2
         or x.device.type != "cpu"
+        or x.dtype not in NUMPY_DTYPES
         or job.direction.shape != x.shape
-        or any(v.shape != x.shape for v in job.vectors)
+        or job.direction.dtype != x.dtype
+        or any(v.shape != x.shape or v.dtype != x.dtype for v in job.vectors)
     ):
-        return False
+        return False  # (NumPy holds float32/64 and complex64/128 arrays)
     tol = ON_MANIFOLD_TOL.get(real_dtype(x.dtype), 1e-5)
     got = cayley_step(x, job.direction.mul(job.scale), job.vectors, tol)
     if got is None:
