@@ -243,15 +243,6 @@ def _dask(a: Any, b: Any, request: Request, plan: Plan | None, opts: Options) ->
     return dask_eigvalsh(a, b, options=opts, **keywords), None
 
 
-def _options_only(a: Any, b: Any, k: Any, lindep: Any, device: Any, plan: Any) -> bool:
-    """Whether a call on ``a`` adds nothing but options (``options=``, execution fields,
-    ``check``, ``symmetry_tol``) to one 2-D tensor: the shortcut
-    (:func:`~._pipeline._direct.solve_one_alike`) may take it."""
-    if b is not None or type(a) is not torch.Tensor or a.dim() != 2:
-        return False
-    return k is None and lindep is None and device is None and plan is None
-
-
 def eigh(
     a: Any,
     b: Any = None,
@@ -316,17 +307,18 @@ def eigh(
     >>> spectra.eigh(a, plan=p).eigenvalues[1]
     tensor([1., 3.])
     """
-    plain = b is None and k is None and lindep is None and device is None and not execution
-    plain = plain and plan is None and options is None
-    if plain and type(a) is torch.Tensor and a.dim() == 2:
-        one = solve_one(a, True, check, symmetry_tol)
-        if one is not None:  # one plain matrix: the shortest route, no request built
-            return EighResult(*one)
-        plain = False
-    elif _options_only(a, b, k, lindep, device, plan):  # one matrix with options alone
-        one = solve_one_alike(a, True, check, symmetry_tol, options, execution)
+    bare = b is None and k is None and lindep is None and device is None and plan is None
+    plain = bare and not execution and options is None
+    if bare and type(a) is torch.Tensor and a.dim() == 2:
+        # one matrix, plain or with options alone (where they plan the default call): the
+        # shortest route, no request built
+        if plain:
+            one = solve_one(a, True, check, symmetry_tol)
+        else:
+            one = solve_one_alike(a, True, check, symmetry_tol, options, execution)
         if one is not None:
             return EighResult(*one)
+        plain = False
     request = (True, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
     return EighResult(*_planned_call(a, b, plain, request, plan, options, execution))
 
@@ -356,16 +348,17 @@ def eigvalsh(
     >>> spectra.eigvalsh(np.diag([3.0, 1.0, 2.0]))
     array([1., 2., 3.])
     """
-    plain = b is None and k is None and lindep is None and device is None and not execution
-    plain = plain and plan is None and options is None
-    if plain and type(a) is torch.Tensor and a.dim() == 2:
-        one = solve_one(a, False, check, symmetry_tol)
-        if one is not None:  # one plain matrix: the shortest route, no request built
-            return one[0]
-        plain = False
-    elif _options_only(a, b, k, lindep, device, plan):  # one matrix with options alone
-        one = solve_one_alike(a, False, check, symmetry_tol, options, execution)
+    bare = b is None and k is None and lindep is None and device is None and plan is None
+    plain = bare and not execution and options is None
+    if bare and type(a) is torch.Tensor and a.dim() == 2:
+        # one matrix, plain or with options alone (where they plan the default call): the
+        # shortest route, no request built
+        if plain:
+            one = solve_one(a, False, check, symmetry_tol)
+        else:
+            one = solve_one_alike(a, False, check, symmetry_tol, options, execution)
         if one is not None:
             return one[0]
+        plain = False
     request = (False, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
     return _planned_call(a, b, plain, request, plan, options, execution)[0]

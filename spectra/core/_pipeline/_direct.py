@@ -299,10 +299,10 @@ def solve_one_alike(
         return None
     if a.requires_grad and torch.is_grad_enabled():
         return None  # its backward takes the options: the full path
-    n = a.shape[-1]
+    n, version = a.shape[-1], registry_version()
     try:
         fields = tuple((name, type(value), value) for name, value in execution.items())
-        key = (options, fields, n, a.shape[-2], a.dtype, vectors, registry_version())
+        key = (options, fields, n, a.shape[-2], a.dtype, vectors, version)
         alike = _ALIKE.get(key)
     except TypeError:  # an unhashable value: the normal route
         return None
@@ -311,7 +311,6 @@ def solve_one_alike(
             opts = build_cached(options, execution)
         except (TypeError, InputError):
             return None  # the normal route raises it
-        version = registry_version()
         alike = 0 < n == a.shape[-2] and _direct_cached(
             n, 1, a.dtype, vectors, None, False, version, opts.planning_key
         )
