@@ -243,6 +243,29 @@ def _dask(a: Any, b: Any, request: Request, plan: Plan | None, opts: Options) ->
     return dask_eigvalsh(a, b, options=opts, **keywords), None
 
 
+def _one_matrix(
+    a: Any,
+    b: Any,
+    request: tuple[Any, ...],
+    plan: Plan | None,
+    options: Options | None,
+    execution: dict,
+) -> tuple[tuple[Any, Any] | None, bool]:
+    """The entry points' shortcut: one 2-D tensor, plain or with options alone (where they
+    plan it as the default call), on the shortest route without building the request.
+    ``(result or None, plain)``: ``plain`` tells :func:`_planned_call` whether the call has
+    no option but ``check`` and ``symmetry_tol`` and was not tried here (``request``:
+    :meth:`Request.build`'s arguments)."""
+    vectors, k, _, lindep, _, check, symmetry_tol, device = request
+    bare = b is None and k is None and lindep is None and device is None and plan is None
+    plain = bare and not execution and options is None
+    if not (bare and type(a) is torch.Tensor and a.dim() == 2):
+        return None, plain
+    if plain:
+        return solve_one(a, vectors, check, symmetry_tol), False
+    return solve_one_alike(a, vectors, check, symmetry_tol, options, execution), False
+
+
 def eigh(
     a: Any,
     b: Any = None,
@@ -307,19 +330,10 @@ def eigh(
     >>> spectra.eigh(a, plan=p).eigenvalues[1]
     tensor([1., 3.])
     """
-    bare = b is None and k is None and lindep is None and device is None and plan is None
-    plain = bare and not execution and options is None
-    if bare and type(a) is torch.Tensor and a.dim() == 2:
-        # one matrix, plain or with options alone (where they plan the default call): the
-        # shortest route, no request built
-        if plain:
-            one = solve_one(a, True, check, symmetry_tol)
-        else:
-            one = solve_one_alike(a, True, check, symmetry_tol, options, execution)
-        if one is not None:
-            return EighResult(*one)
-        plain = False
     request = (True, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
+    one, plain = _one_matrix(a, b, request, plan, options, execution)
+    if one is not None:
+        return EighResult(*one)
     return EighResult(*_planned_call(a, b, plain, request, plan, options, execution))
 
 
@@ -348,17 +362,8 @@ def eigvalsh(
     >>> spectra.eigvalsh(np.diag([3.0, 1.0, 2.0]))
     array([1., 2., 3.])
     """
-    bare = b is None and k is None and lindep is None and device is None and plan is None
-    plain = bare and not execution and options is None
-    if bare and type(a) is torch.Tensor and a.dim() == 2:
-        # one matrix, plain or with options alone (where they plan the default call): the
-        # shortest route, no request built
-        if plain:
-            one = solve_one(a, False, check, symmetry_tol)
-        else:
-            one = solve_one_alike(a, False, check, symmetry_tol, options, execution)
-        if one is not None:
-            return one[0]
-        plain = False
     request = (False, k, largest, lindep, lindep_fill, check, symmetry_tol, device)
+    one, plain = _one_matrix(a, b, request, plan, options, execution)
+    if one is not None:
+        return one[0]
     return _planned_call(a, b, plain, request, plan, options, execution)[0]
